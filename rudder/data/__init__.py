@@ -1,0 +1,1 @@
+"""Dataset layout, loading into tensors, batching and the embedded sample dataset."""

@@ -1,0 +1,472 @@
+"""The on-disk dataset layout shared by the sample generator, the builders and the loaders.
+
+A dataset is a folder that ``datasets.load_dataset(folder, config)`` loads as the Hub would:
+
+```
+README.md                         dataset card; YAML ``configs:`` block lists every config
+rudder.json                       metadata: name, version, languages, experts {name: dim, variable_length}
+captions/{train,validation,test}.parquet
+videos/{train,validation,test}.parquet
+features/<expert>/{train,validation,test}.parquet    config ``features.<expert>``
+relations/all.parquet             optional config ``relations`` (split ``train``)
+```
+
+Splits are by video. Columns follow DESIGN.md; ``videos.experts`` lists the experts a video
+has, and a features file holds rows only for those videos (availability is never a zero
+vector). :class:`DatasetWriter` writes into a temporary sibling folder and renames it into
+place when :meth:`DatasetWriter.close` succeeds, so a failed build leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from rudder.languages import SUPPORTED, check_language
+
+SPLITS = ("train", "validation", "test")
+EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
+CAPTION_KINDS = ("caption", "listing", "describing", "narration", "paragraph")
+PAIR_LABELS = {"negative": 0, "partial": 1, "positive": 2, "description": 3}
+
+CAPTIONS_SCHEMA = pa.schema(
+    [
+        ("caption_id", pa.string()),
+        ("video_id", pa.string()),
+        ("lang", pa.string()),
+        ("text", pa.string()),
+        ("start", pa.float32()),
+        ("end", pa.float32()),
+        ("kind", pa.string()),
+        ("machine_translated", pa.bool_()),
+    ]
+)
+# Columns that ``heuristics`` (or a generator with manual marks) adds to ``captions``.
+LABEL_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
+VIDEOS_SCHEMA = pa.schema(
+    [
+        ("video_id", pa.string()),
+        ("duration", pa.float32()),
+        ("split", pa.string()),
+        ("experts", pa.list_(pa.string())),
+    ]
+)
+RELATIONS_SCHEMA = pa.schema(
+    [
+        ("caption_id_a", pa.string()),
+        ("caption_id_b", pa.string()),
+        ("label", pa.int8()),
+        ("annotator", pa.string()),
+    ]
+)
+
+
+class LayoutError(ValueError):
+    """A dataset folder or table that does not follow the layout."""
+
+
+def parse_expert(name: str) -> tuple[str, str | None]:
+    """Split ``'<kind>'`` or ``'<kind>@<lang>'`` into ``(kind, lang)``, validating both."""
+    match = re.fullmatch(r"([a-z0-9_]+)(?:@([a-z]+))?", name)
+    if not match:
+        raise LayoutError(
+            f"bad expert name {name!r}: use '<kind>' or '<kind>@<lang>', e.g. 'scene', 'audio@mr'"
+        )
+    kind, lang = match.groups()
+    if lang is not None:
+        check_language(lang, where=f"expert name {name!r}")
+    return kind, lang
+
+
+def expert_config(expert: str) -> str:
+    """The config name of an expert's features: ``features.<expert>``."""
+    parse_expert(expert)
+    return f"features.{expert}"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass
+class ExpertInfo:
+    """Dimension of an expert's features and whether each video has an (n, D) array."""
+
+    dim: int
+    variable_length: bool = False
+
+
+@dataclass
+class DatasetMeta:
+    """What ``rudder.json`` records about a dataset."""
+
+    name: str
+    version: str
+    languages: list[str]
+    experts: dict[str, ExpertInfo] = field(default_factory=dict)
+    simulated: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = {
+            "name": self.name,
+            "version": self.version,
+            "languages": self.languages,
+            "experts": {k: vars(v) for k, v in sorted(self.experts.items())},
+            "simulated": self.simulated,
+            "extra": self.extra,
+        }
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> "DatasetMeta":
+        try:
+            data = json.loads(text)
+            experts = {k: ExpertInfo(**v) for k, v in data.get("experts", {}).items()}
+            return cls(
+                name=data["name"],
+                version=str(data["version"]),
+                languages=list(data["languages"]),
+                experts=experts,
+                simulated=bool(data.get("simulated", False)),
+                extra=data.get("extra", {}),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as error:
+            raise LayoutError(f"{source}: not a valid rudder.json ({error})") from error
+
+
+@dataclass
+class Card:
+    """Human-facing parts of the README dataset card."""
+
+    pretty_name: str
+    description: str
+    license: str = "other"
+    citation: str = ""
+    how_built: str = ""
+
+
+def _configs_block(experts, has_relations: bool, counts: dict) -> list[dict]:
+    """The ``configs:`` list; empty splits are left out (``datasets`` rejects them)."""
+
+    def per_split(config, folder):
+        return [
+            {"split": s, "path": f"{folder}/{s}.parquet"}
+            for s in SPLITS
+            if counts.get((config, s), 0) > 0
+        ]
+
+    configs = [
+        {"config_name": "captions", "data_files": per_split("captions", "captions"), "default": True},
+        {"config_name": "videos", "data_files": per_split("videos", "videos")},
+    ]
+    configs += [
+        {"config_name": expert_config(e), "data_files": per_split(expert_config(e), f"features/{e}")}
+        for e in sorted(experts)
+    ]
+    if has_relations:
+        configs.append(
+            {"config_name": "relations", "data_files": [{"split": "train", "path": "relations/all.parquet"}]}
+        )
+    return configs
+
+
+def render_card(meta: DatasetMeta, card: Card, counts: dict, has_relations: bool) -> str:
+    """The README.md dataset card: YAML front matter with ``configs:``, then prose."""
+    front = {
+        "pretty_name": card.pretty_name,
+        "license": card.license,
+        "language": list(meta.languages),
+        "task_categories": ["text-retrieval"],
+        "tags": ["video-retrieval", "multilingual", "rudder"] + (["simulated"] if meta.simulated else []),
+        "configs": _configs_block(meta.experts, has_relations, counts),
+    }
+    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
+    lines += [f"# {card.pretty_name}", "", card.description.strip(), ""]
+    lines += ["## Contents", "", "| config | split | rows |", "|---|---|---|"]
+    for (config, split), rows in sorted(counts.items()):
+        lines.append(f"| {config} | {split} | {rows} |")
+    lines += ["", "## Experts", "", "| expert | dim | variable length |", "|---|---|---|"]
+    for name, info in sorted(meta.experts.items()):
+        lines.append(f"| {name} | {info.dim} | {'yes' if info.variable_length else 'no'} |")
+    if card.how_built:
+        lines += ["", "## How it was built", "", card.how_built.strip()]
+    lines += ["", "## Licence", "", card.license]
+    if card.citation:
+        lines += ["", "## Citation", "", "```bibtex", card.citation.strip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+class DatasetWriter:
+    """Write a dataset folder atomically, one expert at a time.
+
+    Use as a context manager; on an exception the temporary folder is removed and
+    ``out_dir`` is left as it was. ``overwrite=False`` refuses an existing ``out_dir``.
+    """
+
+    def __init__(self, out_dir, meta: DatasetMeta, card: Card, overwrite: bool = False):
+        self.out_dir = Path(out_dir)
+        if self.out_dir.exists() and not overwrite:
+            raise LayoutError(f"{self.out_dir} already exists; pass overwrite=True (--overwrite)")
+        self.meta, self.card = meta, card
+        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.", dir=self.out_dir.parent))
+        self.video_split: dict[str, str] = {}
+        self.counts: dict[tuple[str, str], int] = {}
+        self.has_relations = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+    def _write_split_tables(self, folder: str, config: str, table: pa.Table, split_column) -> None:
+        (self.tmp / folder).mkdir(parents=True, exist_ok=True)
+        splits = np.asarray(split_column, dtype=object)
+        for split in SPLITS:
+            part = table.filter(pa.array(splits == split))
+            pq.write_table(part, self.tmp / folder / f"{split}.parquet")
+            self.counts[(config, split)] = part.num_rows
+
+    def write_videos(self, videos: pa.Table) -> None:
+        """Write the ``videos`` config; its ``split`` column decides every other split."""
+        videos = videos.cast(VIDEOS_SCHEMA) if videos.schema != VIDEOS_SCHEMA else videos
+        ids = videos.column("video_id").to_pylist()
+        splits = videos.column("split").to_pylist()
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise LayoutError(f"videos: duplicate video_id {dup!r}")
+        bad = sorted({s for s in splits if s not in SPLITS})
+        if bad:
+            raise LayoutError(f"videos: unknown split(s) {bad}; use {list(SPLITS)}")
+        for experts in videos.column("experts").to_pylist():
+            for expert in experts:
+                if expert not in self.meta.experts:
+                    raise LayoutError(f"videos: expert {expert!r} is not declared in the metadata")
+        self.video_split = dict(zip(ids, splits))
+        self._write_split_tables("videos", "videos", videos, splits)
+
+    def _splits_of(self, video_ids, what: str) -> list[str]:
+        if not self.video_split:
+            raise LayoutError("write_videos must be called before " + what)
+        try:
+            return [self.video_split[v] for v in video_ids]
+        except KeyError as error:
+            raise LayoutError(f"{what}: unknown video_id {error.args[0]!r}") from None
+
+    def write_captions(self, captions: pa.Table) -> None:
+        """Write the ``captions`` config (base columns, plus label columns when present)."""
+        missing = [c for c in CAPTIONS_SCHEMA.names if c not in captions.column_names]
+        if missing:
+            raise LayoutError(f"captions: missing column(s) {missing}")
+        ids = captions.column("caption_id").to_pylist()
+        if len(set(ids)) != len(ids):
+            raise LayoutError("captions: caption_id values must be unique")
+        for i, lang in enumerate(captions.column("lang").to_pylist()):
+            if lang not in SUPPORTED:
+                check_language(lang, where=f"captions row {i} (caption_id {ids[i]!r})")
+        splits = self._splits_of(captions.column("video_id").to_pylist(), "captions")
+        self._write_split_tables("captions", "captions", captions, splits)
+
+    def write_expert(self, expert: str, batches) -> None:
+        """Stream ``(video_ids, features)`` batches of one expert into its config.
+
+        ``features`` is a float array ``(n, D)`` for fixed-size experts, or a list of
+        ``(n_i, D)`` arrays for variable-length ones. Rows are checked for dimension and
+        finiteness; only one batch is held in memory at a time.
+        """
+        info = self.meta.experts.get(expert)
+        if info is None:
+            raise LayoutError(f"expert {expert!r} is not declared in the metadata")
+        item = pa.list_(pa.float32(), info.dim)
+        feature_type = pa.list_(item) if info.variable_length else item
+        schema = pa.schema([("video_id", pa.string()), ("feature", feature_type)])
+        folder = self.tmp / "features" / expert
+        folder.mkdir(parents=True, exist_ok=True)
+        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema) for s in SPLITS}
+        counts = dict.fromkeys(SPLITS, 0)
+        try:
+            for video_ids, features in batches:
+                video_ids = list(video_ids)
+                splits = np.asarray(self._splits_of(video_ids, f"features.{expert}"), dtype=object)
+                column = _feature_column(expert, video_ids, features, info, feature_type)
+                table = pa.table({"video_id": pa.array(video_ids, pa.string()), "feature": column})
+                for split in SPLITS:
+                    part = table.filter(pa.array(splits == split))
+                    if part.num_rows:
+                        writers[split].write_table(part)
+                        counts[split] += part.num_rows
+        finally:
+            for writer in writers.values():
+                writer.close()
+        for split, rows in counts.items():
+            self.counts[(expert_config(expert), split)] = rows
+
+    def write_relations(self, relations: pa.Table) -> None:
+        """Write the optional ``relations`` config (labels 0..3, see PAIR_LABELS)."""
+        relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
+        labels = relations.column("label").to_numpy()
+        if labels.size and (labels.min() < 0 or labels.max() > 3):
+            raise LayoutError("relations: label must be 0 negative, 1 partial, 2 positive, 3 description")
+        (self.tmp / "relations").mkdir(exist_ok=True)
+        pq.write_table(relations, self.tmp / "relations" / "all.parquet")
+        self.counts[("relations", "train")] = relations.num_rows
+        self.has_relations = True
+
+    def close(self) -> None:
+        """Write metadata and card, then move the folder into place."""
+        if not self.video_split:
+            raise LayoutError("a dataset needs a videos config")
+        for expert in self.meta.experts:
+            if not (self.tmp / "features" / expert).exists():
+                raise LayoutError(f"expert {expert!r} is declared but no features were written")
+        for (config, split), rows in self.counts.items():
+            if rows == 0:
+                folder = "features/" + config[len("features."):] if config.startswith("features.") else config
+                (self.tmp / folder / f"{split}.parquet").unlink(missing_ok=True)
+        (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
+        card = render_card(self.meta, self.card, self.counts, self.has_relations)
+        (self.tmp / "README.md").write_text(card, encoding="utf-8")
+        if self.out_dir.exists():
+            old = self.out_dir.with_name(self.out_dir.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(self.out_dir, old)
+            os.replace(self.tmp, self.out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(self.tmp, self.out_dir)
+
+
+def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type) -> pa.Array:
+    """Validate one batch of features and turn it into an Arrow column."""
+    if info.variable_length:
+        arrays = [np.asarray(f, dtype=np.float32) for f in features]
+        for vid, arr in zip(video_ids, arrays):
+            _check_feature(expert, vid, arr, info.dim, ndim=2)
+        flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, np.float32)
+        rows = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), info.dim)
+        offsets = np.concatenate([[0], np.cumsum([len(a) for a in arrays])]).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), rows).cast(feature_type)
+    matrix = np.asarray(features, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(video_ids):
+        raise LayoutError(
+            f"features.{expert}: expected a ({len(video_ids)}, {info.dim}) batch, got shape {matrix.shape}"
+        )
+    for vid, row in zip(video_ids, matrix):
+        _check_feature(expert, vid, row, info.dim, ndim=1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1), pa.float32()), info.dim)
+
+
+def _check_feature(expert: str, video_id: str, array: np.ndarray, dim: int, ndim: int) -> None:
+    if array.ndim != ndim or array.shape[-1] != dim or (ndim == 2 and array.shape[0] == 0):
+        want = f"({dim},)" if ndim == 1 else f"(n>0, {dim})"
+        raise LayoutError(
+            f"features.{expert}: video {video_id!r} has shape {array.shape}, expected {want}"
+        )
+    if not np.isfinite(array).all():
+        raise LayoutError(
+            f"features.{expert}: video {video_id!r} has NaN or inf values; "
+            "drop the video from this expert (it is then marked unavailable) or fix the file"
+        )
+
+
+class DatasetFolder:
+    """Read access to a dataset folder written by :class:`DatasetWriter` (or a Hub snapshot)."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        meta_path = self.root / "rudder.json"
+        if not meta_path.is_file():
+            raise LayoutError(
+                f"{self.root} is not a rudder dataset: {meta_path.name} is missing "
+                "(build one with `python -m datasets_scripts build` or use the sample)"
+            )
+        self.meta = DatasetMeta.from_json(meta_path.read_text(encoding="utf-8"), str(meta_path))
+
+    @property
+    def experts(self) -> list[str]:
+        return sorted(self.meta.experts)
+
+    def _read(self, folder: str, split: str, columns=None) -> pa.Table | None:
+        """Read one split; ``None`` when the split is empty (its file is left out)."""
+        if split not in SPLITS:
+            raise LayoutError(f"unknown split {split!r}; use one of {list(SPLITS)}")
+        path = self.root / folder / f"{split}.parquet"
+        if not path.is_file():
+            return None
+        return pq.read_table(path, columns=columns)
+
+    def _read_required(self, folder: str, split: str, columns=None) -> pa.Table:
+        table = self._read(folder, split, columns)
+        if table is None:
+            raise LayoutError(
+                f"{self.root / folder / (split + '.parquet')} is missing: the dataset has no "
+                f"{split!r} split; choose one of the splits it has"
+            )
+        return table
+
+    def captions(self, split: str, columns=None) -> pa.Table:
+        return self._read_required("captions", split, columns)
+
+    def videos(self, split: str) -> pa.Table:
+        return self._read_required("videos", split)
+
+    def features(self, expert: str, split: str) -> pa.Table | None:
+        """An expert's features for a split; ``None`` when no video of the split has it."""
+        if expert not in self.meta.experts:
+            raise LayoutError(f"{self.root}: no expert {expert!r}; available: {self.experts}")
+        return self._read(f"features/{expert}", split)
+
+    def relations(self) -> pa.Table | None:
+        path = self.root / "relations" / "all.parquet"
+        return pq.read_table(path) if path.is_file() else None
+
+    def fingerprint(self) -> str:
+        """SHA-256 over the file names, sizes and metadata: identifies the data of a run."""
+        digest = hashlib.sha256()
+        for path in sorted(self.root.rglob("*.parquet")):
+            digest.update(str(path.relative_to(self.root)).encode())
+            digest.update(str(path.stat().st_size).encode())
+        digest.update((self.root / "rudder.json").read_bytes())
+        return digest.hexdigest()[:16]
+
+
+def replace_tables(root, folder: str, tables: dict[str, pa.Table]) -> None:
+    """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, all or nothing.
+
+    Every new file is written beside its target first; only when all are written are they
+    renamed into place, so a failure leaves the dataset unchanged.
+    """
+    root = Path(root)
+    staged = []
+    try:
+        for split, table in tables.items():
+            target = root / folder / f"{split}.parquet"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp")
+            pq.write_table(table, tmp)
+            staged.append((tmp, target))
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, target in staged:
+        os.replace(tmp, target)

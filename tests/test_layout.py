@@ -1,0 +1,109 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rudder.data.layout import (
+    Card,
+    DatasetFolder,
+    DatasetMeta,
+    DatasetWriter,
+    ExpertInfo,
+    LayoutError,
+    parse_expert,
+    replace_tables,
+)
+
+
+def _meta():
+    return DatasetMeta("t", "1", ["mr"], {"scene": ExpertInfo(4), "audio@mr": ExpertInfo(3, True)})
+
+
+def _videos():
+    return pa.table(
+        {
+            "video_id": ["a", "b", "c"],
+            "duration": [1.0, 2.0, 3.0],
+            "split": ["train", "validation", "test"],
+            "experts": [["scene", "audio@mr"], ["scene"], ["scene", "audio@mr"]],
+        }
+    )
+
+
+def _captions(lang="mr"):
+    return pa.table(
+        {
+            "caption_id": ["1", "2", "3"],
+            "video_id": ["a", "b", "c"],
+            "lang": [lang] * 3,
+            "text": ["x", "y", "z"],
+            "start": [0.0] * 3,
+            "end": [1.0] * 3,
+            "kind": ["caption"] * 3,
+            "machine_translated": [False] * 3,
+        }
+    )
+
+
+def _write(path):
+    with DatasetWriter(path, _meta(), Card("T", "desc")) as writer:
+        writer.write_videos(_videos())
+        writer.write_captions(_captions())
+        writer.write_expert("scene", [(["a", "b", "c"], np.arange(12).reshape(3, 4))])
+        writer.write_expert("audio@mr", [(["a", "c"], [np.ones((2, 3)), np.zeros((5, 3))])])
+
+
+def test_round_trip_and_load_dataset(tmp_path):
+    _write(tmp_path / "ds")
+    folder = DatasetFolder(tmp_path / "ds")
+    assert folder.experts == ["audio@mr", "scene"]
+    audio = folder.features("audio@mr", "test").to_pylist()
+    assert audio[0]["video_id"] == "c" and np.asarray(audio[0]["feature"]).shape == (5, 3)
+    assert folder.features("audio@mr", "validation") is None  # empty split
+    scene = folder.features("scene", "validation").column("feature").to_pylist()
+    assert scene == [[4.0, 5.0, 6.0, 7.0]]
+    datasets = pytest.importorskip("datasets")
+    loaded = datasets.load_dataset(str(tmp_path / "ds"), "features.audio@mr")
+    assert set(loaded) == {"train", "test"}
+    captions = datasets.load_dataset(str(tmp_path / "ds"), "captions")
+    assert captions["validation"][0]["video_id"] == "b"
+
+
+def test_failed_build_leaves_nothing(tmp_path):
+    with pytest.raises(LayoutError, match="video 'b' has NaN"):
+        with DatasetWriter(tmp_path / "ds", _meta(), Card("T", "d")) as writer:
+            writer.write_videos(_videos())
+            features = np.ones((3, 4))
+            features[1, 2] = np.nan
+            writer.write_expert("scene", [(["a", "b", "c"], features)])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_inputs_are_named(tmp_path):
+    with DatasetWriter(tmp_path / "ds", _meta(), Card("T", "d")) as writer:
+        with pytest.raises(LayoutError, match="before"):
+            writer.write_captions(_captions())
+        writer.write_videos(_videos())
+        with pytest.raises(ValueError, match="unsupported language 'fr'.*supported codes: mr, hi"):
+            writer.write_captions(_captions("fr"))
+        with pytest.raises(LayoutError, match=r"video 'a' has shape \(5,\)"):
+            writer.write_expert("scene", [(["a"], np.ones((1, 5)))])
+        with pytest.raises(LayoutError, match="unknown video_id 'zz'"):
+            writer.write_expert("scene", [(["zz"], np.ones((1, 4)))])
+        writer.write_captions(_captions())
+        writer.write_expert("scene", [(["a", "b", "c"], np.ones((3, 4)))])
+        writer.write_expert("audio@mr", [(["a"], [np.ones((1, 3))])])
+    with pytest.raises(LayoutError, match="already exists"):
+        DatasetWriter(tmp_path / "ds", _meta(), Card("T", "d"))
+    with pytest.raises(LayoutError, match="'<kind>@<lang>'"):
+        parse_expert("Audio-MR")
+
+
+def test_replace_tables_all_or_nothing(tmp_path):
+    _write(tmp_path / "ds")
+    folder = DatasetFolder(tmp_path / "ds")
+    new = folder.captions("train").append_column("nouns", pa.array([["bottle"]]))
+    with pytest.raises(Exception):
+        replace_tables(tmp_path / "ds", "captions", {"train": new, "test": "not a table"})
+    assert "nouns" not in DatasetFolder(tmp_path / "ds").captions("train").column_names
+    replace_tables(tmp_path / "ds", "captions", {"train": new})
+    assert DatasetFolder(tmp_path / "ds").captions("train").column("nouns").to_pylist() == [["bottle"]]
