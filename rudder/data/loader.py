@@ -1,0 +1,199 @@
+"""Load a dataset split into tensors: expert features with availability masks, captions
+as padded token ids per video (video-major, K slots per video), and class multi-hots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
+from rudder.supervision import ClassIndex
+from rudder.text import Vocabulary, tokenize
+
+
+@dataclass
+class SplitData:
+    """One split in tensors. ``K`` caption slots per video; empty slots are masked."""
+
+    split: str
+    video_ids: list[str]
+    experts: list[str]
+    features: dict[str, torch.Tensor]  # fixed (V, D) or variable (V, T, D)
+    frame_masks: dict[str, torch.Tensor]  # variable-length experts only: (V, T)
+    available: torch.Tensor  # (V, E) bool
+    tokens: torch.Tensor  # (V, K, L) long
+    token_mask: torch.Tensor  # (V, K, L) bool
+    caption_mask: torch.Tensor  # (V, K) bool
+    caption_ids: np.ndarray  # (V, K) object, None in empty slots
+    caption_langs: np.ndarray  # (V, K) object
+    caption_texts: np.ndarray  # (V, K) object
+    nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
+    verbs: torch.Tensor | None
+
+    @property
+    def num_videos(self) -> int:
+        return len(self.video_ids)
+
+    def video_batch(self, index: torch.Tensor, device=None) -> tuple[dict, dict, torch.Tensor]:
+        """Features, frame masks and availability of the videos ``index`` on ``device``."""
+        features = {e: f[index].to(device) for e, f in self.features.items()}
+        masks = {e: m[index].to(device) for e, m in self.frame_masks.items()}
+        return features, masks, self.available[index].to(device)
+
+
+def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
+    """The experts a run uses: the requested list, or all but audio outside ``audio_langs``."""
+    if experts is not None:
+        missing = [e for e in experts if e not in folder.meta.experts]
+        if missing:
+            raise LayoutError(f"{folder.root}: no expert(s) {missing}; available: {folder.experts}")
+        return sorted(experts)
+    chosen = [e for e in folder.experts if parse_expert(e)[1] in (None, *audio_langs)]
+    if not chosen:
+        raise LayoutError(f"{folder.root}: no expert left after choosing audio languages {audio_langs}")
+    return chosen
+
+
+def build_vocabulary(folder: DatasetFolder, langs, min_count: int = 1) -> Vocabulary:
+    """Vocabulary of the training captions in the chosen languages."""
+    table = folder.captions("train", columns=["text", "lang"]).to_pydict()
+    tokens = [tokenize(t, lang) for t, lang in zip(table["text"], table["lang"]) if lang in langs]
+    if not tokens:
+        raise LayoutError(f"{folder.root}: no training caption in languages {list(langs)}")
+    return Vocabulary.build(tokens, min_count=min_count)
+
+
+def build_class_index(folder: DatasetFolder) -> ClassIndex | None:
+    """Concept ids of every split's noun and verb classes; ``None`` if the dataset has none."""
+    lists = []
+    for split in ("train", "validation", "test"):
+        try:
+            table = folder.captions(split)
+        except LayoutError:
+            continue
+        if "noun_classes" not in table.column_names:
+            return None
+        lists += table.column("noun_classes").to_pylist() + table.column("verb_classes").to_pylist()
+    return ClassIndex.build(lists)
+
+
+def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
+    info = folder.meta.experts[expert]
+    table = folder.features(expert, split)
+    present = np.zeros(num_videos, dtype=bool)
+    if info.variable_length:
+        feats = torch.zeros(num_videos, 1, info.dim)
+        masks = torch.zeros(num_videos, 1, dtype=torch.bool)
+    else:
+        feats, masks = torch.zeros(num_videos, info.dim), None
+    if table is None:
+        return feats, masks, present
+    ids = table.column("video_id").to_pylist()
+    rows = np.array([row_of.get(v, -1) for v in ids])
+    keep = rows >= 0
+    values = table.column("feature").to_pylist()
+    if info.variable_length:
+        arrays = [_subsample(np.asarray(values[i], np.float32), max_frames) for i in np.flatnonzero(keep)]
+        length = max((len(a) for a in arrays), default=1)
+        feats = torch.zeros(num_videos, length, info.dim)
+        masks = torch.zeros(num_videos, length, dtype=torch.bool)
+        for row, array in zip(rows[keep], arrays):
+            feats[row, : len(array)] = torch.from_numpy(array)
+            masks[row, : len(array)] = True
+    else:
+        matrix = np.asarray([values[i] for i in np.flatnonzero(keep)], np.float32).reshape(-1, info.dim)
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(matrix)
+    if not torch.isfinite(feats).all():
+        bad = int(torch.nonzero(~torch.isfinite(feats.reshape(num_videos, -1)).all(1))[0])
+        raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
+    present[rows[keep]] = True
+    return feats, masks, present
+
+
+def _subsample(array: np.ndarray, max_frames: int) -> np.ndarray:
+    """Keep at most ``max_frames`` frames, evenly spaced (deterministic)."""
+    if len(array) <= max_frames:
+        return array
+    return array[np.linspace(0, len(array) - 1, max_frames).round().astype(int)]
+
+
+def load_split(
+    folder: DatasetFolder,
+    split: str,
+    experts: list[str],
+    vocab: Vocabulary,
+    langs,
+    class_index: ClassIndex | None = None,
+    max_words: int = 30,
+    max_frames: int = 32,
+) -> SplitData:
+    """Read one split into tensors (captions restricted to ``langs``)."""
+    videos = folder.videos(split).to_pydict()
+    video_ids = videos["video_id"]
+    if not video_ids:
+        raise LayoutError(f"{folder.root}: split {split!r} has no videos")
+    row_of = {v: i for i, v in enumerate(video_ids)}
+    features, frame_masks = {}, {}
+    available = np.zeros((len(video_ids), len(experts)), dtype=bool)
+    for e, expert in enumerate(experts):
+        feats, masks, present = _load_expert(folder, expert, split, row_of, len(video_ids), max_frames)
+        features[expert] = feats
+        if masks is not None:
+            frame_masks[expert] = masks
+        available[:, e] = present
+    if not available.any(1).all():
+        lost = video_ids[int(np.flatnonzero(~available.any(1))[0])]
+        raise LayoutError(f"{folder.root}: video {lost!r} ({split}) has none of the experts {experts}")
+
+    captions = folder.captions(split).to_pydict()
+    keep = [i for i, lang in enumerate(captions["lang"]) if lang in langs]
+    if not keep:
+        raise LayoutError(f"{folder.root}: split {split!r} has no caption in languages {list(langs)}")
+    owner = np.array([row_of.get(captions["video_id"][i], -1) for i in keep])
+    if (owner < 0).any():
+        raise LayoutError(
+            f"{folder.root}: caption {captions['caption_id'][keep[int(np.argmax(owner < 0))]]!r} "
+            f"refers to a video that is not in the {split!r} videos"
+        )
+    order = np.argsort(owner, kind="stable")
+    slot = np.empty(len(keep), dtype=int)
+    slot[order] = np.arange(len(keep)) - np.searchsorted(owner[order], owner[order], side="left")
+    num_slots = int(np.bincount(owner).max())
+    shape = (len(video_ids), num_slots)
+    token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
+    tokens, mask = vocab.batch(token_lists, max_len=max_words)
+    grid_tokens = torch.zeros(*shape, tokens.shape[1], dtype=torch.long)
+    grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
+    grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
+    caption_mask = torch.zeros(shape, dtype=torch.bool)
+    caption_mask[owner, slot] = True
+
+    def grid(column):
+        out = np.full(shape, None, dtype=object)
+        out[owner, slot] = [captions[column][i] for i in keep]
+        return out
+
+    nouns = verbs = None
+    if class_index is not None and "noun_classes" in captions:
+        nouns = torch.zeros(*shape, len(class_index), dtype=torch.bool)
+        verbs = torch.zeros(*shape, len(class_index), dtype=torch.bool)
+        nouns[owner, slot] = class_index.multi_hot([captions["noun_classes"][i] for i in keep]) > 0
+        verbs[owner, slot] = class_index.multi_hot([captions["verb_classes"][i] for i in keep]) > 0
+    return SplitData(
+        split=split,
+        video_ids=list(video_ids),
+        experts=list(experts),
+        features=features,
+        frame_masks=frame_masks,
+        available=torch.from_numpy(available),
+        tokens=grid_tokens,
+        token_mask=grid_mask,
+        caption_mask=caption_mask,
+        caption_ids=grid("caption_id"),
+        caption_langs=grid("lang"),
+        caption_texts=grid("text"),
+        nouns=nouns,
+        verbs=verbs,
+    )

@@ -1,0 +1,111 @@
+"""Similarity matrices and metrics of a model on a loaded split (video-major, DESIGN.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rudder import metrics
+from rudder.data.loader import SplitData
+from rudder.models import CollaborativeExperts
+from rudder.supervision import relevance, video_class_sets
+
+
+@torch.no_grad()
+def embed_videos(model: CollaborativeExperts, data: SplitData, device, batch_size=512) -> torch.Tensor:
+    """Per-expert video embeddings ``(V, E, D)`` of the whole split."""
+    out = []
+    for start in range(0, data.num_videos, batch_size):
+        index = torch.arange(start, min(start + batch_size, data.num_videos))
+        features, masks, available = data.video_batch(index, device)
+        out.append(model.encode_video(features, masks, available))
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def embed_texts(model: CollaborativeExperts, tokens, mask, device, batch_size=512):
+    """Per-expert text embeddings ``(N, E, D)`` and mixture logits ``(N, E)``."""
+    embeddings, logits = [], []
+    for start in range(0, len(tokens), batch_size):
+        emb, logit = model.encode_text(
+            tokens[start : start + batch_size].to(device), mask[start : start + batch_size].to(device)
+        )
+        embeddings.append(emb)
+        logits.append(logit)
+    return torch.cat(embeddings), torch.cat(logits)
+
+
+@torch.no_grad()
+def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batch_size=512) -> torch.Tensor:
+    """Caption-by-video similarities ``(V*K, V)``, rows video-major; empty slots score 0."""
+    was_training = model.training
+    model.eval()
+    videos = embed_videos(model, data, device, batch_size)
+    available = data.available.to(device)
+    valid = data.caption_mask.flatten()
+    tokens = data.tokens.flatten(0, 1)[valid]
+    mask = data.token_mask.flatten(0, 1)[valid]
+    sims = torch.zeros(len(valid), data.num_videos)
+    rows = []
+    for start in range(0, len(tokens), batch_size):
+        chunk = slice(start, start + batch_size)
+        text, logits = embed_texts(model, tokens[chunk], mask[chunk], device, batch_size)
+        rows.append(CollaborativeExperts.similarity(text, logits, videos, available).float().cpu())
+    sims[valid] = torch.cat(rows)
+    model.train(was_training)
+    return sims
+
+
+def relevance_matrix(data: SplitData, rho: float) -> torch.Tensor | None:
+    """Relevance ``(V*K, V)`` of every caption slot to every video (DESIGN.md), or ``None``."""
+    if data.nouns is None:
+        return None
+    num_videos, num_slots, classes = data.nouns.shape
+    valid = data.caption_mask.flatten()
+    owner = torch.arange(num_videos).repeat_interleave(num_slots)[valid]
+    nouns = data.nouns.reshape(-1, classes).float()
+    verbs = data.verbs.reshape(-1, classes).float()
+    video_nouns = video_class_sets(nouns[valid], owner, num_videos, rho)
+    video_verbs = video_class_sets(verbs[valid], owner, num_videos, rho)
+    out = relevance(nouns, verbs, video_nouns, video_verbs)
+    out[~valid] = 0
+    return out
+
+
+def split_metrics(sims: torch.Tensor, data: SplitData, rho: float) -> dict:
+    """t2v and v2t retrieval metrics, nDCG and mAP (percent), and a per-language t2v breakdown."""
+    masks = data.caption_mask.numpy()
+    sims_np = sims.numpy()
+    result = {
+        direction: metrics.retrieval_metrics(sims_np, query_masks=masks, direction=direction)
+        for direction in ("t2v", "v2t")
+    }
+    rel = relevance_matrix(data, rho)
+    if rel is not None:
+        valid = masks.reshape(-1)
+        rel_np = rel.numpy()
+        result["t2v"]["nDCG"] = 100 * metrics.ndcg(sims_np[valid], rel_np[valid])
+        result["t2v"]["mAP"] = 100 * metrics.mean_average_precision(sims_np[valid], rel_np[valid])
+        result["v2t"]["nDCG"] = 100 * metrics.ndcg(sims_np[valid].T, rel_np[valid].T)
+        result["v2t"]["mAP"] = 100 * metrics.mean_average_precision(sims_np[valid].T, rel_np[valid].T)
+    langs = data.caption_langs
+    result["per_language"] = {}
+    for lang in sorted({lang for lang in langs.reshape(-1) if lang is not None}):
+        lang_mask = masks & (langs == lang)
+        result["per_language"][lang] = metrics.retrieval_metrics(sims_np, query_masks=lang_mask, direction="t2v")
+    return {k: _floats(v) for k, v in result.items()}
+
+
+def query_ranks(sims: torch.Tensor, data: SplitData) -> dict[str, np.ndarray]:
+    """Per-query 0-based ranks for both directions (for significance tests between runs)."""
+    masks = data.caption_mask.numpy()
+    return {
+        direction: metrics.query_ranks(sims.numpy(), query_masks=masks, direction=direction)
+        for direction in ("t2v", "v2t")
+    }
+
+
+def _floats(value):
+    if isinstance(value, dict):
+        return {k: _floats(v) for k, v in value.items()}
+    return float(value)

@@ -1,0 +1,199 @@
+"""Run directories, checkpoints and loading a trained run (used by evaluate and the app)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import torch
+import yaml
+
+from rudder.config import TrainConfig, from_dict, to_dict
+from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.models import CollaborativeExperts
+from rudder.text import Vocabulary, tokenize
+
+CHECKPOINT_VERSION = 1
+
+
+class RunError(ValueError):
+    """A run directory or checkpoint that cannot be used as asked."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def default_run_dir(name: str, root="runs") -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(root) / f"{stamp}-{name}"
+
+
+def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
+    """Create the run directory; an existing non-empty one needs ``resume`` or ``overwrite``."""
+    if resume and overwrite:
+        raise RunError("--resume and --overwrite cannot be combined")
+    if resume:
+        if not (path / "checkpoints" / "last.pt").is_file():
+            raise RunError(f"cannot resume: {path / 'checkpoints' / 'last.pt'} does not exist")
+        return
+    if path.exists() and any(path.iterdir()):
+        if not overwrite:
+            raise RunError(
+                f"output directory {path} is not empty; pass --resume to continue it or "
+                "--overwrite to start again"
+            )
+        shutil.rmtree(path)
+    (path / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (path / "predictions").mkdir(exist_ok=True)
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment_record(dataset_fingerprint: str) -> dict:
+    """What ``env.json`` holds: code version, packages, machine and data fingerprint."""
+    packages = {}
+    for name in ("rudder", "torch", "numpy", "scipy", "scikit-learn", "pyarrow", "datasets", "stanza"):
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    return {
+        "git_sha": _git_sha(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": packages,
+        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+        "dataset_fingerprint": dataset_fingerprint,
+    }
+
+
+def write_config(path: Path, config: TrainConfig) -> None:
+    text = yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True)
+    atomic_write_text(path / "config.yaml", text)
+
+
+@dataclass
+class LoadedRun:
+    """A trained model with what is needed to query it."""
+
+    model: CollaborativeExperts
+    vocab: Vocabulary
+    config: TrainConfig
+    dataset: DatasetFolder
+    run_dir: Path
+    checkpoint: Path
+    fingerprint: str
+    experts: list[str]
+
+
+def resolve_dataset(spec: str) -> DatasetFolder:
+    """A dataset folder from ``sample``, a local path or a Hub repo id (downloaded once)."""
+    if spec == "sample":
+        from rudder.data.sample import sample_dataset_path
+
+        return DatasetFolder(sample_dataset_path())
+    path = Path(spec).expanduser()
+    if path.exists():
+        return DatasetFolder(path)
+    if spec.count("/") == 1 and not spec.startswith((".", "/")):
+        return DatasetFolder(_download_from_hub(spec))
+    raise RunError(f"dataset {spec!r} is neither 'sample', an existing folder nor a Hub repo id")
+
+
+def _download_from_hub(repo_id: str) -> Path:
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset"))
+    except Exception as error:  # network errors come in many types
+        raise RunError(
+            f"could not fetch dataset {repo_id!r} from the Hugging Face Hub ({type(error).__name__}: "
+            f"{error}); with no network, build it locally with `python -m datasets_scripts build` "
+            "and pass the folder"
+        ) from None
+
+
+def find_checkpoint(path) -> Path:
+    """``best.pt`` of a run directory, or the checkpoint file itself."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    for candidate in (path / "checkpoints" / "best.pt", path / "checkpoints" / "last.pt"):
+        if candidate.is_file():
+            return candidate
+    raise RunError(f"{path} holds no checkpoint (expected checkpoints/best.pt in a run directory)")
+
+
+def newest_run(root="runs") -> Path | None:
+    """The most recently modified run directory under ``root`` that has a best checkpoint."""
+    runs = [p.parent.parent for p in Path(root).glob("*/checkpoints/best.pt")]
+    return max(runs, key=lambda p: (p / "checkpoints" / "best.pt").stat().st_mtime, default=None)
+
+
+def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
+    """Load a run directory or checkpoint for inference (the model is in eval mode)."""
+    checkpoint = find_checkpoint(path)
+    state = torch.load(checkpoint, map_location=device, weights_only=False)
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise RunError(f"{checkpoint}: checkpoint version {state.get('version')} is not supported")
+    config = from_dict(state["config"])
+    experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
+    vocab = Vocabulary.from_dict(state["vocab"])
+    model = CollaborativeExperts(config.model, experts, len(vocab))
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    folder = resolve_dataset(dataset or config.data.dataset)
+    return LoadedRun(
+        model=model,
+        vocab=vocab,
+        config=config,
+        dataset=folder,
+        run_dir=checkpoint.parent.parent,
+        checkpoint=checkpoint,
+        fingerprint=state["fingerprint"],
+        experts=sorted(experts),
+    )
+
+
+def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and masks of free-text queries, tokenised per language like training."""
+    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
+    return run.vocab.batch(token_lists, max_len=run.config.data.max_words)
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise RunError(f"{path}: cannot read ({error})") from None

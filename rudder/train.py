@@ -1,0 +1,156 @@
+"""``python -m rudder.train``: train a Collaborative-Experts model and print a results table.
+
+With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
+captions, audio experts in all four languages). Every flag is a config override; see
+DESIGN.md "Runs and results" for the run directory it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+from rudder.data.layout import LayoutError
+from rudder.languages import UnsupportedLanguageError
+from rudder.losses import LossConfigError
+from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
+from rudder.report import results_table, seeds_table
+from rudder.runs import RunError, atomic_write_text, default_run_dir, prepare_run_dir, read_json
+
+SHORTHANDS = {
+    "dataset": "data.dataset",
+    "loss": "loss.name",
+    "epochs": "epochs",
+    "seed": "seed",
+    "device": "device",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rudder.train",
+        description="Train a Collaborative-Experts text-video retrieval model and print its test metrics.",
+    )
+    parser.add_argument("--config", type=Path, help="YAML config (fields of rudder.config.TrainConfig)")
+    parser.add_argument("--output-dir", type=Path, help="run directory (default runs/<timestamp>-<name>)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --output-dir from last.pt")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --output-dir")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override any config field, e.g. --set loss.params.margin=0.1 (repeatable)")
+    parser.add_argument("--dataset", help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
+    parser.add_argument("--loss", help="loss name (loss.name); its parameters via --set loss.params.X=V")
+    parser.add_argument("--epochs", type=int, help="maximum number of epochs")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--seeds", type=int, nargs="+", help="train one run per seed and report mean ± std")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device (default auto)")
+    return parser
+
+
+def resolve_config(args, saved: dict | None = None) -> TrainConfig:
+    """Config from (saved run config or --config YAML) + shorthands + --set overrides."""
+    data = saved if saved is not None else (load_yaml(args.config) if args.config else {})
+    if args.loss and data.get("loss", {}).get("name", args.loss) != args.loss:
+        data["loss"] = {"name": args.loss}  # another loss: its parameters start from defaults
+    for flag, key in SHORTHANDS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            apply_override(data, f"{key}={json.dumps(value)}")
+    for assignment in args.overrides:
+        apply_override(data, assignment)
+    return from_dict(data)
+
+
+def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
+    """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
+    from rudder.trainer import Trainer, pick_device
+
+    ctx = init_distributed(pick_device(config.device))
+    run_dir = broadcast_object(run_dir, ctx)  # a default name has rank 0's timestamp
+    try:
+        if ctx.is_main:
+            prepare_run_dir(run_dir, resume, overwrite)
+            _log_to(run_dir / "train.log")
+        barrier(ctx)
+        trainer = Trainer(config, run_dir, ctx, resume=resume)
+        trainer.fit()
+        trainer.test()
+    finally:
+        shutdown(ctx)
+    return read_json(run_dir / "metrics.json") if ctx.is_main else {}
+
+
+def _log_to(path: Path) -> None:
+    logger = logging.getLogger("rudder")
+    logger.setLevel(logging.INFO)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    file_handler = logging.FileHandler(path, encoding="utf-8")
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(file_handler)
+    logger.addHandler(console)
+    logger.propagate = False
+
+
+def _run_seeds(args, config: TrainConfig, run_dir: Path) -> dict:
+    """One run per seed in ``<run_dir>/seed-<s>``; finished seeds are kept on --resume."""
+    results = {}
+    for seed in args.seeds:
+        seed_dir = run_dir / f"seed-{seed}"
+        if args.resume and (seed_dir / "metrics.json").is_file():
+            results[seed] = read_json(seed_dir / "metrics.json")
+            continue
+        resume = args.resume and (seed_dir / "checkpoints" / "last.pt").is_file()
+        results[seed] = run(from_dict({**to_dict(config), "seed": seed}), seed_dir, resume, args.overwrite)
+    summary = aggregate_seeds(results)
+    atomic_write_text(run_dir / "metrics.json", json.dumps(summary, indent=2))
+    print(seeds_table(summary))
+    return summary
+
+
+def aggregate_seeds(results: dict[int, dict]) -> dict:
+    """Mean and sample standard deviation (ddof=1) of every test metric over seeds."""
+    first = next(iter(results.values()))["test"]
+    summary = {"seeds": sorted(results), "test": {}}
+    for direction in ("t2v", "v2t"):
+        summary["test"][direction] = {}
+        for key in first[direction]:
+            values = np.array([r["test"][direction][key] for r in results.values()])
+            std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+            summary["test"][direction][key] = {"mean": float(values.mean()), "std": std}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    try:
+        saved = None
+        if args.resume:
+            if args.output_dir is None:
+                raise RunError("--resume needs --output-dir (the run to continue)")
+            if args.config:
+                raise RunError("--resume uses the run's own config.yaml; drop --config")
+            saved = load_yaml(args.output_dir / "config.yaml") if not args.seeds else None
+        config = resolve_config(args, saved)
+        run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
+        if args.seeds:
+            return _run_seeds(args, config, run_dir)
+        result = run(config, run_dir, resume=args.resume, overwrite=args.overwrite)
+    except (ConfigError, RunError, LayoutError, UnsupportedLanguageError, LossConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if result:
+        print(results_table(result, title=f"{config.name} / loss {config.loss.name} / {run_dir}"))
+    return result
+
+
+if __name__ == "__main__":
+    main()

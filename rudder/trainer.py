@@ -1,0 +1,341 @@
+"""The training loop: batches, supervision matrices, loss, evaluation, checkpoints, resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import uuid
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rudder import losses
+from rudder.config import ConfigError, TrainConfig, to_dict
+from rudder.data.batching import epoch_batches
+from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
+from rudder.distributed import (
+    DistContext,
+    average_gradients,
+    barrier,
+    gather_with_grad,
+    shard,
+)
+from rudder.inference import query_ranks, similarity_matrix, split_metrics
+from rudder.models import CollaborativeExperts
+from rudder.runs import (
+    CHECKPOINT_VERSION,
+    atomic_torch_save,
+    atomic_write_text,
+    environment_record,
+    resolve_dataset,
+    write_config,
+)
+from rudder.supervision import RelationTable, batch_labels, batch_relevance, video_class_sets
+from rudder.text import CaptionSimilarity, Vocabulary
+
+log = logging.getLogger("rudder.train")
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` uses CUDA when present; asking for CUDA without it is an error."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was requested but CUDA is not available; use auto or cpu")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def selection_score(result: dict, selection: str) -> float:
+    """The model-selection value, e.g. ``t2v.gmean_r5_r10_r50`` (RUDDER) or ``t2v.R1``."""
+    direction, name = selection.split(".", 1)
+    values = result[direction]
+    if name == "gmean_r5_r10_r50":
+        parts = [values["R5"], values["R10"], values["R50"]]
+        return float(np.exp(np.mean(np.log(parts)))) if min(parts) > 0 else 0.0
+    if name not in values:
+        raise ConfigError(f"selection metric {name!r} unknown; use gmean_r5_r10_r50 or one of {sorted(values)}")
+    sign = -1.0 if name in ("MdR", "MnR") else 1.0
+    return sign * float(values[name])
+
+
+class Trainer:
+    """Train one configuration into one run directory (see DESIGN.md: Runs and results)."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
+        self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
+        self.device = pick_device(config.device)
+        if ctx.enabled and self.device.type == "cuda":
+            self.device = torch.device("cuda", ctx.local_rank)
+            torch.cuda.set_device(self.device)
+        if config.sync_batchnorm and self.device.type != "cuda":
+            raise ConfigError("sync_batchnorm needs CUDA (torch's SyncBatchNorm has no CPU kernel)")
+        torch.manual_seed(config.seed)
+        self.folder = resolve_dataset(config.data.dataset)
+        self.fingerprint = self.folder.fingerprint()
+        self.experts = select_experts(self.folder, config.data.experts, config.data.audio_langs)
+        self.loss_fn = losses.build(config.loss.name, **config.loss.params)
+        self.loss_needs = set(self.loss_fn.requires) | set(self.loss_fn.optional)
+        self.state: dict | None = None
+        if resume:
+            self.state = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+            self.vocab = Vocabulary.from_dict(self.state["vocab"])
+        else:
+            self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)
+        self.class_index = build_class_index(self.folder)
+        self.splits = {s: self._load(s) for s in ("train", "validation")}
+        self._prepare_supervision()
+        expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
+        self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
+        if config.sync_batchnorm:
+            self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
+        self.model.to(self.device)
+        self.optimizer = self._optimizer()
+        self.scheduler = self._scheduler()
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
+        self.sampler_rng = torch.Generator().manual_seed(config.seed)
+        self.loss_rng = torch.Generator(device=self.device).manual_seed(config.seed + 1)
+        self.epoch, self.best_score, self.best_epoch, self.bad_evals = 0, -math.inf, 0, 0
+        self.run_id = uuid.uuid4().hex[:8]
+        if self.state is not None:
+            self._restore(self.state)
+
+    @property
+    def use_amp(self) -> bool:
+        return self.config.amp and self.device.type == "cuda"
+
+    def _load(self, split: str):
+        data = self.config.data
+        return load_split(
+            self.folder, split, self.experts, self.vocab, data.caption_langs,
+            self.class_index, data.max_words, data.max_frames,
+        )
+
+    def _prepare_supervision(self) -> None:
+        train, sup = self.splits["train"], self.config.supervision
+        needs = self.loss_needs
+        self.text_similarity = None
+        if train.nouns is None and {"relevance", "labels"} & set(self.loss_fn.requires):
+            raise ConfigError(
+                f"loss {self.config.loss.name!r} needs noun/verb classes, but {self.folder.root} has "
+                "no noun_classes/verb_classes columns; add them with `python -m heuristics label`"
+            )
+        if train.nouns is not None:
+            valid = train.caption_mask
+            owner = torch.arange(train.num_videos).unsqueeze(1).expand_as(valid)[valid]
+            self.video_nouns = video_class_sets(train.nouns[valid].float(), owner, train.num_videos, sup.rho)
+            self.video_verbs = video_class_sets(train.verbs[valid].float(), owner, train.num_videos, sup.rho)
+        self.relations = None
+        if sup.manual_relations:
+            table = self.folder.relations()
+            if table is None:
+                raise ConfigError(f"supervision.manual_relations is set but {self.folder.root} has no relations config")
+            ids = [c for c in train.caption_ids.reshape(-1) if c is not None]
+            self.relations = RelationTable(ids, table)
+        if "text_sims" in needs:
+            texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
+            self.text_similarity = CaptionSimilarity().fit(texts)
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        opt, params = self.config.optim, self.model.parameters()
+        if opt.name == "sgd":
+            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, foreach=opt.foreach)
+        cls = torch.optim.AdamW if opt.name == "adamw" else torch.optim.Adam
+        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, foreach=opt.foreach)
+
+    def _scheduler(self):
+        opt = self.config.optim
+        if opt.scheduler == "step":
+            return torch.optim.lr_scheduler.StepLR(self.optimizer, opt.step_size, opt.gamma)
+        if opt.scheduler == "cosine":
+            return torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, self.config.epochs)
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
+
+    # -- one step -------------------------------------------------------------------------
+    def _supervision(self, videos: torch.Tensor, slots: torch.Tensor) -> dict:
+        train, sup, needs = self.splits["train"], self.config.supervision, self.loss_needs
+        extra = {}
+        nouns = verbs = None
+        if train.nouns is not None:
+            nouns, verbs = train.nouns[videos, slots].float(), train.verbs[videos, slots].float()
+        if nouns is None:
+            needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
+        if "relevance" in needs:
+            extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
+        if "labels" in needs:
+            manual = None
+            if self.relations is not None:
+                ids = list(train.caption_ids[videos.numpy(), slots.numpy()])
+                manual = self.relations.lookup(ids, ids)
+            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual)
+        if "text_sims" in needs:
+            texts = list(train.caption_texts[videos.numpy(), slots.numpy()])
+            extra["text_sims"] = self.text_similarity.pairwise(texts)
+        if "generator" in needs:
+            extra["generator"] = self.loss_rng
+        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
+
+    def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> float:
+        train = self.splits["train"]
+        local = shard(torch.arange(len(videos)), self.ctx)
+        lv, ls = videos[local], slots[local]
+        autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
+        with autocast:
+            text, logits = self.model.encode_text(train.tokens[lv, ls].to(self.device), train.token_mask[lv, ls].to(self.device))
+            features, masks, available = train.video_batch(lv, self.device)
+            video = self.model.encode_video(features, masks, available)
+        text, logits, video, available = (
+            gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
+            for t in (text, logits, video, available)
+        )
+        sims = CollaborativeExperts.similarity(text, logits, video, available)
+        loss = self.loss_fn(sims, **self._supervision(videos, slots))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {loss.item()} at epoch {self.epoch + 1}; lower optim.lr")
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)
+        average_gradients(self.model.parameters(), self.ctx)
+        if self.config.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return float(loss.detach())
+
+    # -- epochs, evaluation, checkpoints ----------------------------------------------------
+    def evaluate(self, split: str) -> tuple[dict, torch.Tensor]:
+        data = self.splits[split] if split in self.splits else self._load(split)
+        sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
+        return split_metrics(sims, data, self.config.supervision.rho), sims
+
+    def fit(self) -> None:
+        """Train until ``epochs`` or early stopping; keeps ``last.pt`` and ``best.pt``."""
+        cfg, train = self.config, self.splits["train"]
+        if not self.resume and self.ctx.is_main:
+            write_config(self.run_dir, cfg)
+            atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
+        writer = self._tensorboard()
+        while self.epoch < cfg.epochs and not self._patience_exhausted():
+            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling)
+            self.model.train()
+            quiet = not sys.stderr.isatty() or not self.ctx.is_main
+            losses_seen = [
+                self._step(videos, slots)
+                for videos, slots in tqdm(batches, desc=f"epoch {self.epoch + 1}/{cfg.epochs}", leave=False, disable=quiet)
+            ]
+            self.scheduler.step()
+            self.epoch += 1
+            result, _ = self.evaluate("validation")
+            score = selection_score(result, cfg.selection)
+            improved = score > self.best_score
+            if improved:
+                self.best_score, self.best_epoch, self.bad_evals = score, self.epoch, 0
+            else:
+                self.bad_evals += 1
+            train_loss = float(np.mean(losses_seen)) if losses_seen else float("nan")
+            if self.ctx.is_main:
+                self._log_epoch(train_loss, result, score, improved, writer)
+                if improved:
+                    self._save("best.pt")
+                self._save("last.pt")
+            barrier(self.ctx)
+        if writer is not None:
+            writer.close()
+
+    def _patience_exhausted(self) -> bool:
+        return self.config.patience > 0 and self.bad_evals >= self.config.patience
+
+    def _log_epoch(self, train_loss, result, score, improved, writer) -> None:
+        t2v, v2t = result["t2v"], result["v2t"]
+        lr = self.optimizer.param_groups[0]["lr"]
+        log.info(
+            "epoch %d/%d  loss %.4f  val t2v R1 %.1f R5 %.1f R10 %.1f MdR %.1f | v2t R1 %.1f R10 %.1f  "
+            "select %.2f%s", self.epoch, self.config.epochs, train_loss, t2v["R1"], t2v["R5"],
+            t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], score, "  *best*" if improved else "",
+        )
+        line = {"epoch": self.epoch, "split": "validation", "train_loss": train_loss, "lr": lr, "selection": score, **result}
+        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")
+        if writer is not None:
+            writer.add_scalar("train/loss", train_loss, self.epoch)
+            for direction in ("t2v", "v2t"):
+                for key, value in result[direction].items():
+                    writer.add_scalar(f"validation/{direction}/{key}", value, self.epoch)
+
+    def _tensorboard(self):
+        if not (self.config.tensorboard and self.ctx.is_main):
+            return None
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(str(self.run_dir / "tensorboard"))
+
+    def _save(self, name: str) -> None:
+        state = {
+            "version": CHECKPOINT_VERSION,
+            "config": to_dict(self.config),
+            "experts": {e: vars(self.folder.meta.experts[e]) for e in self.experts},
+            "vocab": self.vocab.to_dict(),
+            "fingerprint": f"{self.fingerprint}-{self.run_id}-e{self.epoch}",
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "sampler": self.sampler_rng.get_state(),
+                "loss": self.loss_rng.get_state(),
+            },
+            "epoch": self.epoch,
+            "best_score": self.best_score,
+            "best_epoch": self.best_epoch,
+            "bad_evals": self.bad_evals,
+        }
+        atomic_torch_save(state, self.run_dir / "checkpoints" / name)
+
+    def _restore(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        torch.set_rng_state(state["rng"]["torch"])
+        if state["rng"]["cuda"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        self.sampler_rng.set_state(state["rng"]["sampler"])
+        self.loss_rng.set_state(state["rng"]["loss"])
+        self.epoch, self.best_score = state["epoch"], state["best_score"]
+        self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
+        _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
+
+    def test(self) -> dict:
+        """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
+        best = torch.load(self.run_dir / "checkpoints" / "best.pt", map_location=self.device, weights_only=False)
+        self.model.load_state_dict(best["model"])
+        data = self._load("test")
+        sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
+        result = split_metrics(sims, data, self.config.supervision.rho)
+        if self.ctx.is_main:
+            ranks = query_ranks(sims, data)
+            np.savez_compressed(
+                self.run_dir / "predictions" / "test.npz",
+                sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
+                ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"],
+                video_ids=np.array(data.video_ids), caption_ids=data.caption_ids.astype(str),
+            )
+            summary = {"test": result, "best_epoch": best["epoch"], "epochs_run": self.epoch,
+                       "selection": {self.config.selection: best["best_score"]}}
+            atomic_write_text(self.run_dir / "metrics.json", json.dumps(summary, indent=2))
+        return result
+
+
+def _truncate_jsonl(path: Path, last_epoch: int) -> None:
+    """Drop evaluation lines after ``last_epoch`` so a resumed run writes no duplicates."""
+    if not path.is_file():
+        return
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line)["epoch"] <= last_epoch]
+    atomic_write_text(path, "".join(line + "\n" for line in kept))

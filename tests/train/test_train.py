@@ -1,0 +1,85 @@
+import json
+
+import numpy as np
+import pytest
+
+from rudder import train
+
+
+
+def test_end_to_end_writes_the_run_directory(train_tiny, tmp_path, capsys):
+    result = train_tiny(tmp_path / "run")
+    run = tmp_path / "run"
+    for name in ("config.yaml", "env.json", "train.log", "metrics.jsonl", "metrics.json",
+                 "predictions/test.npz", "checkpoints/last.pt", "checkpoints/best.pt"):
+        assert (run / name).is_file(), name
+    test = result["test"]
+    assert set(test) == {"t2v", "v2t", "per_language"}
+    assert {"R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP"} <= set(test["t2v"])
+    assert set(test["per_language"]) == {"mr", "en"}
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [line["epoch"] for line in lines] == [1, 2]
+    env = json.loads((run / "env.json").read_text())
+    assert env["dataset_fingerprint"] and env["packages"]["torch"]
+    predictions = np.load(run / "predictions" / "test.npz")
+    assert predictions["sims"].shape == (10 * 2, 10)
+    out = capsys.readouterr().out
+    assert "text→video" in out and "video→text" in out
+
+
+def test_existing_output_dir_needs_resume_or_overwrite(train_tiny, tmp_path):
+    train_tiny(tmp_path / "run", "--epochs", "1")
+    with pytest.raises(SystemExit):
+        train_tiny(tmp_path / "run")
+    train_tiny(tmp_path / "run", "--epochs", "1", "--overwrite")
+
+
+def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(train_tiny, tmp_path):
+    full = train_tiny(tmp_path / "full", "--epochs", "3")
+    train_tiny(tmp_path / "part", "--epochs", "2")
+    resumed = train.main(["--output-dir", str(tmp_path / "part"), "--resume", "--epochs", "3"])
+    assert resumed["test"] == full["test"]
+    epochs = [json.loads(line)["epoch"] for line in (tmp_path / "part" / "metrics.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2, 3]
+
+
+def test_early_stopping_really_stops(train_tiny, tmp_path):
+    # With lr 0 only BatchNorm statistics move, so validation soon stops improving.
+    result = train_tiny(tmp_path / "run", "--epochs", "30", "--set", "patience=1",
+                    "--set", "optim.lr=0.0")
+    scores = [json.loads(line)["selection"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert result["epochs_run"] == len(scores) < 30
+    assert all(b > a for a, b in zip(scores[:-2], scores[1:-1]))  # improving until ...
+    assert scores[-1] <= max(scores[:-1])  # ... the first evaluation without improvement
+    assert result["best_epoch"] == len(scores) - 1
+
+
+def test_seeds_are_aggregated(train_tiny, tmp_path):
+    summary = train_tiny(tmp_path / "seeds", "--epochs", "1", "--seeds", "0", "1")
+    r1 = summary["test"]["t2v"]["R1"]
+    seeds = [json.loads((tmp_path / "seeds" / f"seed-{s}" / "metrics.json").read_text()) for s in (0, 1)]
+    values = [s["test"]["t2v"]["R1"] for s in seeds]
+    assert r1["mean"] == pytest.approx(np.mean(values))
+    assert r1["std"] == pytest.approx(np.std(values, ddof=1))
+
+
+def test_clear_errors(train_tiny, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train_tiny(tmp_path / "a", "--set", "data.caption_langs=[fr]")
+    assert "unsupported language 'fr'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_tiny(tmp_path / "b", "--set", "loss.params.nonsense=1")
+    assert "nonsense" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train.main(["--dataset", str(tmp_path / "nowhere"), "--output-dir", str(tmp_path / "c")])
+    assert "nowhere" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", ["rudder.train", "rudder.evaluate"])
+def test_help(module, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_info:
+        importlib.import_module(module).main(["--help"])
+    assert exit_info.value.code == 0
+    assert "usage" in capsys.readouterr().out
