@@ -1,0 +1,334 @@
+"""rudder.metrics on hand-worked cases (arithmetic in the comments) and loop references."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rudder import metrics
+from rudder.languages import UnsupportedLanguageError
+
+LOG2_3 = math.log2(3)
+
+# Three videos, K = 2 captions each, video-major rows; the last caption of video 2 is missing.
+HAND_SIMS = np.array(
+    [
+        [0.9, 0.1, 0.2],  # v0 c0: gt 0.9, nothing greater -> rank 0
+        [0.3, 0.5, 0.3],  # v0 c1: gt 0.3, one greater, two equal -> 1 + (2 - 1)/2 = 1.5
+        [0.4, 0.4, 0.4],  # v1 c0: gt 0.4, three equal -> (3 - 1)/2 = 1
+        [0.8, 0.45, 0.1],  # v1 c1: gt 0.45, one greater (0.8) -> 1
+        [0.6, 0.2, 0.1],  # v2 c0: gt 0.1, two greater -> 2
+        [0.0, 0.0, 0.99],  # v2 c1: masked (would be rank 0 and spoil v2t column 2)
+    ],
+    dtype=np.float32,
+)
+HAND_MASKS = np.array([[1, 1], [1, 1], [1, 0]])
+
+
+def loop_t2v(sims, masks):
+    """Reference: one query at a time, straight from the definition."""
+    k = sims.shape[0] // sims.shape[1]
+    valid = np.ones(len(sims), bool) if masks is None else masks.reshape(-1).astype(bool)
+    out = []
+    for r in np.flatnonzero(valid):
+        row, gt = sims[r], sims[r, r // k]
+        out.append((row > gt).sum() + ((row == gt).sum() - 1) / 2)
+    return np.array(out)
+
+
+def loop_v2t(sims, masks):
+    k = sims.shape[0] // sims.shape[1]
+    valid = np.ones(len(sims), bool) if masks is None else masks.reshape(-1).astype(bool)
+    out = []
+    for v in range(sims.shape[1]):
+        col = sims[valid, v]
+        caps = [c for c in range(v * k, (v + 1) * k) if valid[c]]
+        if caps:
+            out.append(
+                min((col > sims[c, v]).sum() + ((col == sims[c, v]).sum() - 1) / 2 for c in caps)
+            )
+    return np.array(out)
+
+
+def test_constant_matrix_gives_no_free_recall_at_1():
+    # 10 videos, all scores equal: every rank is (10 - 1) / 2 = 4.5 in both directions.
+    sims = np.full((10, 10), 0.5)
+    for direction in ("t2v", "v2t"):
+        np.testing.assert_array_equal(
+            metrics.query_ranks(sims, direction=direction), np.full(10, 4.5)
+        )
+        m = metrics.retrieval_metrics(sims, direction=direction)
+        assert m["R1"] == 0.0
+        assert m["R5"] == m["R10"] == m["R50"] == 100.0  # 4.5 < 5
+        assert m["MdR"] == m["MnR"] == 5.5
+        assert m["geometric_mean"] == 0.0  # R1 is 0
+
+
+def test_t2v_hand_worked_with_ties_masks_and_two_captions_per_video():
+    ranks = metrics.query_ranks(HAND_SIMS, HAND_MASKS, "t2v")
+    np.testing.assert_array_equal(ranks, [0, 1.5, 1, 1, 2, np.nan])
+    m = metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS, "t2v")
+    # ranks [0, 1.5, 1, 1, 2]: R1 = 1/5; all < 5; median 1 -> MdR 2; mean 5.5/5 = 1.1 -> MnR 2.1
+    assert m["R1"] == pytest.approx(20.0)
+    assert m["R5"] == m["R10"] == m["R50"] == 100.0
+    assert m["MdR"] == pytest.approx(2.0)
+    assert m["MnR"] == pytest.approx(2.1)
+    assert m["geometric_mean"] == pytest.approx((20 * 100 * 100) ** (1 / 3))
+
+
+def test_v2t_takes_the_best_caption_among_valid_captions():
+    # Column 0 over valid captions [0.9, 0.3, 0.4, 0.8, 0.6]: v0's captions rank 0 and 4 -> min 0.
+    # Column 1 [0.1, 0.5, 0.4, 0.45, 0.2]: v1's 0.4 ranks 2, its 0.45 ranks 1 -> min 1.
+    # Column 2 [0.2, 0.3, 0.4, 0.1, 0.1] (masked 0.99 left out): v2's 0.1 has 3 greater and
+    # one tie -> 3 + (2 - 1)/2 = 3.5.
+    ranks = metrics.query_ranks(HAND_SIMS, HAND_MASKS, "v2t")
+    np.testing.assert_array_equal(ranks, [0, 1, 3.5])
+    m = metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS, "v2t")
+    assert m["R1"] == pytest.approx(100 / 3)
+    assert m["MdR"] == pytest.approx(2.0)
+    assert m["MnR"] == pytest.approx(1.5 + 1)
+    # Without the mask the 0.99 caption is a query and a gallery item: v2 ranks 0.
+    assert metrics.query_ranks(HAND_SIMS, None, "v2t")[2] == 0
+
+
+def test_video_without_valid_captions_is_not_a_v2t_query():
+    masks = HAND_MASKS.copy()
+    masks[2] = 0
+    ranks = metrics.query_ranks(HAND_SIMS, masks, "v2t")
+    assert np.isnan(ranks[2]) and not np.isnan(ranks[:2]).any()
+    # ...but stays a t2v gallery item: row 1 still sees column 2's 0.3 as a tie.
+    assert metrics.query_ranks(HAND_SIMS, masks, "t2v")[1] == 1.5
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("masked", [False, True])
+def test_ranks_match_loop_reference_on_tied_matrices(k, masked, monkeypatch):
+    rng = np.random.default_rng(k + 10 * masked)
+    n = 23
+    sims = rng.integers(0, 4, size=(n * k, n)).astype(np.float32)  # many ties
+    masks = (rng.random((n, k)) > 0.3).astype(int) if masked else None
+    if masked:
+        masks[4] = 0
+    expected = {"t2v": loop_t2v(sims, masks), "v2t": loop_v2t(sims, masks)}
+    for block in (metrics._BLOCK, 7):  # the default single block, and many small blocks
+        monkeypatch.setattr(metrics, "_BLOCK", block)
+        for direction in ("t2v", "v2t"):
+            got = metrics.query_ranks(sims, masks, direction)
+            np.testing.assert_array_equal(got[~np.isnan(got)], expected[direction])
+
+
+def test_torch_input_equals_numpy_input():
+    t = torch.tensor(HAND_SIMS)
+    for direction in ("t2v", "v2t"):
+        assert metrics.retrieval_metrics(
+            t, torch.tensor(HAND_MASKS), direction
+        ) == metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS, direction)
+    rel = np.random.default_rng(0).random(HAND_SIMS.shape).round(1)
+    assert metrics.ndcg(t, torch.tensor(rel)) == metrics.ndcg(HAND_SIMS, rel)
+    assert metrics.mean_average_precision(
+        t.double(), torch.tensor(rel)
+    ) == metrics.mean_average_precision(HAND_SIMS.astype(np.float64), rel)
+    assert metrics.retrieval_metrics(t.to(torch.bfloat16), HAND_MASKS) == metrics.retrieval_metrics(
+        t.to(torch.bfloat16).float().numpy(), HAND_MASKS
+    )
+
+
+def test_bad_inputs_are_clear_errors():
+    with pytest.raises(ValueError, match="rows must be num_videos"):
+        metrics.retrieval_metrics(np.zeros((5, 3)))
+    with pytest.raises(ValueError, match=r"expected \(num_videos, K\)"):
+        metrics.retrieval_metrics(HAND_SIMS, np.ones((2, 3)))
+    with pytest.raises(ValueError, match="direction"):
+        metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS, "x2y")
+    bad = HAND_SIMS.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 1, column 2"):
+        metrics.retrieval_metrics(bad, HAND_MASKS)
+    with pytest.raises(ValueError, match="only 0/1"):
+        metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS * 2)
+    masked_nan = HAND_SIMS.copy()
+    masked_nan[5] = np.nan  # a masked caption may hold anything
+    assert metrics.retrieval_metrics(masked_nan, HAND_MASKS, "v2t") == metrics.retrieval_metrics(
+        HAND_SIMS, HAND_MASKS, "v2t"
+    )
+    with pytest.raises(ValueError, match="every query is masked"):
+        metrics.retrieval_metrics(HAND_SIMS, np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"relevance\[0, 1\] = 2"):
+        metrics.ndcg(np.zeros((2, 2)), np.array([[0, 2.0], [0, 0]]))
+    with pytest.raises(ValueError, match="shape"):
+        metrics.ndcg(np.zeros((2, 2)), np.zeros((2, 3)))
+
+
+# ----------------------------------------------------------------------------- nDCG / mAP
+NDCG_SIMS = np.array(
+    [
+        [0.9, 0.8, 0.7, 0.6],  # ranked order 0, 1, 2, 3
+        [0.1, 0.2, 0.3, 0.4],  # ranked order 3, 2, 1, 0
+        [0.5, 0.4, 0.3, 0.2],
+    ],
+    dtype=np.float32,
+)
+NDCG_REL = np.array(
+    [
+        [0.0, 1.0, 0.5, 0.0],
+        [1.0, 0.0, 0.0, 0.5],
+        [0.0, 0.0, 0.0, 0.0],
+    ]
+)
+# Row 0: k = 2; DCG = 0/log2(2) + 1/log2(3); IDCG = 1/log2(2) + 0.5/log2(3).
+ROW0 = (1 / LOG2_3) / (1 + 0.5 / LOG2_3)  # 0.4796...
+# Row 1: k = 2; DCG = rel(item 3)/1 + rel(item 2)/log2(3) = 0.5; IDCG as row 0.
+ROW1 = 0.5 / (1 + 0.5 / LOG2_3)  # 0.3801...
+# Row 2: no relevant item -> 0.
+
+
+def test_ndcg_hand_worked():
+    assert ROW0 == pytest.approx(0.479625, abs=1e-6)  # 0.630930 / 1.315465
+    np.testing.assert_allclose(
+        metrics.ndcg(NDCG_SIMS, NDCG_REL, reduction="none"), [ROW0, ROW1, 0.0]
+    )
+    assert metrics.ndcg(NDCG_SIMS, NDCG_REL) == pytest.approx((ROW0 + ROW1) / 3)
+    # masked rows are left out of the mean
+    assert metrics.ndcg(NDCG_SIMS, NDCG_REL, query_masks=[1, 0, 0]) == pytest.approx(ROW0)
+    none = metrics.ndcg(
+        NDCG_SIMS, NDCG_REL, query_masks=np.array([[1], [0], [1]]), reduction="none"
+    )
+    assert np.isnan(none[1]) and none[0] == pytest.approx(ROW0)
+
+
+def test_ndcg_ties_go_to_the_lower_column_first():
+    sims = np.full((2, 3), 0.5)
+    rel = np.array([[0, 1, 0], [1, 0, 0]])
+    # k = 1: only the first ranked item counts, and that is column 0 (lowest index).
+    np.testing.assert_array_equal(metrics.ndcg(sims, rel, reduction="none"), [0.0, 1.0])
+    np.testing.assert_array_equal(
+        metrics.ndcg(sims.astype(np.float32), rel, reduction="none"), [0.0, 1.0]
+    )
+
+
+MAP_SIMS = np.array([[0.9, 0.8, 0.7, 0.6, 0.5], [0.9, 0.8, 0.7, 0.6, 0.5]], dtype=np.float32)
+MAP_REL = np.array([[1.0, 0.5, 0.0, 1.0, 0.25], [0.5, 0.0, 0.0, 0.0, 0.0]])
+
+
+def test_map_hand_worked_graded_and_binary():
+    # Row 0 in ranked order: relevance [1, .5, 0, 1, .25], graded cumsum [1, 1.5, 1.5, 2.5, 2.75];
+    # relevant (== 1) at positions 1 and 4: AP = (1/1 + 2.5/4) / 2 = 0.8125.
+    # binary cumsum [1, 1, 1, 2, 2]: AP = (1/1 + 2/4) / 2 = 0.75.  Row 1: no relevant item -> 0.
+    np.testing.assert_allclose(
+        metrics.mean_average_precision(MAP_SIMS, MAP_REL, reduction="none"), [0.8125, 0]
+    )
+    np.testing.assert_allclose(
+        metrics.mean_average_precision(MAP_SIMS, MAP_REL, binary=True, reduction="none"), [0.75, 0]
+    )
+    assert metrics.mean_average_precision(MAP_SIMS, MAP_REL) == pytest.approx(0.8125 / 2)
+    assert metrics.mean_average_precision(
+        MAP_SIMS, MAP_REL, query_masks=[True, False]
+    ) == pytest.approx(0.8125)
+
+
+def test_map_ties_go_to_the_lower_column_first():
+    # All tied: order 0, 1, 2. Relevance [0, 0.5, 1]: the relevant item is third with graded
+    # cumsum 1.5 -> AP = 1.5 / 3 = 0.5.
+    assert metrics.mean_average_precision(
+        np.zeros((1, 3), np.float32), [[0, 0.5, 1]]
+    ) == pytest.approx(0.5)
+
+
+def loop_ndcg_map(sims, rel, binary=False):
+    """The EPIC-KITCHENS-100 reference formulas, one query at a time, stable tie order."""
+    nd, ap = [], []
+    for s, r in zip(sims.astype(np.float64), rel, strict=True):
+        ranked = r[np.argsort(-s, kind="stable")]
+        k = int((r > 0).sum())
+        d = np.log2(np.arange(k) + 2)
+        nd.append((ranked[:k] / d).sum() / (np.sort(r)[::-1][:k] / d).sum() if k else 0.0)
+        hit = ranked == 1
+        cum = np.cumsum(hit if binary else ranked)
+        ap.append((cum[hit] / (np.flatnonzero(hit) + 1)).sum() / hit.sum() if hit.any() else 0.0)
+    return np.mean(nd), np.mean(ap)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sparsity", [0.5, 0.95])  # 0.95: nDCG takes the partial-sort path
+def test_ndcg_map_match_loop_reference(dtype, sparsity, monkeypatch):
+    rng = np.random.default_rng(1)
+    sims = rng.integers(-3, 3, size=(40, 60)).astype(dtype)  # many ties
+    sims[0, :4] = [-0.0, 0.0, -0.0, 0.0]  # -0.0 == 0.0 must tie (lower column first)
+    sims[1] = rng.standard_normal(60)
+    rel = np.round(rng.random((40, 60)) * 4) / 4
+    rel[rng.random((40, 60)) < sparsity] = 0
+    rel[2] = 0
+    rel[3, :] = 0
+    rel[3, 59] = 1  # a row needing the full depth
+    for block in (metrics._BLOCK, 130):  # one block; blocks of 2 rows
+        monkeypatch.setattr(metrics, "_BLOCK", block)
+        for binary in (False, True):
+            nd, ap = loop_ndcg_map(sims, rel, binary)
+            assert metrics.ndcg(sims, rel) == pytest.approx(nd, abs=1e-12)
+            assert metrics.mean_average_precision(sims, rel, binary=binary) == pytest.approx(
+                ap, abs=1e-12
+            )
+
+
+# ----------------------------------------------------------------------------- languages
+def test_per_language_metrics_hand_worked():
+    langs = [["mr", "hi"], ["mr", "en"], ["hi", "xx"]]  # the masked row's code is ignored
+    out = metrics.per_language_metrics(HAND_SIMS, langs, HAND_MASKS)
+    assert list(out) == ["mr", "hi", "en"]  # SUPPORTED order; no entry for absent languages
+    # mr: rows 0, 2 -> ranks 0, 1 ; hi: rows 1, 4 -> 1.5, 2 ; en: row 3 -> 1
+    assert out["mr"]["R1"] == 50.0 and out["mr"]["MnR"] == pytest.approx(1.5)
+    assert out["hi"]["R1"] == 0.0 and out["hi"]["MdR"] == pytest.approx(2.75)
+    assert out["en"]["MdR"] == pytest.approx(2.0)
+    with pytest.raises(UnsupportedLanguageError, match="caption_langs\\[1\\]"):
+        metrics.per_language_metrics(HAND_SIMS, ["mr", "fr", "mr", "mr", "mr", "mr"], HAND_MASKS)
+    with pytest.raises(ValueError, match="one per sims row"):
+        metrics.per_language_metrics(HAND_SIMS, ["mr"] * 5, HAND_MASKS)
+
+
+# ----------------------------------------------------------------------------- significance
+def test_bootstrap_ci_contains_estimate_and_shrinks_with_more_queries():
+    rng = np.random.default_rng(0)
+    widths = {}
+    for n in (100, 10_000):
+        ranks = np.floor(rng.exponential(8.0, size=n))
+        for stat in ("R1", "R5", "R10", "MdR", "MnR", "geometric_mean"):
+            ci = metrics.bootstrap_ci(ranks, stat, n_resamples=500)
+            assert ci.estimate == pytest.approx(metrics.metrics_from_ranks(ranks)[stat])
+            assert ci.low <= ci.estimate <= ci.high, (n, stat, ci)
+            widths[n, stat] = ci.high - ci.low
+    for stat in ("R1", "R5", "R10", "MnR"):
+        assert widths[10_000, stat] < widths[100, stat] / 4  # ~ 1/sqrt(n): 10x narrower expected
+
+
+def test_bootstrap_ci_degenerate_seeded_and_callable():
+    ci = metrics.bootstrap_ci(np.full(50, 3.0), "MnR")
+    assert ci == (4.0, 4.0, 4.0)  # every resample is the same sample
+    v = np.random.default_rng(2).random(300)
+    assert metrics.bootstrap_ci(v, "mean", seed=5) == metrics.bootstrap_ci(
+        v, lambda x: x.mean(axis=1), seed=5
+    )
+    assert metrics.bootstrap_ci(np.r_[v, np.nan], "mean", seed=5) == metrics.bootstrap_ci(
+        v, "mean", seed=5
+    )
+    with pytest.raises(ValueError, match="unknown statistic"):
+        metrics.bootstrap_ci(v, "R3")
+
+
+def test_wilcoxon_known_case_and_zero_differences():
+    b = np.array([0, 0, 1, 2, 5, 3, 7, 4.0])
+    a = b + np.array([0, 0, 1, 2, 3, 4, 5, 6])
+    # Zeros dropped ("wilcox"); the six positive differences take ranks 1..6: W- = 0. Exact
+    # two-sided p = 2 * P(W- = 0) = 2 / 2**6 = 0.03125.
+    res = metrics.wilcoxon_ranks(a, b)
+    assert res.statistic == 0.0
+    assert res.pvalue == pytest.approx(0.03125)
+    assert (res.n_queries, res.n_nonzero) == (8, 6)
+    # Two negative differences of size 1 and 2 tie with positive ones: |d| ranks 1.5 and 3.5,
+    # W- = 1.5 + 3.5 = 5.
+    d = np.array([1, 2, 3, 4, 5, 6, -1, -2.0])
+    assert metrics.wilcoxon_ranks(d, np.zeros(8)).statistic == pytest.approx(5.0)
+    same = metrics.wilcoxon_ranks(b, b)
+    assert (same.statistic, same.pvalue, same.n_nonzero) == (0.0, 1.0, 0)
+    with pytest.raises(ValueError, match="NaN positions differ"):
+        metrics.wilcoxon_ranks([1.0, np.nan], [1.0, 2.0])
