@@ -1,0 +1,345 @@
+"""Pure maths on noun/verb class sets: relevance R, partial labels, batch matrices.
+
+Class sets are multi-hot matrices: one row per caption (or video), one column per
+language-independent concept id (:class:`ClassIndex`); a nonzero entry means "present".
+Every pairwise quantity is a matrix product of such matrices (``|A ∩ B| = A @ B.T``), so no
+Python loop runs over queries or pairs. Conventions (DESIGN.md): ``M[i, j]`` relates caption
+``i`` (anchor/query) to video ``j`` (candidate); pair labels are 0 negative, 1 partial,
+2 positive, 3 description.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+# Output entries per row block of :func:`relevance`: bounds the sparse temporaries when
+# many pairs share classes (few classes, large sets).
+_BLOCK_ELEMENTS = 1 << 22
+
+
+class ClassIndex:
+    """Concept ids (str) -> columns, in sorted id order (deterministic across runs).
+
+    Ids met later that the index does not know are *ignored* by :meth:`multi_hot`
+    (``strict=False``): they count in neither the intersection nor the union of any
+    pair, i.e. the caption is treated as if it had not mentioned them. Build the index
+    over every split's captions (the classes are metadata, not a training signal) to
+    avoid this, or pass ``strict=True`` to get an error instead.
+    """
+
+    def __init__(self, ids):
+        ids = list(ids)
+        if len(set(ids)) != len(ids):
+            raise ValueError("ClassIndex: duplicate concept ids")
+        if any(not isinstance(i, str) or not i for i in ids):
+            raise ValueError("ClassIndex: concept ids must be non-empty strings")
+        self.ids = ids
+        self._column = {concept: column for column, concept in enumerate(ids)}
+
+    @classmethod
+    def build(cls, *class_lists_iterables) -> ClassIndex:
+        """Index every id in one or more iterables of class lists (``None`` rows allowed)."""
+        found = {
+            c for lists in class_lists_iterables for row in lists if row is not None for c in row
+        }
+        return cls(sorted(found))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, concept: str) -> bool:
+        return concept in self._column
+
+    def column(self, concept: str) -> int:
+        return self._column[concept]
+
+    def multi_hot(self, class_lists, strict: bool = False) -> torch.Tensor:
+        """``(n, C)`` float32 multi-hot matrix; a ``None`` or empty row is all zeros.
+
+        Repeated ids in a row count once (sets). Unknown ids are ignored unless
+        ``strict``, which raises naming the row and the id.
+        """
+        rows, columns = [], []
+        class_lists = list(class_lists)
+        for r, row in enumerate(class_lists):
+            if isinstance(row, str):
+                raise TypeError(f"ClassIndex.multi_hot: row {r} is a str; expected a list of ids")
+            for concept in row if row is not None else ():
+                column = self._column.get(concept)
+                if column is not None:
+                    rows.append(r)
+                    columns.append(column)
+                elif strict:
+                    raise KeyError(f"ClassIndex.multi_hot: row {r}: unknown concept id {concept!r}")
+        out = torch.zeros(len(class_lists), len(self.ids), dtype=torch.float32)
+        out[torch.tensor(rows, dtype=torch.long), torch.tensor(columns, dtype=torch.long)] = 1.0
+        return out
+
+    def to_dict(self) -> dict:
+        return {"ids": list(self.ids)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ClassIndex:
+        return cls(data["ids"])
+
+
+def _binary(x, name: str) -> torch.Tensor:
+    """``x`` as a (n, C) float32 0/1 tensor (nonzero = present)."""
+    x = torch.as_tensor(x)
+    if x.dim() != 2:
+        raise ValueError(f"{name}: expected a (n, C) multi-hot matrix, got shape {tuple(x.shape)}")
+    return (x != 0).to(torch.float32)
+
+
+def _pair(a, b, names: tuple[str, str]) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = _binary(a, names[0]), _binary(b, names[1])
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{names[0]} has {a.shape[1]} classes but {names[1]} has {b.shape[1]}")
+    return a, b
+
+
+def _rows(a: torch.Tensor, b: torch.Tensor, names) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"{names[0]} has {a.shape[0]} rows but {names[1]} has {b.shape[0]}")
+
+
+def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
+    """Semantic relevance ``R[i, j]`` in [0, 1] of items ``a_i`` and ``b_j`` (float32).
+
+    ``R = 0.5 * (|V_i ∩ V_j| / |V_i ∪ V_j| + |N_i ∩ N_j| / |N_i ∪ N_j|)`` over verb and noun
+    classes: the semantic relevance of the EPIC-KITCHENS-100 multi-instance retrieval
+    benchmark (Damen et al., "Rescaling Egocentric Vision", IJCV 2022, arXiv:2006.13256),
+    used for relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval
+    models with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688).
+    Empty-part rule (DESIGN.md): a part of speech empty on *both* sides is left out, so R is
+    the Jaccard of the other part alone; both parts empty on both sides gives R = 0. A part
+    empty on one side only has Jaccard 0 and still counts in the mean.
+
+    Inputs are multi-hot ``(na, Cn)``, ``(na, Cv)``, ``(nb, Cn)``, ``(nb, Cv)``.
+    ``|A ∩ B| = A @ B.T`` is a sparse product (class sets are small), ``|A ∪ B| = |A| +
+    |B| - |A ∩ B|``, and only pairs sharing a class (R > 0) are written, in row blocks
+    that bound the temporaries; every other entry is 0. Computed on the CPU (scipy), returned
+    on the device of ``nouns_a``.
+    """
+    nouns_a, nouns_b = _pair(nouns_a, nouns_b, ("nouns_a", "nouns_b"))
+    verbs_a, verbs_b = _pair(verbs_a, verbs_b, ("verbs_a", "verbs_b"))
+    _rows(nouns_a, verbs_a, ("nouns_a", "verbs_a"))
+    _rows(nouns_b, verbs_b, ("nouns_b", "verbs_b"))
+    device = nouns_a.device
+    nouns_a, verbs_a, nouns_b, verbs_b = (x.cpu() for x in (nouns_a, verbs_a, nouns_b, verbs_b))
+    na, nb = nouns_a.shape[0], nouns_b.shape[0]
+    nouns, verbs = _SetPart(nouns_a, nouns_b), _SetPart(verbs_a, verbs_b)
+    out = torch.zeros(na, nb, dtype=torch.float32)  # torch allocates big blocks faster than numpy
+    out_np = out.numpy()
+    step = max(1, _BLOCK_ELEMENTS // max(nb, 1))
+    for start in range(0, na, step):
+        rows = slice(start, min(start + step, na))
+        block = out_np[rows].reshape(-1)  # a view: C-contiguous rows
+        for part, other in ((nouns, verbs), (verbs, nouns)):
+            row, col, jaccard = part.jaccard(rows)
+            # Parts of speech present on at least one side: this one, plus maybe the other.
+            present = 1.0 + (other.has_a[row + rows.start] | other.has_b[col])
+            block[row * nb + col] += jaccard / present
+    return out.to(device)
+
+
+class _SetPart:
+    """One part of speech of :func:`relevance`: sparse sets of both sides and their sizes."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor):
+        from scipy import sparse
+
+        self.a = sparse.csr_matrix(a.numpy())
+        self.b_t = sparse.csr_matrix(b.numpy()).T.tocsr()
+        self.size_a, self.size_b = a.sum(1).numpy(), b.sum(1).numpy()
+        self.has_a, self.has_b = self.size_a > 0, self.size_b > 0
+
+    def jaccard(self, rows: slice):
+        """Block-local row, column and Jaccard index of every pair in ``rows`` sharing a class."""
+        shared = (self.a[rows] @ self.b_t).tocoo()
+        row, col = shared.row.astype(np.int64), shared.col.astype(np.int64)
+        union = self.size_a[row + rows.start] + self.size_b[col] - shared.data
+        return row, col, (shared.data / union).astype(np.float32)
+
+
+def batch_relevance(caption_nouns, caption_verbs, video_nouns, video_verbs) -> torch.Tensor:
+    """``(B, B)`` relevance of batch caption ``i`` to batch video ``j`` (see :func:`relevance`).
+
+    Video class sets come from :func:`video_class_sets`; ``R[i, i]`` is the computed
+    relevance of a caption to its own video (DESIGN.md's anchor/candidate rule).
+    """
+    out = relevance(caption_nouns, caption_verbs, video_nouns, video_verbs)
+    if out.shape[0] != out.shape[1]:
+        raise ValueError(f"batch_relevance: {out.shape[0]} captions but {out.shape[1]} videos")
+    return out
+
+
+def video_class_sets(
+    caption_multi_hot, caption_video, num_videos: int, rho: float = 0.25
+) -> torch.Tensor:
+    """``(num_videos, C)`` float32 multi-hot: the classes of a video with several captions.
+
+    A class belongs to video ``v`` when it appears in at least ``rho`` of ``v``'s captions
+    (count / n_captions >= rho, compared in float64 so that e.g. 1/4 >= 0.25 holds exactly).
+    Source: DESIGN.md's Relevance convention. Damen et al. define R between two captions;
+    this threshold is rudder's way to give a video with several captions one class set.
+    A video with no caption gets an empty row. ``caption_video[k]`` is the video row of
+    caption ``k``.
+    """
+    if not 0.0 < rho <= 1.0:
+        raise ValueError(f"video_class_sets: rho must be in (0, 1], got {rho}")
+    captions = _binary(caption_multi_hot, "caption_multi_hot")
+    video = torch.as_tensor(caption_video, dtype=torch.long)
+    if video.shape != (captions.shape[0],):
+        raise ValueError(f"video_class_sets: caption_video must have shape ({captions.shape[0]},)")
+    if video.numel() and (int(video.min()) < 0 or int(video.max()) >= num_videos):
+        raise ValueError(f"video_class_sets: caption_video values must be in [0, {num_videos})")
+    counts = torch.zeros(num_videos, captions.shape[1], dtype=torch.float64)
+    counts.index_add_(0, video, captions.to(torch.float64))
+    n_captions = torch.bincount(video, minlength=num_videos).to(torch.float64).clamp_(min=1.0)
+    return ((counts > 0) & (counts / n_captions.unsqueeze(1) >= rho)).to(torch.float32)
+
+
+def partial_labels(
+    nouns_q, verbs_q, nouns_c, verbs_c, alpha_n: float, alpha_v: float
+) -> torch.Tensor:
+    """``(nq, nc)`` int8 labels from the noun/verb partial heuristic of the RUDDER paper
+    (Akula et al., "Cross Lingual Video and Text Retrieval: A New Benchmark Dataset and
+    Algorithm", ICMI 2021, arXiv:2103.05457), as DESIGN.md states it.
+
+    ``overlap_n = |N_q ∩ N_c| / |N_q|`` and ``overlap_v`` likewise, over the parts of speech
+    *present in the query*. Label 2 (positive) when every present overlap is 1; 1 (partial)
+    when not positive and ``overlap_n >= alpha_n`` or ``overlap_v >= alpha_v`` (each only if
+    that part is present; the boundary counts as reached); 0 otherwise. A query with
+    neither nouns nor verbs gets 0 everywhere. Overlaps are float32 quotients.
+    """
+    for name, alpha in (("alpha_n", alpha_n), ("alpha_v", alpha_v)):
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"partial_labels: {name} must be in [0, 1], got {alpha}")
+    nouns_q, nouns_c = _pair(nouns_q, nouns_c, ("nouns_q", "nouns_c"))
+    verbs_q, verbs_c = _pair(verbs_q, verbs_c, ("verbs_q", "verbs_c"))
+    _rows(nouns_q, verbs_q, ("nouns_q", "verbs_q"))
+    _rows(nouns_c, verbs_c, ("nouns_c", "verbs_c"))
+    size_n, size_v = nouns_q.sum(1, keepdim=True), verbs_q.sum(1, keepdim=True)
+    has_n, has_v = size_n > 0, size_v > 0
+    shared_n, shared_v = nouns_q @ nouns_c.T, verbs_q @ verbs_c.T
+    positive = (has_n | has_v) & (~has_n | (shared_n == size_n)) & (~has_v | (shared_v == size_v))
+    partial = (has_n & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
+        has_v & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
+    )
+    labels = partial.to(torch.int8)
+    labels[positive] = 2
+    return labels
+
+
+def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None) -> torch.Tensor:
+    """``(B, B)`` int8 labels of a training batch, diagonal 2.
+
+    ``labels[i, j]`` is :func:`partial_labels` with batch caption ``i`` as query and the
+    batch caption of video ``j`` (caption ``j``) as candidate. ``manual`` is an optional
+    ``(B, B)`` matrix from :meth:`RelationTable.lookup`: entries >= 0 (manual labels
+    0..3) replace the heuristic, -1 keeps it. The diagonal is set to 2 last (a batch
+    holds each video once, so caption ``i``'s own video is its one certain positive).
+    """
+    labels = partial_labels(nouns, verbs, nouns, verbs, alpha_n, alpha_v)
+    if manual is not None:
+        manual = torch.as_tensor(manual)
+        if manual.shape != labels.shape:
+            raise ValueError(
+                f"batch_labels: manual has shape {tuple(manual.shape)}, "
+                f"expected {tuple(labels.shape)}"
+            )
+        if manual.numel() and (int(manual.min()) < -1 or int(manual.max()) > 3):
+            raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
+        known = manual >= 0
+        labels[known] = manual[known].to(torch.int8)
+    labels.fill_diagonal_(2)
+    return labels
+
+
+class RelationTable:
+    """Manually labelled caption pairs, looked up as batch matrices.
+
+    ``caption_ids`` fixes the caption positions; ``relations`` is a table with columns
+    ``caption_id_a``, ``caption_id_b``, ``label`` (DESIGN.md's relations config, labels
+    0..3). Pairs are symmetric, stored as sorted int64 keys ``min(p, q) * n + max(p, q)``
+    and found with ``np.searchsorted``. Rows naming a caption outside ``caption_ids``
+    (another split) are skipped and counted in ``.skipped``. The same pair listed twice
+    with different labels is an error (resolve annotator disagreements when importing).
+    """
+
+    def __init__(self, caption_ids, relations):
+        caption_ids = np.asarray(list(caption_ids), dtype=str)
+        if len(np.unique(caption_ids)) != len(caption_ids):
+            raise ValueError("RelationTable: caption_ids has duplicates")
+        self._order = np.argsort(caption_ids, kind="stable")
+        self._sorted_ids = caption_ids[self._order]
+        self.num_captions = len(caption_ids)
+        missing = {"caption_id_a", "caption_id_b", "label"} - set(relations.column_names)
+        if missing:
+            raise ValueError(f"RelationTable: relations table lacks column(s) {sorted(missing)}")
+        for name in ("caption_id_a", "caption_id_b", "label"):
+            if relations.column(name).null_count:
+                raise ValueError(f"RelationTable: relations column {name!r} has null values")
+        ids_a = np.asarray(relations.column("caption_id_a").to_pylist(), dtype=str)
+        ids_b = np.asarray(relations.column("caption_id_b").to_pylist(), dtype=str)
+        labels = np.asarray(relations.column("label").to_pylist(), dtype=np.int64)
+        if labels.size and (labels.min() < 0 or labels.max() > 3):
+            row = int(np.flatnonzero((labels < 0) | (labels > 3))[0])
+            raise ValueError(f"RelationTable: relations row {row}: label {labels[row]} not in 0..3")
+        pos_a, pos_b = self.positions(ids_a), self.positions(ids_b)
+        keep = (pos_a >= 0) & (pos_b >= 0)
+        self.skipped = int((~keep).sum())
+        keys = self._keys(pos_a[keep], pos_b[keep])
+        labels = labels[keep]
+        order = np.lexsort((labels, keys))
+        keys, labels = keys[order], labels[order]
+        unique, first = np.unique(keys, return_index=True)
+        conflict = np.flatnonzero((keys[1:] == keys[:-1]) & (labels[1:] != labels[:-1]))
+        if conflict.size:
+            key = int(keys[conflict[0]])
+            a, b = self._id_of(key // self.num_captions), self._id_of(key % self.num_captions)
+            raise ValueError(f"RelationTable: pair ({a}, {b}) has conflicting labels")
+        self._keys_sorted = unique
+        self._labels = labels[first].astype(np.int8)
+
+    def __len__(self) -> int:
+        return len(self._keys_sorted)
+
+    def _id_of(self, position: int) -> str:
+        return str(self._sorted_ids[np.flatnonzero(self._order == position)[0]])
+
+    def positions(self, ids) -> np.ndarray:
+        """Positions of ``ids`` in ``caption_ids`` (int64), -1 for unknown ids."""
+        ids = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=str)
+        if self.num_captions == 0 or ids.size == 0:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        where = np.searchsorted(self._sorted_ids, ids).clip(max=self.num_captions - 1)
+        found = self._sorted_ids[where] == ids
+        return np.where(found, self._order[where], -1).astype(np.int64)
+
+    def _keys(self, pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
+        low, high = np.minimum(pos_a, pos_b), np.maximum(pos_a, pos_b)
+        return low * np.int64(self.num_captions) + high
+
+    def lookup_positions(self, pos_a, pos_b) -> torch.Tensor:
+        """``(len(a), len(b))`` int8 labels of caption positions, -1 for unknown pairs."""
+        pos_a = np.asarray(pos_a, dtype=np.int64)[:, None]
+        pos_b = np.asarray(pos_b, dtype=np.int64)[None, :]
+        keys = self._keys(pos_a, pos_b)
+        out = np.full(keys.shape, -1, dtype=np.int8)
+        if len(self._keys_sorted):
+            where = np.searchsorted(self._keys_sorted, keys).clip(max=len(self._keys_sorted) - 1)
+            found = (self._keys_sorted[where] == keys) & (pos_a >= 0) & (pos_b >= 0)
+            out[found] = self._labels[where[found]]
+        return torch.from_numpy(out)
+
+    def lookup(self, caption_ids_a, caption_ids_b=None) -> torch.Tensor:
+        """``(len(a), len(b))`` int8 manual labels, -1 where unknown; ``b`` defaults to ``a``.
+
+        Symmetric: ``lookup([x], [y]) == lookup([y], [x])``.
+        """
+        pos_a = self.positions(caption_ids_a)
+        pos_b = pos_a if caption_ids_b is None else self.positions(caption_ids_b)
+        return self.lookup_positions(pos_a, pos_b)

@@ -1,0 +1,299 @@
+"""rudder.supervision on hand-worked class sets."""
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from rudder import supervision
+from rudder.supervision import (
+    ClassIndex,
+    RelationTable,
+    batch_labels,
+    batch_relevance,
+    partial_labels,
+    relevance,
+    video_class_sets,
+)
+
+# Falcon et al. (ICIP 2022), Fig. 1: sunflower and helianthus are one class, "pick up" and
+# "pick" one verb class.
+FALCON_NOUNS = [
+    ["n:flowerpot", "n:sunflower"],  # x1 pick up a flowerpot and a sunflower
+    ["n:sunflower", "n:flowerpot"],  # x2 pick an helianthus and a flowerpot
+    ["n:lily", "n:flowerpot"],  # x3 pot the lily in a flowerpot
+    ["n:cake", "n:oven"],  # x4 put the cake in the oven
+]
+FALCON_VERBS = [["v:pick"], ["v:pick"], ["v:pot"], ["v:put"]]
+
+
+def sets(nouns, verbs, noun_index=None, verb_index=None):
+    noun_index = noun_index or ClassIndex.build(nouns)
+    verb_index = verb_index or ClassIndex.build(verbs)
+    return noun_index.multi_hot(nouns), verb_index.multi_hot(verbs)
+
+
+def reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b):
+    """DESIGN.md's R written pair by pair with Python sets (slow, obviously right)."""
+
+    def jaccard(x, y):
+        return len(x & y) / len(x | y) if x | y else None
+
+    out = np.zeros((len(nouns_a), len(nouns_b)))
+    for i, j in itertools.product(range(len(nouns_a)), range(len(nouns_b))):
+        parts = [
+            jaccard(set(nouns_a[i]), set(nouns_b[j])),
+            jaccard(set(verbs_a[i]), set(verbs_b[j])),
+        ]
+        parts = [p for p in parts if p is not None]
+        out[i, j] = sum(parts) / len(parts) if parts else 0.0
+    return out
+
+
+def test_falcon_example():
+    nouns, verbs = sets(FALCON_NOUNS, FALCON_VERBS)
+    r = relevance(nouns, verbs, nouns, verbs)
+    assert r.dtype == torch.float32 and r.shape == (4, 4)
+    assert r[0, 1] == 1.0
+    assert r[0, 2] == pytest.approx(0.5 * (0 + 1 / 3))  # verbs 0, nouns {flowerpot} / 3
+    assert r[0, 3] == 0.0
+    assert torch.equal(r, r.T)
+    assert torch.equal(torch.diagonal(r), torch.ones(4))
+
+
+def test_empty_parts_of_speech():
+    nouns_a = [["bottle", "straw"], ["bottle"], [], []]  # listing, listing, verb only, nothing
+    verbs_a = [[], [], ["cut"], []]
+    nouns_b = [["bottle", "straw"], ["bottle", "straw"], [], ["bottle"]]
+    verbs_b = [["cut"], [], ["cut", "glue"], []]
+    index_n = ClassIndex.build(nouns_a, nouns_b)
+    index_v = ClassIndex.build(verbs_a, verbs_b)
+    r = relevance(
+        index_n.multi_hot(nouns_a),
+        index_v.multi_hot(verbs_a),
+        index_n.multi_hot(nouns_b),
+        index_v.multi_hot(verbs_b),
+    )
+    # Listing caption vs describing caption: verbs empty on one side only -> Jaccard 0 counts.
+    assert r[0, 0] == pytest.approx(0.5)
+    # Verbs empty on both sides -> the noun Jaccard alone.
+    assert r[0, 1] == 1.0 and r[1, 1] == pytest.approx(0.5) and r[1, 3] == 1.0
+    # Nouns empty on both sides -> the verb Jaccard alone.
+    assert r[2, 2] == pytest.approx(0.5)
+    # Both parts empty on both sides -> 0; empty on one side only -> 0 too.
+    empty = torch.zeros(1, len(index_n)), torch.zeros(1, len(index_v))
+    assert relevance(*empty, *empty).item() == 0.0
+    assert torch.all(r[3] == 0.0)
+    torch.testing.assert_close(
+        r,
+        torch.tensor(reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b), dtype=torch.float32),
+    )
+
+
+def test_cross_language_concept_ids():
+    # A Marathi caption ("बाटली कापा आणि स्ट्रॉ चिकटवा") and an English one ("cut the bottle
+    # and glue the straw"): different lemmas, the same concept ids.
+    nouns = [["c:bottle", "c:straw"], ["c:straw", "c:bottle"], ["c:magnet"]]
+    verbs = [["c:cut", "c:glue"], ["c:glue", "c:cut"], ["c:cut"]]
+    n, v = sets(nouns, verbs)
+    r = relevance(n[:1], v[:1], n[1:], v[1:])
+    assert r[0, 0] == 1.0
+    assert r[0, 1] == pytest.approx(0.5 * (0 + 1 / 2))
+
+
+def test_relevance_matches_reference_over_blocks(monkeypatch):
+    rng = np.random.default_rng(0)
+    nouns_pool, verbs_pool = [f"n{i}" for i in range(6)], [f"v{i}" for i in range(3)]
+
+    def draw(pool, low, high, n):
+        return [
+            list(rng.choice(pool, rng.integers(low, high + 1), replace=False)) for _ in range(n)
+        ]
+
+    nouns_a, verbs_a = draw(nouns_pool, 0, 3, 23), draw(verbs_pool, 0, 2, 23)
+    nouns_b, verbs_b = draw(nouns_pool, 0, 3, 17), draw(verbs_pool, 0, 2, 17)
+    index_n, index_v = ClassIndex(nouns_pool), ClassIndex(verbs_pool)
+    args = (
+        index_n.multi_hot(nouns_a),
+        index_v.multi_hot(verbs_a),
+        index_n.multi_hot(nouns_b),
+        index_v.multi_hot(verbs_b),
+    )
+    expected = torch.tensor(
+        reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b), dtype=torch.float32
+    )
+    torch.testing.assert_close(relevance(*args), expected)
+    monkeypatch.setattr(supervision, "_BLOCK_ELEMENTS", 40)  # 2 rows per block, last one short
+    torch.testing.assert_close(relevance(*args), expected)
+
+
+def test_relevance_input_errors():
+    n, v = torch.ones(2, 3), torch.ones(2, 2)
+    with pytest.raises(ValueError, match="nouns_a has 3 classes but nouns_b has 4"):
+        relevance(n, v, torch.ones(2, 4), v)
+    with pytest.raises(ValueError, match="nouns_a has 2 rows but verbs_a has 3"):
+        relevance(n, torch.ones(3, 2), n, v)
+    with pytest.raises(ValueError, match="multi-hot matrix"):
+        relevance(torch.ones(3), v, n, v)
+
+
+def test_batch_relevance_caption_to_video():
+    nouns, verbs = sets(FALCON_NOUNS, FALCON_VERBS)
+    video_nouns = nouns[[1, 0, 3, 2]]  # video j is described by caption (x2, x1, x4, x3)[j]
+    r = batch_relevance(nouns, verbs, video_nouns, verbs[[1, 0, 3, 2]])
+    assert r[0, 0] == 1.0 and r[2, 3] == 1.0 and r[2, 2] == 0.0
+    assert r[0, 3] == pytest.approx(1 / 6)
+    with pytest.raises(ValueError, match="3 captions but 4 videos"):
+        batch_relevance(nouns[:3], verbs[:3], nouns, verbs)
+
+
+def test_class_index():
+    index = ClassIndex.build([["b", "a"], None, []], [["c", "a"]])
+    assert index.ids == ["a", "b", "c"] and len(index) == 3 and "b" in index
+    hot = index.multi_hot([["c", "c"], None, ["zzz", "a"], []])
+    assert hot.dtype == torch.float32
+    assert hot.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0]]
+    with pytest.raises(KeyError, match="row 2: unknown concept id 'zzz'"):
+        index.multi_hot([["a"], [], ["zzz"]], strict=True)
+    with pytest.raises(TypeError, match="row 0 is a str"):
+        index.multi_hot(["a"])
+    assert ClassIndex.from_dict(index.to_dict()).ids == index.ids
+    with pytest.raises(ValueError, match="duplicate"):
+        ClassIndex(["a", "a"])
+
+
+def test_video_class_sets_rho():
+    index = ClassIndex(["bottle", "straw", "magnet", "glue"])
+    captions = index.multi_hot(
+        [
+            ["bottle", "straw"],
+            ["bottle"],
+            ["bottle"],
+            ["magnet"],  # video 0: 4 captions
+            ["glue"],  # video 2: 1 caption; video 1 has none
+        ]
+    )
+    video = torch.tensor([0, 0, 0, 0, 2])
+    at_quarter = video_class_sets(captions, video, 3)  # default rho = 0.25: 1 of 4 suffices
+    assert at_quarter.tolist() == [[1, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1]]
+    assert video_class_sets(captions, video, 3, rho=0.3).tolist()[0] == [1, 0, 0, 0]
+    assert video_class_sets(captions, video, 3, rho=0.75).tolist()[0] == [1, 0, 0, 0]
+    assert video_class_sets(captions, video, 3, rho=0.76).tolist()[0] == [0, 0, 0, 0]
+    # 3 of 10 captions at rho = 0.3: the float boundary (0.3 * 10 != 3 in binary) is reached.
+    ten = index.multi_hot([["straw"]] * 3 + [["bottle"]] * 7)
+    assert video_class_sets(ten, torch.zeros(10, dtype=torch.long), 1, rho=0.3).tolist() == [
+        [1, 1, 0, 0]
+    ]
+    with pytest.raises(ValueError, match="rho must be in"):
+        video_class_sets(captions, video, 3, rho=0.0)
+    with pytest.raises(ValueError, match=r"values must be in \[0, 2\)"):
+        video_class_sets(captions, video, 2)
+
+
+def labels_of(nouns_q, verbs_q, nouns_c, verbs_c, alpha_n, alpha_v):
+    index_n = ClassIndex.build(nouns_q, nouns_c)
+    index_v = ClassIndex.build(verbs_q, verbs_c)
+    return partial_labels(
+        index_n.multi_hot(nouns_q),
+        index_v.multi_hot(verbs_q),
+        index_n.multi_hot(nouns_c),
+        index_v.multi_hot(verbs_c),
+        alpha_n,
+        alpha_v,
+    )
+
+
+def test_partial_labels_alpha_boundaries():
+    query_n, query_v = [["a", "b", "c", "d"]], [["x", "y"]]
+    cand_n = [
+        ["a", "b", "c", "d", "e"],
+        ["a", "b"],
+        ["a", "b", "c"],
+        ["a"],
+        ["e"],
+        ["a", "b", "c", "d"],
+    ]
+    cand_v = [["x", "y"], [], [], ["x"], ["x", "y"], ["x"]]
+    labels = labels_of(query_n, query_v, cand_n, cand_v, alpha_n=0.5, alpha_v=0.75)
+    assert labels.dtype == torch.int8
+    # superset -> positive; 2/4 nouns = alpha_n -> partial; 3/4 -> partial; 1/4 nouns and
+    # 1/2 verbs -> negative; verbs 2/2 -> partial (not positive: nouns 0/4); nouns 4/4 but
+    # verbs 1/2 -> partial, not positive.
+    assert labels.tolist() == [[2, 1, 1, 0, 1, 1]]
+    assert labels_of(query_n, query_v, cand_n, cand_v, 0.51, 0.5).tolist() == [[2, 0, 1, 1, 1, 1]]
+    assert labels_of(query_n, query_v, cand_n, cand_v, 1.0, 1.0).tolist() == [[2, 0, 0, 0, 1, 1]]
+
+
+def test_partial_labels_parts_present_in_query():
+    cand_n, cand_v = [["a"], ["a"], ["b"], []], [["x"], [], ["x"], []]
+    # Listing query (nouns only): verbs of the candidate are irrelevant.
+    assert labels_of([["a"]], [[]], cand_n, cand_v, 0.5, 0.5).tolist() == [[2, 2, 0, 0]]
+    # Verb-only query: alpha_v decides, nouns are irrelevant.
+    assert labels_of([[]], [["x"]], cand_n, cand_v, 0.5, 0.5).tolist() == [[2, 0, 2, 0]]
+    # A query with neither nouns nor verbs has only negatives, even with alpha = 0.
+    assert labels_of([[]], [[]], cand_n, cand_v, 0.0, 0.0).tolist() == [[0, 0, 0, 0]]
+    with pytest.raises(ValueError, match="alpha_n must be in"):
+        labels_of([["a"]], [[]], cand_n, cand_v, 1.5, 0.5)
+
+
+def test_batch_labels_diagonal_and_manual_override():
+    nouns, verbs = sets(FALCON_NOUNS, FALCON_VERBS)
+    heuristic = batch_labels(nouns, verbs, alpha_n=0.5, alpha_v=0.5)
+    assert heuristic.tolist() == [[2, 2, 1, 0], [2, 2, 1, 0], [1, 1, 2, 0], [0, 0, 0, 2]]
+    manual = torch.full((4, 4), -1, dtype=torch.int8)
+    manual[0, 1] = 0  # an annotator says x2 is not a match for x1 after all
+    manual[3, 2] = 3  # description
+    manual[1, 1] = 0  # the diagonal stays 2
+    labels = batch_labels(nouns, verbs, 0.5, 0.5, manual=manual)
+    assert labels.tolist() == [[2, 0, 1, 0], [2, 2, 1, 0], [1, 1, 2, 0], [0, 0, 3, 2]]
+    # A batch caption with no class at all still has its own video as positive.
+    empty = torch.zeros(2, 3)
+    assert batch_labels(empty, empty, 0.5, 0.5).tolist() == [[2, 0], [0, 2]]
+    with pytest.raises(ValueError, match="manual has shape"):
+        batch_labels(nouns, verbs, 0.5, 0.5, manual=manual[:3])
+    with pytest.raises(ValueError, match="-1 .unknown. or 0..3"):
+        batch_labels(nouns, verbs, 0.5, 0.5, manual=manual.fill_(4))
+
+
+def relations(rows):
+    a, b, label = zip(*rows)
+    return pa.table(
+        {
+            "caption_id_a": list(a),
+            "caption_id_b": list(b),
+            "label": pa.array(label, pa.int8()),
+            "annotator": ["ann"] * len(rows),
+        }
+    )
+
+
+def test_relation_table_symmetry_and_unknown():
+    ids = ["c0", "c1", "c2", "c3"]
+    table = RelationTable(
+        ids,
+        relations(
+            [("c0", "c1", 2), ("c2", "c0", 1), ("c3", "c1", 3), ("c1", "c0", 2), ("c9", "c0", 0)]
+        ),
+    )
+    assert len(table) == 3 and table.skipped == 1  # the repeated pair merged; c9 is elsewhere
+    full = table.lookup(ids)
+    assert full.dtype == torch.int8
+    assert full.tolist() == [[-1, 2, 1, -1], [2, -1, -1, 3], [1, -1, -1, -1], [-1, 3, -1, -1]]
+    assert torch.equal(full, full.T)
+    assert table.lookup(["c1", "zz"], ["c3", "c0", "zz"]).tolist() == [[3, 2, -1], [-1, -1, -1]]
+    assert table.lookup_positions(np.array([2]), np.array([0, 3])).tolist() == [[1, -1]]
+
+
+def test_relation_table_errors():
+    with pytest.raises(ValueError, match=r"pair \(c0, c1\) has conflicting labels"):
+        RelationTable(["c0", "c1"], relations([("c0", "c1", 2), ("c1", "c0", 1)]))
+    with pytest.raises(ValueError, match=r"row 1: label 5 not in 0..3"):
+        RelationTable(["c0", "c1"], relations([("c0", "c1", 2), ("c1", "c0", 5)]))
+    with pytest.raises(ValueError, match="lacks column.*'label'"):
+        RelationTable(["c0"], pa.table({"caption_id_a": ["c0"], "caption_id_b": ["c0"]}))
+    with pytest.raises(ValueError, match="duplicates"):
+        RelationTable(["c0", "c0"], relations([("c0", "c0", 2)]))
+    empty = RelationTable(["c0", "c1"], relations([("x", "y", 2)]))
+    assert empty.lookup(["c0", "c1"]).tolist() == [[-1, -1], [-1, -1]]
