@@ -57,14 +57,24 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames)
         matrices.append(similarity_matrix(run.model, data, torch.device(device), cfg.eval_batch_size))
+    sims_v2t = None
     if len(matrices) == 1:
         sims = matrices[0]
     elif how == "sum":
-        sims = torch.as_tensor(fusion.ensemble_sum(matrices))
+        sims = torch.as_tensor(fusion.ensemble_sum(matrices), dtype=torch.float32)
     else:
-        q = {"avg": len(matrices), "max": 1, "hybrid": hybrid_q}[how]
-        sims = torch.as_tensor(fusion.hybrid_fusion(matrices, q), dtype=torch.float32)
-    return split_metrics(sims, data, first.config.supervision.rho), sims, data
+        sims, sims_v2t = _fused(matrices, data.caption_mask.flatten(), how, hybrid_q)
+    return split_metrics(sims, data, first.config.supervision.rho, sims_v2t), sims, data
+
+
+def _fused(matrices, valid, how, hybrid_q):
+    """Rank fusion per text query (t2v) and, separately, per video query over valid captions."""
+    q = hybrid_q if how == "hybrid" else None
+    t2v = torch.as_tensor(fusion.fuse_ranks([m.numpy() for m in matrices], how, q), dtype=torch.float32)
+    v2t = torch.full_like(t2v, float("-inf"))
+    fused = fusion.fuse_ranks([m[valid].T.numpy() for m in matrices], how, q)
+    v2t[valid] = torch.as_tensor(fused, dtype=torch.float32).T
+    return t2v, v2t
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -72,13 +72,18 @@ def relevance_matrix(data: SplitData, rho: float) -> torch.Tensor | None:
     return out
 
 
-def split_metrics(sims: torch.Tensor, data: SplitData, rho: float) -> dict:
-    """t2v and v2t retrieval metrics, nDCG and mAP (percent), and a per-language t2v breakdown."""
+def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: torch.Tensor | None = None) -> dict:
+    """t2v and v2t retrieval metrics, nDCG and mAP (percent), and a per-language t2v breakdown.
+
+    ``sims_v2t`` scores the video-to-text direction when it differs from ``sims`` (rank
+    fusion ranks each direction separately).
+    """
     masks = data.caption_mask.numpy()
     sims_np = sims.numpy()
+    v2t_np = sims_np if sims_v2t is None else sims_v2t.numpy()
     result = {
-        direction: metrics.retrieval_metrics(sims_np, query_masks=masks, direction=direction)
-        for direction in ("t2v", "v2t")
+        "t2v": metrics.retrieval_metrics(sims_np, query_masks=masks, direction="t2v"),
+        "v2t": metrics.retrieval_metrics(v2t_np, query_masks=masks, direction="v2t"),
     }
     rel = relevance_matrix(data, rho)
     if rel is not None:
@@ -86,13 +91,10 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float) -> dict:
         rel_np = rel.numpy()
         result["t2v"]["nDCG"] = 100 * metrics.ndcg(sims_np[valid], rel_np[valid])
         result["t2v"]["mAP"] = 100 * metrics.mean_average_precision(sims_np[valid], rel_np[valid])
-        result["v2t"]["nDCG"] = 100 * metrics.ndcg(sims_np[valid].T, rel_np[valid].T)
-        result["v2t"]["mAP"] = 100 * metrics.mean_average_precision(sims_np[valid].T, rel_np[valid].T)
+        result["v2t"]["nDCG"] = 100 * metrics.ndcg(v2t_np[valid].T, rel_np[valid].T)
+        result["v2t"]["mAP"] = 100 * metrics.mean_average_precision(v2t_np[valid].T, rel_np[valid].T)
     langs = data.caption_langs
-    result["per_language"] = {}
-    for lang in sorted({lang for lang in langs.reshape(-1) if lang is not None}):
-        lang_mask = masks & (langs == lang)
-        result["per_language"][lang] = metrics.retrieval_metrics(sims_np, query_masks=lang_mask, direction="t2v")
+    result["per_language"] = metrics.per_language_metrics(sims_np, langs, query_masks=masks)
     return {k: _floats(v) for k, v in result.items()}
 
 
