@@ -1,0 +1,56 @@
+import json
+
+import numpy as np
+import pytest
+
+from rudder import evaluate
+from rudder.runs import RunError, load_run
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, tiny_dataset):
+    from rudder import train
+
+    root = tmp_path_factory.mktemp("runs")
+    args = ["--dataset", str(tiny_dataset), "--epochs", "1", "--set", "data.batch_size=8",
+            "--set", "model.shared_dim=16", "--set", "model.word_dim=8",
+            "--set", "data.caption_langs=[mr, en]", "--set", "data.audio_langs=[mr]"]
+    results = [train.main([*args, "--seed", str(seed), "--output-dir", str(root / f"r{seed}")]) for seed in (0, 1)]
+    return root / "r0", root / "r1", results
+
+
+def test_evaluating_a_run_reproduces_its_test_metrics(two_runs, tmp_path):
+    run0, _, results = two_runs
+    summary = evaluate.main([str(run0), "--output", str(tmp_path / "e")])
+    assert summary["test"]["t2v"] == pytest.approx(results[0]["test"]["t2v"])
+    saved = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert saved["test"]["v2t"] == pytest.approx(results[0]["test"]["v2t"])
+    assert np.load(tmp_path / "e" / "predictions.npz")["ranks_t2v"].shape == (20,)
+
+
+def test_ensemble_sums_similarities(two_runs, tmp_path):
+    run0, run1, _ = two_runs
+    evaluate.main(["--ensemble", str(run0), str(run1), "--output", str(tmp_path / "sum")])
+    sims = np.load(tmp_path / "sum" / "predictions.npz")["sims"]
+    singles = []
+    for i, run in enumerate((run0, run1)):
+        evaluate.main([str(run), "--output", str(tmp_path / f"s{i}")])
+        singles.append(np.load(tmp_path / f"s{i}" / "predictions.npz")["sims"])
+    np.testing.assert_allclose(sims, singles[0] + singles[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["avg", "max", "hybrid"])
+def test_rank_fusion_runs(two_runs, tmp_path, how):
+    run0, run1, _ = two_runs
+    summary = evaluate.main(["--ensemble", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)])
+    assert 0 <= summary["test"]["v2t"]["R1"] <= 100
+
+
+def test_load_run_and_errors(two_runs, tmp_path):
+    run0, _, _ = two_runs
+    loaded = load_run(run0)
+    assert loaded.experts == ["audio@mr", "object"] and not loaded.model.training
+    with pytest.raises(RunError, match="holds no checkpoint"):
+        load_run(tmp_path)
+    with pytest.raises(SystemExit):
+        evaluate.main([str(tmp_path)])
