@@ -345,6 +345,7 @@ class DatasetWriter:
         (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
         card = render_card(self.meta, self.card, self.counts, self.has_relations)
         (self.tmp / "README.md").write_text(card, encoding="utf-8")
+        self.tmp.chmod(0o755)  # mkdtemp makes it private; a dataset is readable like any folder
         if self.out_dir.exists():
             old = self.out_dir.with_name(self.out_dir.name + ".old")
             shutil.rmtree(old, ignore_errors=True)
