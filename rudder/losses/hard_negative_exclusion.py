@@ -1,0 +1,75 @@
+"""``hn_exclusion``: hard negatives that are not negatives (Galanopoulos & Mezaris 2021)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._base import (
+    RetrievalLoss,
+    anchor_view,
+    check_number,
+    direction_means,
+    hardest,
+    off_diagonal,
+    positives,
+)
+
+
+def excluded_pairs(text_sims: torch.Tensor, exclude_top: float) -> torch.Tensor:
+    """(B, B) bool: the ``floor(exclude_top · B(B-1))`` most similar off-diagonal pairs.
+
+    Exactly that many pairs are marked: every pair above the ``count``-th largest value,
+    then the pairs equal to it in row-major order until ``count`` is reached, so the
+    count never depends on ties.
+    """
+    size = text_sims.shape[0]
+    count = math.floor(exclude_top * size * (size - 1) + 1e-9)  # 0.7 * 90 is 62.99...
+    if count == 0:
+        return torch.zeros(size, size, dtype=torch.bool, device=text_sims.device)
+    offdiag = off_diagonal(size, text_sims.device)
+    scores = text_sims.masked_fill(~offdiag, float("-inf")).flatten()
+    threshold = torch.topk(scores, count).values[-1]
+    above = scores > threshold
+    ties = scores == threshold
+    room = count - above.sum()
+    excluded = above | (ties & (torch.cumsum(ties, dim=0) <= room))
+    return excluded.view(size, size)
+
+
+class HardNegativeExclusion(RetrievalLoss):
+    """``hn_exclusion``: ``hn`` after removing the candidates whose captions nearly match.
+
+    Formula: the pairs ``(i, j)`` whose caption-caption similarity ``text_sims[i, j]``
+    is among the top ``exclude_top`` fraction of the B(B-1) off-diagonal pairs
+    (:func:`excluded_pairs`) are not negatives -- for caption anchor ``i`` and video
+    candidate ``j`` read ``(i, j)``, for video anchor ``i`` and caption candidate ``j``
+    read ``(j, i)``; then per anchor and direction
+    ``[margin + max_{b not excluded, b != a} s_ab - s_aa]+`` (0 when every candidate is
+    excluded).
+    Reduction: as ``hn``: mean over the anchors of each direction, the two directions summed.
+    Source: Galanopoulos & Mezaris, "Hard-negatives or Non-negatives? A Hard-negative
+    Selection Strategy for Cross-modal Retrieval Using the Improved Marginal Ranking
+    Loss", ICCV Workshops 2021 (exclusion of the most caption-similar in-batch
+    candidates from the hard-negative mining of VSE++'s loss). The caption similarity
+    comes from a frozen text representation given by the caller (the default pipeline:
+    TF-IDF on character n-grams); no gradient flows through ``text_sims``.
+    """
+
+    name = "hn_exclusion"
+    requires = ("text_sims",)
+    param_names = ("margin", "exclude_top")
+
+    def __init__(self, margin: float = 0.2, exclude_top: float = 0.01):
+        super().__init__()
+        self.margin = check_number(self.name, "margin", margin, low=0)
+        self.exclude_top = check_number(self.name, "exclude_top", exclude_top, low=0, high=1,
+                                        high_open=True)
+
+    def compute(self, sims, text_sims):
+        excluded = anchor_view(excluded_pairs(text_sims, self.exclude_top))
+        allowed = off_diagonal(sims.shape[0], sims.device) & ~excluded
+        negative = hardest(anchor_view(sims), allowed)
+        return direction_means(F.relu(self.margin + negative - positives(sims)))

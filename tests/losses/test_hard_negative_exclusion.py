@@ -1,0 +1,55 @@
+"""hn_exclusion: which pairs are excluded, hand-worked values, identity with hn."""
+
+import pytest
+import torch
+
+from rudder import losses
+from rudder.losses.hard_negative_exclusion import excluded_pairs
+
+from .conftest import random_batch
+
+TEXT = [[1.0, 0.9, 0.1], [0.95, 1.0, 0.2], [0.1, 0.2, 1.0]]
+
+
+def test_excluded_pairs_counts_and_ties():
+    text = torch.tensor(TEXT, dtype=torch.float64)
+    # 6 off-diagonal pairs: exclude_top 0.17 -> floor(1.02) = 1 pair, the largest (1, 0) 0.95
+    assert excluded_pairs(text, 0.17).nonzero().tolist() == [[1, 0]]
+    # 0.34 -> 2 pairs: (1, 0) 0.95 and (0, 1) 0.9; the diagonal never counts
+    assert excluded_pairs(text, 0.34).nonzero().tolist() == [[0, 1], [1, 0]]
+    assert not excluded_pairs(text, 0.1).any()  # floor(0.6) = 0
+    # ties at the boundary: all six pairs equal -> the first two in row-major order
+    flat = torch.full((3, 3), 0.5, dtype=torch.float64)
+    assert excluded_pairs(flat, 0.34).nonzero().tolist() == [[0, 1], [0, 2]]
+    # float rounding: 0.7 * 90 = 62.99999... still means 63 pairs of a 10 x 10 batch
+    assert int(excluded_pairs(torch.rand(10, 10), 0.7).sum()) == 63
+
+
+def test_hn_exclusion_hand_worked(s3):
+    text = torch.tensor(TEXT, dtype=torch.float64)
+    # exclude_top 0.34 excludes (c0, v1) and (c1, v0); a video anchor a and caption b read (b, a).
+    # c0: v1 excluded -> v2 0.2: 0.2+0.2-0.9 < 0 -> 0
+    # c1: v0 excluded -> v2 0.1: 0.2+0.1-0.7 < 0 -> 0
+    # c2: max(0.3, 0.8) = 0.8: 0.2+0.8-0.4 = 0.6                 caption mean 0.6/3
+    # v0: c1 excluded ((1, 0)) -> c2 0.3: 0.2+0.3-0.9 < 0 -> 0
+    # v1: c0 excluded ((0, 1)) -> c2 0.8: 0.2+0.8-0.7 = 0.3
+    # v2: max(0.2, 0.1) = 0.2: 0.2+0.2-0.4 = 0                     video mean 0.3/3
+    # total 0.9 / 3 = 0.3 (hn: 1/3, because c1 -> v0 (0.6) no longer counts)
+    loss = losses.build("hn_exclusion", exclude_top=0.34)
+    assert loss(s3, text_sims=text).item() == pytest.approx(0.3, abs=1e-12)
+
+
+def test_hn_exclusion_anchors_without_negatives_give_zero(s3):
+    text = torch.tensor(TEXT, dtype=torch.float64)
+    loss = losses.build("hn_exclusion", exclude_top=0.999)  # floor(5.994) = 5 of 6 pairs
+    # The smallest pairs (0, 2) and (2, 0) tie at 0.1; row-major order excludes (0, 2), so
+    # (2, 0) is the only pair left. c0, c1, v1, v2 have no negative -> 0 each;
+    # c2 -> v0 0.3: 0.2+0.3-0.4 = 0.1; v0 -> c2 0.3: 0.2+0.3-0.9 < 0 -> 0. Total 0.1 / 3.
+    assert loss(s3, text_sims=text).item() == pytest.approx(0.1 / 3, abs=1e-12)
+
+
+def test_hn_exclusion_with_nothing_excluded_is_hn():
+    _, _, sims = random_batch(8, seed=6)
+    text = torch.rand(8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    value = losses.build("hn_exclusion", exclude_top=0.0)(sims, text_sims=text)
+    assert value.item() == pytest.approx(losses.build("hn")(sims).item(), abs=1e-12)
