@@ -78,6 +78,8 @@ class Trainer:
         self.folder = resolve_dataset(config.data.dataset)
         self.fingerprint = self.folder.fingerprint()
         self.experts = select_experts(self.folder, config.data.experts, config.data.audio_langs)
+        if config.loss.name == "dw":  # its distance distribution needs the embedding dimension
+            config.loss.params.setdefault("dim", config.model.shared_dim)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.loss_needs = set(self.loss_fn.requires) | set(self.loss_fn.optional)
         self.state: dict | None = None
