@@ -72,6 +72,7 @@ def _git_sha() -> str | None:
             capture_output=True,
             text=True,
             timeout=5,
+            check=False,
         )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
@@ -136,7 +137,7 @@ def _download_from_hub(repo_id: str) -> Path:
 
     try:
         return Path(snapshot_download(repo_id, repo_type="dataset"))
-    except Exception as error:  # network errors come in many types
+    except Exception as error:  # noqa: BLE001 -- offline errors come in many types
         raise RunError(
             f"could not fetch dataset {repo_id!r} from the Hugging Face Hub ({type(error).__name__}: "
             f"{error}); with no network, build it locally with `python -m datasets_scripts build` "

@@ -17,9 +17,9 @@ import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
 from rudder.data.layout import LayoutError
+from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
 from rudder.languages import UnsupportedLanguageError
 from rudder.losses import LossConfigError
-from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
 from rudder.report import results_table, seeds_table
 from rudder.runs import RunError, atomic_write_text, default_run_dir, prepare_run_dir, read_json
 

@@ -21,7 +21,7 @@ def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "rudder.train", "--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "two"),
                *fast_args, *NO_BN]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     one_lines = [json.loads(x) for x in (tmp_path / "one" / "metrics.jsonl").read_text().splitlines()]
     two_lines = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
