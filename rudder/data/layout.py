@@ -198,7 +198,8 @@ def render_card(meta: DatasetMeta, card: Card, counts: dict, has_relations: bool
     lines += [f"# {card.pretty_name}", "", card.description.strip(), ""]
     lines += ["## Contents", "", "| config | split | rows |", "|---|---|---|"]
     for (config, split), rows in sorted(counts.items()):
-        lines.append(f"| {config} | {split} | {rows} |")
+        if rows:
+            lines.append(f"| {config} | {split} | {rows} |")
     lines += ["", "## Experts", "", "| expert | dim | variable length |", "|---|---|---|"]
     for name, info in sorted(meta.experts.items()):
         lines.append(f"| {name} | {info.dim} | {'yes' if info.variable_length else 'no'} |")
@@ -301,7 +302,11 @@ class DatasetWriter:
         schema = pa.schema([("video_id", pa.string()), ("feature", feature_type)])
         folder = self.tmp / "features" / expert
         folder.mkdir(parents=True, exist_ok=True)
-        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema) for s in SPLITS}
+        # Dictionary-encoding float vectors is slow and useless; only ids repeat.
+        writers = {
+            s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=["video_id"])
+            for s in SPLITS
+        }
         counts = dict.fromkeys(SPLITS, 0)
         try:
             for video_ids, features in batches:

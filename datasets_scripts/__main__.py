@@ -1,0 +1,170 @@
+"""Command line: ``python -m datasets_scripts {build,translate,publish} ...`` (see ``--help``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import sys
+from pathlib import Path
+
+from datasets_scripts import BUILDERS
+from datasets_scripts.report import BuildError, Reporter
+from rudder.data.layout import LayoutError
+from rudder.languages import SUPPORTED, UnsupportedLanguageError
+
+
+def _add_build(commands) -> None:
+    build = commands.add_parser("build", help="build a dataset folder from a public release")
+    sources = build.add_subparsers(dest="name", required=True, metavar="NAME")
+    for name, module_name in BUILDERS.items():
+        module = importlib.import_module(module_name)
+        aliases = [name.replace("_", "-")] if "_" in name else []
+        parser = sources.add_parser(
+            name,
+            aliases=aliases,
+            help=module.__doc__.splitlines()[0],
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.add_argument("--src", type=Path, required=True, help="folder of the release files")
+        parser.add_argument("--out", type=Path, required=True, help="dataset folder to create")
+        parser.add_argument(
+            "--features",
+            type=Path,
+            default=None,
+            help="folder of expert features (CE pickles, <expert>/*.npy, *.h5)",
+        )
+        parser.add_argument(
+            "--expert-map",
+            action="append",
+            default=[],
+            metavar="PATTERN=EXPERT",
+            help="name the expert of matching feature files, e.g. '*senet154*=object'",
+        )
+        parser.add_argument(
+            "--expert-map-file",
+            type=Path,
+            default=None,
+            help="JSON/YAML {pattern: expert}, after the --expert-map flags",
+        )
+        parser.add_argument(
+            "--keep-zero-features",
+            action="store_true",
+            help="treat all-zero feature arrays as data (default: missing, as CE)",
+        )
+        parser.add_argument("--strict", action="store_true", help="stop at the first bad record")
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace an existing --out folder"
+        )
+        module.add_arguments(parser)
+        parser.set_defaults(run=run_build, module=module)
+
+
+def run_build(args, argv) -> int:
+    from datasets_scripts.build import write_dataset
+    from datasets_scripts.features import discover, read_expert_map
+
+    if args.out.exists() and not args.overwrite:
+        raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
+    mapping = read_expert_map(args.expert_map, args.expert_map_file)
+    reporter = Reporter(strict=args.strict)
+    raw = args.module.read(args, reporter)
+    if args.features:
+        extra = discover(args.features, mapping, reporter)
+        clash = {s.expert for s in raw.feature_sources} & {s.expert for s in extra}
+        if clash:
+            raise BuildError(
+                f"expert(s) {sorted(clash)} come both from the release and from "
+                f"--features {args.features}; rename them with --expert-map"
+            )
+        raw.feature_sources += extra
+    command = "python -m datasets_scripts " + shlex.join(argv)
+    write_dataset(
+        raw,
+        args.out,
+        reporter,
+        command=command,
+        overwrite=args.overwrite,
+        keep_zeros=args.keep_zero_features,
+    )
+    return 0
+
+
+def run_translate(args, argv) -> int:
+    from datasets_scripts.translate import translate_dataset
+
+    added = translate_dataset(
+        args.out,
+        args.source_lang,
+        args.to,
+        cache_path=args.cache,
+        batch_size=args.batch_size,
+        texts_per_second=args.rate,
+        timeout=args.timeout,
+    )
+    if not added:
+        print("nothing to translate: the dataset was left as it was", file=sys.stderr)
+    return 0
+
+
+def run_publish(args, argv) -> int:
+    from datasets_scripts.publish import publish
+
+    publish(
+        args.out, args.repo_id, private=args.private, dry_run=args.dry_run, timeout=args.timeout
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m datasets_scripts", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_build(commands)
+    translate = commands.add_parser(
+        "translate", help="add machine-translated captions (googletrans)"
+    )
+    translate.add_argument("out", type=Path, help="a built dataset folder")
+    translate.add_argument("--from", dest="source_lang", required=True, choices=SUPPORTED)
+    translate.add_argument("--to", nargs="+", required=True, choices=SUPPORTED)
+    translate.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="SQLite cache (default $RUDDER_CACHE/translations.sqlite)",
+    )
+    translate.add_argument("--batch-size", type=int, default=20)
+    translate.add_argument("--rate", type=float, default=5.0, help="texts per second (default 5)")
+    translate.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    translate.set_defaults(run=run_translate)
+    publish = commands.add_parser("publish", help="upload a built folder to the Hugging Face Hub")
+    publish.add_argument("out", type=Path, help="a built dataset folder")
+    publish.add_argument("--repo-id", required=True, help="USER/NAME of the dataset repo")
+    publish.add_argument("--private", action="store_true")
+    publish.add_argument("--dry-run", action="store_true", help="validate and list, upload nothing")
+    publish.add_argument("--timeout", type=float, default=5.0, help="seconds to reach the Hub")
+    publish.set_defaults(run=run_publish)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from datasets_scripts.publish import PublishError
+    from rudder.translate import TranslationUnavailable
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args, argv)
+    except (
+        BuildError,
+        LayoutError,
+        UnsupportedLanguageError,
+        PublishError,
+        TranslationUnavailable,
+    ) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Steps every builder shares: caption rows, split helpers, the feature passes, the write.
+
+A source module reads its release into a :class:`RawDataset` (videos with splits, captions,
+optional relations, the counts to check); :func:`write_dataset` scans the expert features
+(first pass: shapes, availability, problems), then writes the folder with
+``rudder.data.layout.DatasetWriter`` (second pass: one expert streamed at a time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from datasets_scripts.cards import fields_section, make_card
+from datasets_scripts.features import FeatureSource, feature_batches, scan_source
+from datasets_scripts.report import BuildError, Reporter
+from rudder.data.layout import (
+    CAPTIONS_SCHEMA,
+    LABEL_COLUMNS,
+    SPLITS,
+    DatasetMeta,
+    DatasetWriter,
+    ExpertInfo,
+)
+from rudder.languages import SUPPORTED
+
+LIST_TYPE = pa.list_(pa.string())
+
+
+class CaptionRows:
+    """Captions collected column by column (base columns, label columns when given)."""
+
+    def __init__(self):
+        self.columns = {name: [] for name in CAPTIONS_SCHEMA.names}
+        self.labels: dict[str, list] = {}
+        self.ids: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self.columns["caption_id"])
+
+    def add(
+        self,
+        caption_id,
+        video_id,
+        lang,
+        text,
+        start,
+        end,
+        kind="caption",
+        machine_translated=False,
+        labels=None,
+    ) -> None:
+        if caption_id in self.ids:
+            raise BuildError(f"caption id {caption_id!r} is used twice")
+        self.ids.add(caption_id)
+        row = (caption_id, video_id, lang, text, start, end, kind, machine_translated)
+        for name, value in zip(CAPTIONS_SCHEMA.names, row):
+            self.columns[name].append(value)
+        for name, values in (labels or {}).items():
+            self.labels.setdefault(name, [None] * (len(self) - 1)).append(values)
+        for values in self.labels.values():
+            if len(values) < len(self):
+                values.append(None)
+
+    def table(self) -> pa.Table:
+        arrays = [pa.array(self.columns[f.name], f.type) for f in CAPTIONS_SCHEMA]
+        names = list(CAPTIONS_SCHEMA.names)
+        for name in LABEL_COLUMNS:
+            if name in self.labels:
+                arrays.append(pa.array(self.labels[name], LIST_TYPE))
+                names.append(name)
+        return pa.Table.from_arrays(arrays, names=names)
+
+
+@dataclass
+class RawDataset:
+    """A release read into memory, ready to write (features stay on disk)."""
+
+    source: str
+    videos: dict[str, dict]  # video_id -> {"split": str, "duration": float | None}
+    captions: CaptionRows
+    relations: pa.Table | None = None
+    feature_sources: list[FeatureSource] = field(default_factory=list)
+    method: list[str] = field(default_factory=list)  # how-it-was-built notes for the card
+    extra: dict = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """``videos/<split>`` and ``captions/<split>`` counts, the keys sanity checks use."""
+        got = Counter(f"videos/{v['split']}" for v in self.videos.values())
+        got.update(f"captions/{self.videos[v]['split']}" for v in self.captions.columns["video_id"])
+        return dict(got)
+
+
+def holdout_validation(video_ids, fraction: float) -> set[str]:
+    """A deterministic hold-out: the ``round(fraction * n)`` ids with the smallest SHA-256.
+
+    Independent of file order and of the machine; adding videos moves few of the others.
+    """
+    if not 0 <= fraction < 1:
+        raise BuildError(f"--validation-fraction {fraction}: use a number in [0, 1)")
+    ids = sorted(set(video_ids), key=lambda v: hashlib.sha256(v.encode("utf-8")).hexdigest())
+    return set(ids[: round(fraction * len(ids))])
+
+
+def read_id_list(path, reporter: Reporter) -> list[str]:
+    """A video-id list (one per line, blank lines ignored); duplicates are reported."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise BuildError(f"{path}: cannot read the split list ({error})") from error
+    ids, seen = [], set()
+    for number, line in enumerate(lines, start=1):
+        video_id = line.strip()
+        if not video_id:
+            continue
+        if video_id in seen:
+            reporter.problem("duplicate id in split list", path, f"line {number}", video_id)
+            continue
+        seen.add(video_id)
+        ids.append(video_id)
+    return ids
+
+
+def _videos_table(raw: RawDataset, available: dict[str, list[str]]) -> pa.Table:
+    ids = list(raw.videos)
+    return pa.table(
+        {
+            "video_id": pa.array(ids, pa.string()),
+            "duration": pa.array([raw.videos[v].get("duration") for v in ids], pa.float32()),
+            "split": pa.array([raw.videos[v]["split"] for v in ids], pa.string()),
+            "experts": pa.array([sorted(available.get(v, [])) for v in ids], LIST_TYPE),
+        }
+    )
+
+
+def write_dataset(
+    raw: RawDataset,
+    out,
+    reporter: Reporter,
+    *,
+    command: str = "",
+    overwrite: bool = False,
+    keep_zeros: bool = False,
+    batch_size: int = 512,
+    stream=None,
+) -> Path:
+    """Scan the features, then write ``out`` atomically; returns ``out``."""
+    stream = stream or sys.stderr
+    if not raw.videos:
+        raise BuildError(f"{raw.source}: no videos were read; nothing to build")
+    used = set(raw.captions.columns["lang"])
+    languages = [lang for lang in SUPPORTED if lang in used]
+    wanted = set(raw.videos)
+    scans, available = {}, {}
+    for source in raw.feature_sources:
+        print(f"scanning expert {source.expert} ({source.location})", file=stream)
+        scan = scan_source(source, wanted, reporter, keep_zeros)
+        if scan is None:
+            continue
+        scans[source.expert] = (source, scan)
+        for video_id in scan.video_ids:
+            available.setdefault(video_id, []).append(source.expert)
+        reporter.note(
+            f"expert {source.expert}: {len(scan.video_ids)} of {len(wanted)} videos have "
+            f"it ({scan.missing} marked missing in the source)"
+        )
+    experts = {e: ExpertInfo(s.dim, s.variable_length) for e, (_, s) in scans.items()}
+    captions = raw.captions.table()
+    fields = fields_section(captions.schema, experts, raw.relations is not None)
+    card = make_card(raw.source, _how_built(raw, command, reporter), fields)
+    meta = DatasetMeta(
+        name=raw.source,
+        version="1.0",
+        languages=languages,
+        experts=experts,
+        extra={
+            **raw.extra,
+            "source": raw.source,
+            "command": command,
+            "build": reporter.as_dict(),
+            "card": dataclasses.asdict(card),
+        },
+    )
+    out = Path(out)
+    with DatasetWriter(out, meta, card, overwrite=overwrite) as writer:
+        writer.write_videos(_videos_table(raw, available))
+        writer.write_captions(captions)
+        if raw.relations is not None:
+            writer.write_relations(raw.relations)
+        for expert, (source, scan) in sorted(scans.items()):
+            print(f"writing expert {expert} ({len(scan.video_ids)} videos)", file=stream)
+            writer.write_expert(expert, feature_batches(source, scan, batch_size, keep_zeros))
+    counts = raw.counts()
+    per_split = ", ".join(
+        f"{s} {counts.get('videos/' + s, 0)}/{counts.get('captions/' + s, 0)}" for s in SPLITS
+    )
+    print(
+        f"built {out}: videos/captions {per_split}; experts {sorted(experts) or 'none'}",
+        file=stream,
+    )
+    print(reporter.summary(), file=stream)
+    return out
+
+
+def _how_built(raw: RawDataset, command: str, reporter: Reporter) -> str:
+    lines = [
+        f"Built with `{command}` (rudder datasets_scripts)."
+        if command
+        else "Built with rudder datasets_scripts."
+    ]
+    lines += [""] + [f"- {m}" for m in raw.method]
+    if reporter.counts:
+        skipped = ", ".join(f"{k}: {n}" for k, n in reporter.counts.most_common())
+        lines += [f"- Bad input records skipped: {skipped}."]
+    lines += [f"- Warning: {w}" for w in reporter.warnings]
+    return "\n".join(lines)

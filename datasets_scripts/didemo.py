@@ -1,0 +1,205 @@
+"""DiDeMo (Hendricks et al., ICCV 2017) -> the rudder dataset layout.
+
+Release files in ``--src``: ``{train,val,test}_data.json``, each a JSON list of
+``{annotation_id, description, times, video, num_segments, ...}`` where ``times`` holds one
+``[s, e]`` pair of 5-second segment indices per annotator, and optionally the Collaborative
+Experts split lists ``{train,val,test}_list.txt`` (8,392 / 1,065 / 1,004 video file names;
+``--lists DIR`` to take them from elsewhere).
+
+- Video ids are the file names up to the first ``.`` (CE's convention, so CE features match);
+  the lists are matched on the full file name. With lists, a data file's videos outside its
+  list are left out (in ``val_data.json`` these are 29 copies of listed videos in another
+  container format) and a listed video missing from its data file is reported.
+- A moment ``[s, e]`` spans seconds ``5 s`` to ``5 (e + 1)``; a video lasts
+  ``5 * num_segments`` s (an upper bound: the last segment may be shorter). A moment's time is
+  the most frequent annotator pair (ties: the first annotator's), as the LocalizingMoments
+  ground truth takes the consensus.
+- Default ``--fuse-paragraph``: a video's descriptions joined into one caption (kind
+  ``paragraph``, the whole video), ordered by moment start, end, annotation id, as CE
+  evaluates DiDeMo; ``--per-moment`` keeps one caption per description (kind ``caption``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from datasets_scripts.build import CaptionRows, RawDataset, read_id_list
+from datasets_scripts.report import BuildError, Reporter
+
+SEGMENT_SECONDS = 5.0
+PARTS = {"train": "train", "val": "validation", "test": "test"}
+CE_LIST_VIDEOS = {"train": 8392, "validation": 1065, "test": 1004}
+PUBLISHED_MOMENTS = {"train": 33005, "validation": 4180, "test": 4021}
+FIELDS = ("annotation_id", "description", "times", "video", "num_segments")
+
+
+def add_arguments(parser) -> None:
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--fuse-paragraph",
+        dest="per_moment",
+        action="store_false",
+        help="one paragraph caption per video, as CE (default)",
+    )
+    mode.add_argument(
+        "--per-moment",
+        dest="per_moment",
+        action="store_true",
+        help="one caption per moment description",
+    )
+    parser.add_argument(
+        "--lists",
+        type=Path,
+        default=None,
+        help="folder of train_list.txt/val_list.txt/test_list.txt (default: SRC)",
+    )
+    parser.set_defaults(per_moment=False)
+
+
+def _consensus(pairs):
+    """The most frequent ``(s, e)``; ties go to the earliest annotator (Counter keeps order)."""
+    return Counter(pairs).most_common(1)[0][0]
+
+
+def parse_file(path: Path, reporter: Reporter, seen_ids: set):
+    """Moments of one data file: ``{file_name: {"segments": n, "moments": [...]}}``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise BuildError(f"{path}: cannot read it as JSON ({error})") from error
+    if not isinstance(data, list):
+        raise BuildError(f"{path}: expected a JSON list of annotations")
+    videos = {}
+    for index, item in enumerate(data):
+        where = f"entry {index}"
+        missing = [f for f in FIELDS if not isinstance(item, dict) or f not in item]
+        if missing:
+            reporter.problem("missing field", path, where, missing)
+            continue
+        where = f"entry {index} (annotation_id {item['annotation_id']})"
+        if item["annotation_id"] in seen_ids:
+            reporter.problem("duplicate annotation_id", path, where, item["annotation_id"])
+            continue
+        text, segments = str(item["description"]).strip(), item["num_segments"]
+        if not text:
+            reporter.problem("empty description", path, where, item["description"])
+            continue
+        if not isinstance(segments, int) or segments < 1:
+            reporter.problem("bad num_segments", path, where, segments)
+            continue
+        pairs = []
+        for pair in item["times"] if isinstance(item["times"], list) else [item["times"]]:
+            ok = isinstance(pair, list) and len(pair) == 2 and all(isinstance(t, int) for t in pair)
+            if not ok or not 0 <= pair[0] <= pair[1] < segments:
+                reporter.problem(
+                    "time outside the video",
+                    path,
+                    where,
+                    pair,
+                    f"need 0 <= s <= e < num_segments ({segments}); this annotator is dropped",
+                )
+                continue
+            pairs.append(tuple(pair))
+        if not pairs:
+            continue
+        video = videos.setdefault(item["video"], {"segments": segments, "moments": []})
+        if video["segments"] != segments:
+            reporter.problem(
+                "num_segments differs between annotations",
+                path,
+                where,
+                segments,
+                f"the video's first annotation says {video['segments']}",
+            )
+            continue
+        seen_ids.add(item["annotation_id"])
+        s, e = _consensus(pairs)
+        video["moments"].append(
+            (s * SEGMENT_SECONDS, (e + 1) * SEGMENT_SECONDS, item["annotation_id"], text)
+        )
+    return videos
+
+
+def read(args, reporter: Reporter) -> RawDataset:
+    src = Path(args.src)
+    list_dir = Path(args.lists) if args.lists else src
+    files = {part: src / f"{part}_data.json" for part in PARTS}
+    if not any(p.is_file() for p in files.values()):
+        raise BuildError(f"{src}: no train_data.json, val_data.json or test_data.json")
+    videos, captions, seen_ids = {}, CaptionRows(), set()
+    expected, got, method = {}, {}, []
+    for part, path in files.items():
+        split = PARTS[part]
+        if not path.is_file():
+            reporter.note(f"{path.name} not found: the dataset has no {split} split")
+            continue
+        parsed = parse_file(path, reporter, seen_ids)
+        got[f"{path.name} moments"] = sum(len(v["moments"]) for v in parsed.values())
+        expected[f"{path.name} moments"] = PUBLISHED_MOMENTS[split]
+        list_path = list_dir / f"{part}_list.txt"
+        if list_path.is_file():
+            listed = read_id_list(list_path, reporter)
+            for number, name in enumerate(listed, start=1):
+                if name not in parsed:
+                    reporter.problem(
+                        "unknown video id in split list",
+                        list_path,
+                        f"entry {number}",
+                        name,
+                        f"not in {path.name}",
+                    )
+            outside = len(set(parsed) - set(listed))
+            if outside:
+                reporter.note(
+                    f"{outside} video(s) of {path.name} are not in {list_path.name}: left out"
+                )
+            names = [n for n in listed if n in parsed]
+            expected[f"{split} videos (CE list)"] = CE_LIST_VIDEOS[split]
+            got[f"{split} videos (CE list)"] = len(names)
+        else:
+            reporter.note(f"no {list_path.name}: every video of {path.name} is used")
+            names = list(parsed)
+        for name in names:
+            video_id = name.split(".")[0]
+            if video_id in videos:
+                reporter.problem(
+                    "duplicate video id",
+                    path,
+                    f"video {name!r}",
+                    video_id,
+                    "another file name has the same id before its first '.'",
+                )
+                continue
+            video = parsed[name]
+            duration = video["segments"] * SEGMENT_SECONDS
+            videos[video_id] = {"split": split, "duration": duration}
+            moments = sorted(video["moments"])
+            if args.per_moment:
+                for start, end, annotation_id, text in moments:
+                    captions.add(str(annotation_id), video_id, "en", text, start, end)
+            else:
+                paragraph = " ".join(m[3] for m in moments)
+                captions.add(
+                    f"{video_id}/paragraph", video_id, "en", paragraph, 0.0, duration, "paragraph"
+                )
+    reporter.check_counts("DiDeMo", expected, got)
+    method.append(
+        "captions: "
+        + (
+            "one per moment description (consensus time of the annotators)"
+            if args.per_moment
+            else "each video's descriptions fused into one paragraph, as CE does"
+        )
+    )
+    method.append(
+        "moment [s, e] in 5-s segments -> seconds [5s, 5(e+1)]; duration = 5 * num_segments"
+    )
+    return RawDataset(
+        "didemo",
+        videos,
+        captions,
+        method=method,
+        extra={"captions": "per_moment" if args.per_moment else "paragraph"},
+    )

@@ -1,0 +1,182 @@
+"""``python -m datasets_scripts publish OUT --repo-id USER/NAME``: upload a built folder to the Hub.
+
+The card is validated first (YAML front matter parses, a ``configs:`` list whose every
+``path`` exists, every parquet file listed by some config, licence set). ``--dry-run``
+stops there and lists the files and sizes. Otherwise, in this order, each failing fast with
+a clear message: ``HF_HUB_OFFLINE``, a token (``HF_TOKEN`` or the ``hf auth login`` cache),
+a TCP connection to the endpoint within ``timeout`` seconds; then
+``HfApi.create_repo(repo_type="dataset", exist_ok=True)`` and ``HfApi.upload_folder``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+from rudder.data.layout import DatasetFolder
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+IGNORED = (".*", "*.tmp", "*/.*")
+
+
+class PublishError(RuntimeError):
+    """The folder, the card, the token or the network is not ready for an upload."""
+
+
+def card_front_matter(root: Path) -> dict:
+    """The README's YAML front matter (between the first two ``---`` lines)."""
+    path = root / "README.md"
+    if not path.is_file():
+        raise PublishError(f"{path} is missing: every dataset needs a card (rebuild the folder)")
+    text = path.read_text(encoding="utf-8")
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.DOTALL)
+    if not match:
+        raise PublishError(f"{path}: no YAML front matter (a block between '---' lines at the top)")
+    try:
+        front = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as error:
+        raise PublishError(f"{path}: the YAML front matter does not parse ({error})") from error
+    if not isinstance(front, dict):
+        raise PublishError(f"{path}: the front matter is not a YAML mapping")
+    return front
+
+
+def validate_card(root: Path) -> list[str]:
+    """Check the card against the folder; returns the config names."""
+    front = card_front_matter(root)
+    configs = front.get("configs")
+    if not isinstance(configs, list) or not configs:
+        raise PublishError(f"{root / 'README.md'}: no 'configs:' list in the front matter")
+    listed, names = set(), []
+    for config in configs:
+        name = config.get("config_name") if isinstance(config, dict) else None
+        files = config.get("data_files") if isinstance(config, dict) else None
+        if not name or not isinstance(files, list):
+            raise PublishError(
+                f"{root / 'README.md'}: config {config!r} needs config_name and data_files"
+            )
+        names.append(name)
+        for entry in files:
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if not path or not (root / path).is_file():
+                raise PublishError(
+                    f"{root / 'README.md'}: config {name!r} lists {path!r}, which is not in {root}"
+                )
+            listed.add(path)
+    stray = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.parquet")
+        if p.relative_to(root).as_posix() not in listed
+    )
+    if stray:
+        raise PublishError(f"{root}: parquet file(s) no config lists: {stray}; rebuild the folder")
+    if not front.get("license"):
+        raise PublishError(f"{root / 'README.md'}: no 'license:' in the front matter")
+    return names
+
+
+def list_files(root: Path) -> list[tuple[str, int]]:
+    """The files an upload sends (hidden and temporary files left out), with sizes."""
+    files = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if (
+            path.is_file()
+            and not any(part.startswith(".") for part in relative.split("/"))
+            and not relative.endswith(".tmp")
+        ):
+            files.append((relative, path.stat().st_size))
+    return files
+
+
+def check_reachable(endpoint: str, timeout: float) -> None:
+    """A TCP connection to the Hub endpoint, so a missing network fails in seconds."""
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+    except OSError as error:
+        raise PublishError(
+            f"cannot reach {endpoint} ({error}); check the network, or use --dry-run "
+            "to validate the folder offline"
+        ) from error
+
+
+def _offline() -> bool:
+    value = os.environ.get("HF_HUB_OFFLINE")
+    if value is None:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def publish(
+    root,
+    repo_id: str,
+    *,
+    private: bool = False,
+    dry_run: bool = False,
+    token: str | None = None,
+    timeout: float = 5.0,
+    stream=None,
+) -> list[tuple[str, int]]:
+    """Validate ``root`` and upload it as the dataset repo ``repo_id``; returns the file list."""
+    stream = stream or sys.stdout
+    root = Path(root)
+    if not REPO_ID.match(repo_id):
+        raise PublishError(f"--repo-id {repo_id!r}: use USER/NAME (letters, digits, '-', '_', '.')")
+    DatasetFolder(root)  # a rudder dataset (rudder.json present and valid)
+    configs = validate_card(root)
+    files = list_files(root)
+    total = sum(size for _, size in files)
+    if dry_run:
+        for relative, size in files:
+            print(f"{size:>14,d}  {relative}", file=stream)
+        print(
+            f"{len(files)} files, {total:,d} bytes; card OK ({len(configs)} configs: "
+            f"{', '.join(configs)}); would upload to datasets/{repo_id}"
+            f"{' (private)' if private else ''}",
+            file=stream,
+        )
+        return files
+    if _offline():
+        raise PublishError(
+            "HF_HUB_OFFLINE is set: the Hub cannot be reached in offline mode; unset it "
+            "to upload, or use --dry-run"
+        )
+    from huggingface_hub import HfApi, constants, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    token = token or get_token()
+    if not token:
+        raise PublishError(
+            "no Hugging Face token: set HF_TOKEN or run `hf auth login` (a token with "
+            "write access), or use --dry-run"
+        )
+    check_reachable(constants.ENDPOINT, timeout)
+    api = HfApi(token=token)
+    try:
+        url = api.create_repo(
+            repo_id, repo_type="dataset", private=private, exist_ok=True, token=token
+        )
+        api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(root),
+            repo_type="dataset",
+            token=token,
+            commit_message=f"Upload {root.name} (rudder datasets_scripts)",
+            ignore_patterns=list(IGNORED),
+        )
+    except HfHubHTTPError as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        hint = " (the token lacks write access to this namespace)" if status in (401, 403) else ""
+        raise PublishError(f"the Hub refused the upload to {repo_id}: {error}{hint}") from error
+    print(f"uploaded {len(files)} files ({total:,d} bytes) to {url}", file=stream)
+    return files

@@ -1,0 +1,180 @@
+"""``python -m datasets_scripts translate OUT --from mr --to ta te``: add machine translations.
+
+Every human caption in the source language gets one caption per target language, with id
+``<caption_id>/mt-<lang>``, the same video, times and kind, and ``machine_translated=True``;
+``noun_classes``/``verb_classes`` (language-independent concept ids) are copied, the
+language-specific ``nouns``/``verbs`` are left empty for ``heuristics``. Captions translated
+before (their id exists) are skipped, so a rerun only does what is missing. All translations
+are gathered first (resumable through the cache of :mod:`rudder.translate`); only then are the
+caption tables replaced, all splits at once (``replace_tables``), followed by ``rudder.json``
+and the card. Offline, it stops at the first batch and writes nothing to the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rudder.data.layout import (
+    SPLITS,
+    Card,
+    DatasetFolder,
+    LayoutError,
+    expert_config,
+    render_card,
+    replace_tables,
+)
+from rudder.languages import SUPPORTED, check_language
+from rudder.translate import TranslationUnavailable, default_cache_path, translate_texts
+
+LEMMA_COLUMNS = ("nouns", "verbs")
+
+
+def translated_id(caption_id: str, lang: str) -> str:
+    return f"{caption_id}/mt-{lang}"
+
+
+def _new_rows(table: pa.Table, src: str, dest: str, existing: set, translations: dict) -> pa.Table:
+    """Rows of ``dest`` translations for ``table``'s human ``src`` captions not yet translated."""
+    rows = table.filter(
+        pc.and_(pc.equal(table["lang"], src), pc.invert(table["machine_translated"]))
+    )
+    ids = [translated_id(c, dest) for c in rows["caption_id"].to_pylist()]
+    keep = pa.array([i not in existing for i in ids])
+    rows = rows.filter(keep)
+    ids = [i for i in ids if i not in existing]
+    columns = {name: rows[name] for name in rows.column_names}
+    columns["caption_id"] = pa.array(ids, pa.string())
+    columns["lang"] = pa.array([dest] * rows.num_rows, pa.string())
+    columns["text"] = pa.array([translations[t] for t in rows["text"].to_pylist()], pa.string())
+    columns["machine_translated"] = pa.array([True] * rows.num_rows, pa.bool_())
+    for name in LEMMA_COLUMNS:
+        if name in columns:
+            columns[name] = pa.nulls(rows.num_rows, table.schema.field(name).type)
+    return pa.table(columns, schema=table.schema)
+
+
+def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[str, int]:
+    """Translate ``root``'s ``src`` captions into each of ``dests``; returns counts per language.
+
+    ``options`` go to :func:`rudder.translate.translate_texts` (cache_path, batch_size,
+    texts_per_second, timeout, backend).
+    """
+    stream = stream or sys.stderr
+    folder = DatasetFolder(root)
+    check_language(src, "--from")
+    dests = [check_language(d, "--to") for d in dests]
+    if src in dests:
+        raise LayoutError(f"--to {src}: that is the source language; choose other targets")
+    tables = {
+        s: pq.read_table(p)
+        for s in SPLITS
+        if (p := Path(root) / "captions" / f"{s}.parquet").is_file()
+    }
+    existing = {c for t in tables.values() for c in t["caption_id"].to_pylist()}
+    added, parts = {}, {s: [] for s in tables}
+    for dest in dests:
+        texts = []
+        for table in tables.values():
+            human = table.filter(
+                pc.and_(pc.equal(table["lang"], src), pc.invert(table["machine_translated"]))
+            )
+            texts += [
+                t
+                for c, t in zip(human["caption_id"].to_pylist(), human["text"].to_pylist())
+                if translated_id(c, dest) not in existing
+            ]
+        if not texts:
+            print(f"{src} -> {dest}: nothing to translate", file=stream)
+            continue
+        print(f"{src} -> {dest}: {len(set(texts))} distinct texts", file=stream)
+        try:
+            translations = translate_texts(
+                texts,
+                src,
+                dest,
+                progress=lambda done, total: print(f"  {done}/{total}", file=stream),
+                **options,
+            )
+        except TranslationUnavailable as error:
+            cache = options.get("cache_path") or default_cache_path()
+            raise TranslationUnavailable(
+                f"{error}. The dataset was not changed; finished batches are kept in {cache}, "
+                "so a rerun resumes from there"
+            ) from error
+        for split, table in tables.items():
+            rows = _new_rows(table, src, dest, existing, translations)
+            parts[split].append(rows)
+            added[dest] = added.get(dest, 0) + rows.num_rows
+    if added:
+        replace_tables(
+            root, "captions", {s: pa.concat_tables([tables[s], *p]) for s, p in parts.items() if p}
+        )
+        engine = (
+            type(options["backend"]).__name__ if options.get("backend") else _googletrans_version()
+        )
+        _update_metadata(Path(root), folder, src, added, engine, stream)
+    return added
+
+
+def _googletrans_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"googletrans {version('googletrans')}"
+    except PackageNotFoundError:
+        return "googletrans"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _row_counts(root: Path, experts) -> dict:
+    """``(config, split) -> rows`` from the parquet footers, as the card's contents table."""
+    counts = {}
+    folders = {"captions": "captions", "videos": "videos"}
+    folders.update({expert_config(e): f"features/{e}" for e in experts})
+    for config, folder in folders.items():
+        for split in SPLITS:
+            path = root / folder / f"{split}.parquet"
+            if path.is_file():
+                counts[(config, split)] = pq.ParquetFile(path).metadata.num_rows
+    relations = root / "relations" / "all.parquet"
+    if relations.is_file():
+        counts[("relations", "train")] = pq.ParquetFile(relations).metadata.num_rows
+    return counts
+
+
+def _update_metadata(root: Path, folder: DatasetFolder, src, added, engine, stream) -> None:
+    """Record the new languages and the translation in ``rudder.json`` and the card."""
+    meta = folder.meta
+    used = set(meta.languages) | set(added)
+    meta.languages = [lang for lang in SUPPORTED if lang in used]
+    log = meta.extra.setdefault("translations", [])
+    log += [{"from": src, "to": dest, "captions": n, "engine": engine} for dest, n in added.items()]
+    note = "; ".join(f"{n} {src}->{dest}" for dest, n in added.items())
+    card_fields = meta.extra.get("card")
+    if card_fields:
+        card = Card(**card_fields)
+        card.how_built = f"{card.how_built}\n- Machine translations added ({engine}): {note}."
+        meta.extra["card"] = vars(card)
+    _atomic_write(root / "rudder.json", meta.to_json())
+    if card_fields:
+        counts = _row_counts(root, meta.experts)
+        text = render_card(meta, card, counts, has_relations=("relations", "train") in counts)
+        _atomic_write(root / "README.md", text)
+    else:
+        print(
+            "note: rudder.json has no card fields (not built by datasets_scripts); README.md "
+            "was left as it was",
+            file=stream,
+        )
+    print(f"added {note} captions to {root}", file=stream)

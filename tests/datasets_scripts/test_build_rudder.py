@@ -1,0 +1,192 @@
+import hashlib
+import pickle
+
+import numpy as np
+import pytest
+
+from rudder.data.layout import DatasetFolder
+
+h5py = pytest.importorskip("h5py")
+
+
+def _tsv(path, header, rows):
+    path.write_text(
+        "\n".join(["\t".join(header)] + ["\t".join(map(str, r)) for r in rows]) + "\n",
+        encoding="utf-8",
+    )
+
+
+def make_folder_release(src):
+    """Four videos, Marathi and English captions with manual marks, relations, three experts
+    in the three feature formats (npy folder, HDF5, CE pickle)."""
+    src.mkdir()
+    _tsv(
+        src / "videos.tsv",
+        ["video_id", "split", "duration"],
+        [["v1", "train", 20], ["v2", "train", 20], ["v3", "validation", ""], ["v4", "test", 10]],
+    )
+    _tsv(
+        src / "captions_mr.tsv",
+        ["video_id", "text", "start", "end", "kind", "nouns", "verbs"],
+        [
+            ["v1", "बाटली कापा", 0, 5, "caption", "बाटली", "कापणे"],
+            ["v1", "कात्री आणि गोंद", 5, 9, "listing", "कात्री|गोंद", ""],
+            ["v2", "कागद दुमडा", 0, 4, "caption", "कागद", "दुमडणे"],
+            ["v3", "रंग द्या", 0, 3, "caption", "रंग", "देणे"],
+            ["v4", "चित्र काढा", 0, 3, "caption", "चित्र", "काढणे"],
+            ["v9", "नाही", 0, 1, "caption", "", ""],  # unknown video
+            ["v2", "उशीरा", 15, 25, "caption", "", ""],  # end after the 20 s video
+            ["v2", "प्रकार", 0, 1, "song", "", ""],  # unknown kind
+        ],
+    )
+    _tsv(
+        src / "captions_en.tsv",
+        ["video_id", "text", "start", "end", "kind", "caption_id", "machine_translated"],
+        [
+            ["v1", "cut the bottle", 0, 5, "caption", "en-1", "false"],
+            ["v4", "draw a picture", 0, 3, "caption", "en-4", "true"],
+            ["v4", "again", 0, 3, "caption", "en-1", ""],  # duplicate caption id
+        ],
+    )
+    _tsv(
+        src / "captions_kn.tsv",
+        ["video_id", "text", "start", "end", "kind"],
+        [["v1", "x", 0, 1, "caption"]],
+    )
+    (src / "relations.csv").write_text(
+        "caption_id_a,caption_id_b,label,annotator\n"
+        "v1/mr/0,v2/mr/0,partial,a1\nv1/mr/0,en-1,2,a1\nv1/mr/0,nope,1,a1\nv1/mr/1,v4/mr/0,7,a2\n"
+    )
+    features = src / "features"
+    (features / "scene").mkdir(parents=True)
+    for i, vid in enumerate(["v1", "v2", "v3"]):  # v4 has no scene feature
+        np.save(features / "scene" / f"{vid}.npy", np.full(4, i + 1, np.float32))
+    with h5py.File(features / "audio@mr.h5", "w") as handle:
+        handle["v1"] = np.ones((3, 2), np.float32)
+        handle["v2"] = np.ones((5, 2), np.float32)
+        handle["v4"] = np.ones((2, 3), np.float32)  # wrong dimension
+    ce = {
+        "v1": np.arange(3.0),
+        "v2": np.nan,
+        "v3": np.array([1.0, np.nan, 2.0]),
+        "v4": np.arange(3.0) + 1,
+    }
+    (features / "aggregated_imagenet_25fps").mkdir()
+    with open(features / "aggregated_imagenet_25fps" / "senet154-avg.pickle", "wb") as handle:
+        pickle.dump(ce, handle)
+    return src
+
+
+def test_folder_layout(tmp_path, build, loads, capsys):
+    src = make_folder_release(tmp_path / "src")
+    code, out = build("rudder", src)
+    assert code == 0
+    err = capsys.readouterr().err
+    for message in (
+        "captions_mr.tsv, line 7: unknown video id: 'v9'",
+        "captions_mr.tsv, line 8: time outside the video: '15.0 25.0' (need 0 <= start <= end <= duration 20.0)",
+        "line 9: unknown caption kind: 'song'",
+        "captions_en.tsv, line 4: duplicate caption id: 'en-1'",
+        "captions_kn.tsv, file name: unsupported language: 'kn'",
+        "relations.csv, line 4: unknown caption id: 'nope'",
+        "line 5: unknown label: '7'",
+        "audio@mr.h5, dataset 'v4': wrong feature dimension",
+        "senet154-avg.pickle, key 'v3': feature has NaN or inf",
+    ):
+        assert message in err, message
+    folder = DatasetFolder(out)
+    assert folder.meta.languages == ["mr", "en"]
+    assert {e: (i.dim, i.variable_length) for e, i in folder.meta.experts.items()} == {
+        "scene": (4, False),
+        "audio@mr": (2, True),
+        "object": (3, False),
+    }
+    train = {r["caption_id"]: r for r in folder.captions("train").to_pylist()}
+    assert train["v1/mr/1"]["nouns"] == ["कात्री", "गोंद"] and train["v1/mr/1"]["verbs"] == []
+    assert train["v1/mr/1"]["kind"] == "listing"
+    assert train["en-1"]["nouns"] is None and train["en-1"]["machine_translated"] is False
+    test = {r["caption_id"]: r["machine_translated"] for r in folder.captions("test").to_pylist()}
+    assert test == {"v4/mr/0": False, "en-4": True}
+    experts = {
+        r["video_id"]: r["experts"]
+        for s in ("train", "validation", "test")
+        for r in folder.videos(s).to_pylist()
+    }
+    # v2's CE entry is NaN (missing), v3's is partly NaN (bad), v4 lacks scene and has a bad audio.
+    assert experts == {
+        "v1": ["audio@mr", "object", "scene"],
+        "v2": ["audio@mr", "scene"],
+        "v3": ["scene"],
+        "v4": ["object"],
+    }
+    assert folder.videos("validation")["duration"].to_pylist() == [None]
+    relations = folder.relations().to_pylist()
+    assert [(r["caption_id_a"], r["caption_id_b"], r["label"]) for r in relations] == [
+        ("v1/mr/0", "v2/mr/0", 1),
+        ("v1/mr/0", "en-1", 2),
+    ]
+    scene = loads(out, "features.scene")
+    assert scene["train"]["feature"] == [[1.0] * 4, [2.0] * 4]
+    assert len(loads(out, "features.audio@mr")["train"][1]["feature"]) == 5
+    assert loads(out, "relations")["train"].num_rows == 2
+    assert loads(out)["train"].num_rows == 4  # captions: v1 x2 (mr), v2 (mr), en-1
+    card = (out / "README.md").read_text()
+    assert (
+        "- `features.audio@mr`: `video_id` (string), `feature` (float32 (n, 2) per video)" in card
+    )
+    assert "`nouns` (list<item: string>)" in card and "@article{akula2021rudder" in card
+
+
+def test_folder_layout_strict_fails_cleanly(tmp_path, build, capsys):
+    src = make_folder_release(tmp_path / "src")
+    code, out = build("rudder", src, "--strict")
+    assert code == 2 and not out.exists()
+    # captions_en.tsv is read first (files in name order)
+    assert (
+        "captions_en.tsv, line 4: duplicate caption id: 'en-1' [--strict" in capsys.readouterr().err
+    )
+
+
+def _records(ids, rng, langs=("mr", "hi", "ta")):
+    records = []
+    for i, vid in enumerate(ids):
+        captions = {lang: f"{lang} caption {vid}" for lang in langs}
+        captions["kn"] = "ಕನ್ನಡ"
+        audios = {"mr": rng.random((3 + i % 2, 4)).astype(np.float32)}
+        if i % 4 == 0:
+            audios["hi"] = rng.random((2, 4))
+        records.append({"id": vid, "2d": rng.random(6), "captions": captions, "audios": audios})
+    return records
+
+
+def test_public_loader_pickles(tmp_path, build, loads, capsys):
+    rng = np.random.default_rng(0)
+    src = tmp_path / "src"
+    src.mkdir()
+    train = _records([f"t{i}" for i in range(10)], rng)
+    test = _records(["x0", "x1", "t3"], rng)  # t3 repeats a training id
+    for name, records in (("rudder_train.pkl", train), ("rudder_test.pkl", test)):
+        with open(src / name, "wb") as handle:
+            pickle.dump(records, handle)
+    code, out = build("rudder", src, "--visual-expert", "scene")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "rudder_test.pkl, record 2: duplicate video id: 't3'" in err
+    assert "unsupported language: 12" in err  # the 'kn' caption of the 12 distinct records
+    folder = DatasetFolder(out)
+    assert sorted(folder.experts) == ["audio@hi", "audio@mr", "scene"]
+    held = min((f"t{i}" for i in range(10)), key=lambda v: hashlib.sha256(v.encode()).hexdigest())
+    assert folder.videos("validation")["video_id"].to_pylist() == [held]
+    test_captions = folder.captions("test").to_pylist()
+    assert [(r["caption_id"], r["machine_translated"]) for r in test_captions[:3]] == [
+        ("x0/mr/0", False),
+        ("x0/hi/0", False),
+        ("x0/ta/0", True),
+    ]
+    assert test_captions[0]["end"] is None
+    scene = {r["video_id"]: r["feature"] for r in folder.features("scene", "test").to_pylist()}
+    np.testing.assert_allclose(scene["x1"], test[1]["2d"], rtol=1e-6)
+    audio = folder.features("audio@mr", "train").to_pylist()
+    assert np.asarray(audio[0]["feature"]).shape[1] == 4
+    assert loads(out, "features.audio@hi")["train"].num_rows == 3  # t0, t4, t8
+    assert loads(out)["test"].num_rows == 6  # x0, x1: mr, hi, ta each

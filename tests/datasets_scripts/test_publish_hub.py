@@ -1,0 +1,109 @@
+import time
+
+import pytest
+
+import datasets_scripts.publish as publish_module
+from datasets_scripts.__main__ import main
+from datasets_scripts.publish import PublishError, publish
+
+
+@pytest.fixture
+def dataset(tmp_path, build):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "charades_sta_test.txt").write_text(
+        "A1 0.0 4.0##a person cooks.\nB2 1.0 3.0##someone sits.\n"
+    )
+    code, out = build("charades_sta", src)
+    assert code == 0
+    return out
+
+
+@pytest.fixture
+def online(monkeypatch, tmp_path):
+    """No offline flag, no token anywhere, the network check replaced."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(publish_module, "check_reachable", lambda endpoint, timeout: None)
+
+
+def test_dry_run_lists_files_and_validates(dataset, capsys):
+    assert main(["publish", str(dataset), "--repo-id", "me/charades", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    size = (dataset / "captions" / "test.parquet").stat().st_size
+    assert f"{size:>14,d}  captions/test.parquet" in out
+    assert "README.md" in out and "rudder.json" in out
+    assert "4 files" in out and "card OK (2 configs: captions, videos)" in out
+
+
+def test_card_problems_are_named(dataset):
+    (dataset / "videos" / "test.parquet").rename(dataset / "videos" / "moved.parquet")
+    with pytest.raises(PublishError, match=r"config 'videos' lists 'videos/test.parquet'"):
+        publish(dataset, "me/x", dry_run=True)
+    (dataset / "videos" / "moved.parquet").rename(dataset / "videos" / "test.parquet")
+    (dataset / "videos" / "extra.parquet").write_bytes(b"x")
+    with pytest.raises(PublishError, match=r"no config lists: \['videos/extra.parquet'\]"):
+        publish(dataset, "me/x", dry_run=True)
+    (dataset / "videos" / "extra.parquet").unlink()
+    card = dataset / "README.md"
+    card.write_text(card.read_text().replace("configs:", "configs: [", 1))
+    with pytest.raises(PublishError, match="front matter does not parse"):
+        publish(dataset, "me/x", dry_run=True)
+    with pytest.raises(PublishError, match="use USER/NAME"):
+        publish(dataset, "no-slash", dry_run=True)
+
+
+def test_upload_calls_the_hub_client(dataset, online, monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs))
+        return f"https://huggingface.co/datasets/{repo_id}"
+
+    def upload_folder(self, **kwargs):
+        calls.append(("upload_folder", kwargs["repo_id"], kwargs))
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    assert main(["publish", str(dataset), "--repo-id", "me/charades", "--private"]) == 0
+    (name1, repo1, create), (name2, repo2, upload) = calls
+    assert (name1, repo1, name2, repo2) == (
+        "create_repo",
+        "me/charades",
+        "upload_folder",
+        "me/charades",
+    )
+    assert create == {
+        "repo_type": "dataset",
+        "private": True,
+        "exist_ok": True,
+        "token": "hf_test_token",
+    }
+    assert upload["folder_path"] == str(dataset) and upload["repo_type"] == "dataset"
+    assert upload["token"] == "hf_test_token" and ".*" in upload["ignore_patterns"]
+    assert "uploaded 4 files" in capsys.readouterr().out
+
+
+def test_missing_token(dataset, online, capsys):
+    assert main(["publish", str(dataset), "--repo-id", "me/charades"]) == 2
+    assert "no Hugging Face token: set HF_TOKEN" in capsys.readouterr().err
+
+
+def test_offline_flag(dataset, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(PublishError, match="HF_HUB_OFFLINE is set"):
+        publish(dataset, "me/charades", token="hf_x")
+
+
+def test_unreachable_endpoint_fails_fast():
+    started = time.monotonic()
+    with pytest.raises(PublishError, match="cannot reach http://127.0.0.1:9"):
+        publish_module.check_reachable("http://127.0.0.1:9", timeout=3)
+    assert time.monotonic() - started < 5
