@@ -190,3 +190,17 @@ def test_public_loader_pickles(tmp_path, build, loads, capsys):
     assert np.asarray(audio[0]["feature"]).shape[1] == 4
     assert loads(out, "features.audio@hi")["train"].num_rows == 3  # t0, t4, t8
     assert loads(out)["test"].num_rows == 6  # x0, x1: mr, hi, ta each
+
+
+def test_a_built_folder_trains_with_rudder_train(tmp_path, build):
+    """The builder's output is what `python -m rudder.train --dataset OUT` reads."""
+    from rudder import train
+
+    src = tmp_path / "src"
+    make_folder_release(src)
+    code, out = build("rudder", src)
+    assert code == 0
+    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"), "--epochs", "1",
+                         "--set", "data.batch_size=2", "--set", "data.caption_langs=[mr, en]",
+                         "--set", "model.shared_dim=8", "--set", "model.word_dim=4"])
+    assert 0 <= result["test"]["t2v"]["R1"] <= 100
