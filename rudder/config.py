@@ -36,11 +36,13 @@ class DataConfig:
     max_frames: int = 32
     min_word_count: int = 1
     eval_batch_size: int = 512
+    val_split: str = "validation"  # model selection split; MSR-VTT 1k-A has none (CE uses test)
 
     def check(self) -> None:
         check_languages(self.caption_langs, where="data.caption_langs")
         check_languages(self.audio_langs, where="data.audio_langs")
         _choice("data.caption_sampling", self.caption_sampling, ("random", "all"))
+        _choice("data.val_split", self.val_split, ("validation", "test"))
         if self.batch_size < 2:
             raise ConfigError("data.batch_size must be at least 2 (losses compare pairs in a batch)")
 

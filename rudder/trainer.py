@@ -89,7 +89,7 @@ class Trainer:
         else:
             self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)
         self.class_index = build_class_index(self.folder)
-        self.splits = {s: self._load(s) for s in ("train", "validation")}
+        self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
         self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
@@ -231,7 +231,7 @@ class Trainer:
             ]
             self.scheduler.step()
             self.epoch += 1
-            result, _ = self.evaluate("validation")
+            result, _ = self.evaluate(cfg.data.val_split)
             score = selection_score(result, cfg.selection)
             improved = score > self.best_score
             if improved:
@@ -259,7 +259,7 @@ class Trainer:
             "select %.2f%s", self.epoch, self.config.epochs, train_loss, t2v["R1"], t2v["R5"],
             t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], score, "  *best*" if improved else "",
         )
-        line = {"epoch": self.epoch, "split": "validation", "train_loss": train_loss, "lr": lr, "selection": score, **result}
+        line = {"epoch": self.epoch, "split": self.config.data.val_split, "train_loss": train_loss, "lr": lr, "selection": score, **result}
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
         if writer is not None:

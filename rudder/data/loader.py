@@ -130,7 +130,10 @@ def load_split(
     max_frames: int = 32,
 ) -> SplitData:
     """Read one split into tensors (captions restricted to ``langs``)."""
-    videos = folder.videos(split).to_pydict()
+    try:
+        videos = folder.videos(split).to_pydict()
+    except LayoutError as error:
+        raise LayoutError(f"{error} (the model-selection split is data.val_split)") from None
     video_ids = videos["video_id"]
     if not video_ids:
         raise LayoutError(f"{folder.root}: split {split!r} has no videos")
