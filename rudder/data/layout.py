@@ -31,11 +31,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import yaml
 
+from rudder.data.card import SPLITS, Card, render_card
 from rudder.languages import SUPPORTED, check_language
 
-SPLITS = ("train", "validation", "test")
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
 CAPTION_KINDS = ("caption", "listing", "describing", "narration", "paragraph")
 PAIR_LABELS = {"negative": 0, "partial": 1, "positive": 2, "description": 3}
@@ -132,7 +131,7 @@ class DatasetMeta:
         return json.dumps(data, indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str, source: str) -> "DatasetMeta":
+    def from_json(cls, text: str, source: str) -> DatasetMeta:
         try:
             data = json.loads(text)
             experts = {k: ExpertInfo(**v) for k, v in data.get("experts", {}).items()}
@@ -146,69 +145,6 @@ class DatasetMeta:
             )
         except (KeyError, TypeError, json.JSONDecodeError) as error:
             raise LayoutError(f"{source}: not a valid rudder.json ({error})") from error
-
-
-@dataclass
-class Card:
-    """Human-facing parts of the README dataset card."""
-
-    pretty_name: str
-    description: str
-    license: str = "other"
-    citation: str = ""
-    how_built: str = ""
-
-
-def _configs_block(experts, has_relations: bool, counts: dict) -> list[dict]:
-    """The ``configs:`` list; empty splits are left out (``datasets`` rejects them)."""
-
-    def per_split(config, folder):
-        return [
-            {"split": s, "path": f"{folder}/{s}.parquet"}
-            for s in SPLITS
-            if counts.get((config, s), 0) > 0
-        ]
-
-    configs = [
-        {"config_name": "captions", "data_files": per_split("captions", "captions"), "default": True},
-        {"config_name": "videos", "data_files": per_split("videos", "videos")},
-    ]
-    configs += [
-        {"config_name": expert_config(e), "data_files": per_split(expert_config(e), f"features/{e}")}
-        for e in sorted(experts)
-    ]
-    if has_relations:
-        configs.append(
-            {"config_name": "relations", "data_files": [{"split": "train", "path": "relations/all.parquet"}]}
-        )
-    return configs
-
-
-def render_card(meta: DatasetMeta, card: Card, counts: dict, has_relations: bool) -> str:
-    """The README.md dataset card: YAML front matter with ``configs:``, then prose."""
-    front = {
-        "pretty_name": card.pretty_name,
-        "license": card.license,
-        "language": list(meta.languages),
-        "task_categories": ["text-retrieval"],
-        "tags": ["video-retrieval", "multilingual", "rudder"] + (["simulated"] if meta.simulated else []),
-        "configs": _configs_block(meta.experts, has_relations, counts),
-    }
-    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
-    lines += [f"# {card.pretty_name}", "", card.description.strip(), ""]
-    lines += ["## Contents", "", "| config | split | rows |", "|---|---|---|"]
-    for (config, split), rows in sorted(counts.items()):
-        if rows:
-            lines.append(f"| {config} | {split} | {rows} |")
-    lines += ["", "## Experts", "", "| expert | dim | variable length |", "|---|---|---|"]
-    for name, info in sorted(meta.experts.items()):
-        lines.append(f"| {name} | {info.dim} | {'yes' if info.variable_length else 'no'} |")
-    if card.how_built:
-        lines += ["", "## How it was built", "", card.how_built.strip()]
-    lines += ["", "## Licence", "", card.license]
-    if card.citation:
-        lines += ["", "## Citation", "", "```bibtex", card.citation.strip(), "```"]
-    return "\n".join(lines) + "\n"
 
 
 class DatasetWriter:
