@@ -1,0 +1,187 @@
+"""``python -m app``: serve cross-lingual search and annotation over a dataset.
+
+With no arguments: the embedded sample dataset, searched with the newest checkpoint under
+``runs/`` that was trained on it (a quick one is trained first, with progress shown, when
+there is none), on http://127.0.0.1:7860.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from pathlib import Path
+
+import app  # noqa: F401  (analytics and telemetry off before gradio is imported)
+
+QUICK_EPOCHS = 5
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m app",
+        description="Serve cross-lingual video search and partial-match annotation.",
+    )
+    parser.add_argument(
+        "--dataset",
+        help="'sample', a dataset folder or a Hub repo id (default: the "
+        "checkpoint's dataset with --checkpoint, else 'sample')",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="a run directory or checkpoint file (default: the newest "
+        "run under --runs trained on the dataset)",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument("--auth", help="require a login, given as user:pass")
+    parser.add_argument(
+        "--media", type=Path, help="folder of <video_id>.mp4 files to play (the only folder served)"
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=Path("annotations.sqlite"),
+        help="SQLite file of the annotations (default annotations.sqlite)",
+    )
+    parser.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="folder of training runs (default runs)"
+    )
+    parser.add_argument(
+        "--annotate",
+        action="append",
+        default=[],
+        metavar="DATASET",
+        help="a further dataset offered for annotation (repeatable)",
+    )
+    parser.add_argument(
+        "--quick-epochs",
+        type=int,
+        default=QUICK_EPOCHS,
+        help=f"epochs of the model trained when no checkpoint exists (default {QUICK_EPOCHS})",
+    )
+    parser.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="write relations.jsonl and relations.csv from --db into DIR and exit",
+    )
+    return parser
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep or not user or not password:
+        raise SystemExit("error: --auth must look like user:pass (both non-empty)")
+    return user, password
+
+
+def same_dataset(spec_a: str, spec_b: str) -> bool:
+    """Two dataset specs name the same data ('sample', a Hub id, or paths resolving alike)."""
+    if spec_a == spec_b:
+        return True
+    a, b = Path(spec_a).expanduser(), Path(spec_b).expanduser()
+    return a.exists() and b.exists() and a.resolve() == b.resolve()
+
+
+def newest_run_for(runs_dir: Path, dataset: str) -> Path | None:
+    """The run under ``runs_dir`` with the newest ``best.pt`` trained on ``dataset``."""
+    import yaml
+
+    checkpoints = sorted(
+        Path(runs_dir).glob("**/checkpoints/best.pt"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    for checkpoint in checkpoints:
+        run = checkpoint.parent.parent
+        try:
+            config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if same_dataset(str(config.get("data", {}).get("dataset", "")), dataset):
+            return run
+    return None
+
+
+def train_quick(runs_dir: Path, dataset: str, epochs: int) -> Path:
+    """Train a small model on ``dataset`` with ``rudder.train`` (its progress is printed)."""
+    from rudder import train
+    from rudder.runs import default_run_dir
+
+    out = default_run_dir("app-quick", root=runs_dir)
+    print(
+        f"No checkpoint trained on {dataset!r} under {runs_dir}/: training a quick one "
+        f"({epochs} epochs) into {out} ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    train.main(
+        [
+            "--dataset",
+            dataset,
+            "--epochs",
+            str(epochs),
+            "--output-dir",
+            str(out),
+            "--set",
+            "name=app-quick",
+        ]
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    auth = parse_auth(args.auth)
+    if args.export is not None:
+        from app.annotations_db import AnnotationStore
+        from app.export import export
+
+        if not args.db.is_file():
+            raise SystemExit(f"error: annotation database {args.db} does not exist")
+        for path in export(AnnotationStore(args.db), args.export):
+            print(path)
+        return
+    if args.media is not None and not args.media.is_dir():
+        raise SystemExit(f"error: --media {args.media} is not a folder")
+
+    from rudder.data.layout import LayoutError
+    from rudder.runs import RunError, encode_queries, load_run, resolve_dataset
+
+    try:
+        checkpoint = args.checkpoint
+        if checkpoint is None:
+            dataset = args.dataset or "sample"
+            checkpoint = newest_run_for(args.runs, dataset) or train_quick(
+                args.runs, dataset, args.quick_epochs
+            )
+        run = load_run(checkpoint, dataset=args.dataset)
+        extra = [resolve_dataset(spec) for spec in args.annotate]
+        from app.ui import build_app, launch_app
+
+        print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
+        demo = build_app(
+            run.model,
+            run.vocab,
+            run.dataset,
+            db_path=args.db,
+            runs_dir=args.runs,
+            media_dir=args.media,
+            encode=partial(encode_queries, run),
+            model_key=run.fingerprint,
+            max_words=run.config.data.max_words,
+            max_frames=run.config.data.max_frames,
+            annotate_datasets=extra,
+            description=f"Model: {run.run_dir.name}.",
+        )
+    except (RunError, LayoutError) as error:
+        raise SystemExit(f"error: {error}") from None
+    launch_app(demo, host=args.host, port=args.port, auth=auth)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""The annotation store: pair labels in SQLite (WAL), safe for concurrent annotators.
+
+Every label is one appended row ``(dataset, annotator, caption_id_a, caption_id_b, label,
+time)``; relabelling a pair appends another row and undo marks an annotator's newest row
+as undone, so the *current* label of a pair for an annotator is its newest row that is not
+undone. Each write is its own ``BEGIN IMMEDIATE`` transaction committed with
+``synchronous=FULL``: two annotators writing at once wait for each other (``busy_timeout``)
+instead of failing, and a server killed mid-session keeps every label it acknowledged.
+Each thread (Gradio runs handlers in a thread pool) keeps its own connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rudder.data.layout import PAIR_LABELS
+
+LABEL_NAMES = {code: name for name, code in PAIR_LABELS.items()}
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    caption_id_a TEXT NOT NULL,
+    caption_id_b TEXT NOT NULL,
+    label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 3),
+    time TEXT NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS labels_pair ON labels (dataset, annotator, caption_id_a, caption_id_b);
+CREATE VIEW IF NOT EXISTS current_labels AS
+    SELECT l.* FROM labels l
+    WHERE l.undone = 0 AND l.id = (
+        SELECT MAX(m.id) FROM labels m
+        WHERE m.undone = 0 AND m.dataset = l.dataset AND m.annotator = l.annotator
+          AND m.caption_id_a = l.caption_id_a AND m.caption_id_b = l.caption_id_b);
+"""
+MAX_NAME = 100
+
+
+class AnnotationError(ValueError):
+    """An annotator name, label or caption id the store cannot accept."""
+
+
+def check_annotator(name: str) -> str:
+    """A stripped, non-empty annotator name of at most ``MAX_NAME`` characters."""
+    name = (name or "").strip()
+    if not name:
+        raise AnnotationError("enter an annotator name before labelling")
+    if len(name) > MAX_NAME:
+        raise AnnotationError(f"annotator name is longer than {MAX_NAME} characters")
+    return name
+
+
+def label_code(label) -> int:
+    """``0..3`` from a label name (negative, partial, positive, description) or code."""
+    if isinstance(label, str) and label in PAIR_LABELS:
+        return PAIR_LABELS[label]
+    if isinstance(label, int) and label in LABEL_NAMES:
+        return label
+    raise AnnotationError(f"unknown label {label!r}; use one of {list(PAIR_LABELS)}")
+
+
+class AnnotationStore:
+    """Pair labels in the SQLite file ``path`` (created with its schema on first use)."""
+
+    def __init__(self, path, busy_timeout: float = 30.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    @contextmanager
+    def _connect(self):
+        """This thread's connection (autocommit mode: transactions are explicit)."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            self._local.db = db
+        yield db
+
+    @contextmanager
+    def _write(self):
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def add(self, dataset: str, annotator: str, caption_id_a: str, caption_id_b: str, label) -> int:
+        """Record a label; returns its row id once committed."""
+        annotator, code = check_annotator(annotator), label_code(label)
+        if not caption_id_a or not caption_id_b:
+            raise AnnotationError("both caption ids are needed to record a label")
+        if caption_id_a == caption_id_b:
+            raise AnnotationError(f"caption {caption_id_a!r} cannot be labelled against itself")
+        time = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO labels (dataset, annotator, caption_id_a, caption_id_b, label, time)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (dataset, annotator, caption_id_a, caption_id_b, code, time),
+            )
+            return int(cursor.lastrowid)
+
+    def undo(self, dataset: str, annotator: str) -> dict | None:
+        """Mark the annotator's newest live label in ``dataset`` undone; returns it (or None)."""
+        annotator = check_annotator(annotator)
+        with self._write() as db:
+            row = db.execute(
+                "SELECT id, caption_id_a, caption_id_b, label FROM labels"
+                " WHERE dataset = ? AND annotator = ? AND undone = 0 ORDER BY id DESC LIMIT 1",
+                (dataset, annotator),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE labels SET undone = 1 WHERE id = ?", (row[0],))
+        return {"id": row[0], "caption_id_a": row[1], "caption_id_b": row[2], "label": row[3]}
+
+    def current(
+        self,
+        dataset: str | None = None,
+        annotator: str | None = None,
+        caption_id_a: str | None = None,
+    ) -> list[dict]:
+        """Current labels (newest live row per annotator and pair), oldest first."""
+        where, args = [], []
+        for column, value in (
+            ("dataset", dataset),
+            ("annotator", annotator),
+            ("caption_id_a", caption_id_a),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self._connect() as db:
+            cursor = db.execute(
+                "SELECT id, dataset, annotator, caption_id_a, caption_id_b, label, time"
+                f" FROM current_labels{clause} ORDER BY id",
+                args,
+            )
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def labelled_candidates(self, dataset: str, annotator: str, caption_id_a: str) -> set[str]:
+        """Caption ids the annotator currently has a label for against ``caption_id_a``."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT DISTINCT caption_id_b FROM current_labels"
+                " WHERE dataset = ? AND annotator = ? AND caption_id_a = ?",
+                (dataset, annotator, caption_id_a),
+            ).fetchall()
+        return {row[0] for row in rows}
+
+    def counts_by_query(self, dataset: str, annotator: str) -> dict[str, int]:
+        """Number of current labels per query caption for one annotator."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT caption_id_a, COUNT(*) FROM current_labels"
+                " WHERE dataset = ? AND annotator = ? GROUP BY caption_id_a",
+                (dataset, annotator),
+            ).fetchall()
+        return dict(rows)
+
+    def annotators(self, dataset: str | None = None) -> list[str]:
+        """Annotators with at least one current label (in ``dataset`` when given)."""
+        clause, args = ("WHERE dataset = ?", (dataset,)) if dataset is not None else ("", ())
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT DISTINCT annotator FROM current_labels {clause} ORDER BY annotator", args
+            ).fetchall()
+        return [row[0] for row in rows]

@@ -1,0 +1,74 @@
+"""A dataset's captions and videos in memory, for display and annotation (no model needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rudder.data.layout import DatasetFolder
+from rudder.index import present_splits
+
+VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv")
+
+
+class Collection:
+    """Every split of a dataset folder: ``captions`` and ``videos`` as pandas tables.
+
+    ``captions`` has the layout's caption columns (plus the noun/verb/class label columns
+    when present) and a ``split`` column; rows keep the dataset's order, so "next" and
+    "first" are deterministic. ``media_dir`` holds ``<video_id><ext>`` files, if any.
+    """
+
+    def __init__(self, folder: DatasetFolder, media_dir=None):
+        self.folder = folder
+        self.name = folder.meta.name
+        self.media_dir = Path(media_dir).resolve() if media_dir else None
+        captions, videos = [], []
+        for split in present_splits(folder):
+            videos.append(folder.videos(split).to_pandas())
+            table = folder.captions(split).to_pandas()
+            table["split"] = split
+            captions.append(table)
+        self.videos = pd.concat(videos, ignore_index=True).set_index("video_id", drop=False)
+        self.captions = pd.concat(captions, ignore_index=True)
+        self.captions["start"] = self.captions["start"].astype(float)
+        self.captions["end"] = self.captions["end"].astype(float)
+        self.row_of = pd.Series(np.arange(len(self.captions)), index=self.captions["caption_id"])
+        self._columns = {c: self.captions[c].to_numpy() for c in self.captions.columns}
+        self.languages = sorted(self.captions["lang"].unique())
+        self._by_video = self.captions.groupby("video_id", sort=False).indices
+
+    def __repr__(self) -> str:
+        return (
+            f"Collection({self.name!r}, {len(self.videos)} videos, {len(self.captions)} captions)"
+        )
+
+    def record(self, position: int) -> dict:
+        """The caption at ``position`` in ``captions`` as a dict of its columns."""
+        return {column: values[position] for column, values in self._columns.items()}
+
+    def caption(self, caption_id: str) -> dict:
+        """The caption ``caption_id`` as a dict; ``KeyError`` with a clear message when absent."""
+        position = self.row_of.get(caption_id)
+        if position is None:
+            raise KeyError(f"dataset {self.name!r} has no caption {caption_id!r}")
+        return self.record(int(position))
+
+    def caption_rows(self, video_id: str) -> np.ndarray:
+        """Positions (in ``captions``) of the captions of ``video_id``."""
+        return self._by_video.get(video_id, np.zeros(0, dtype=np.int64))
+
+    def experts_of(self, video_id: str) -> list[str]:
+        return list(self.videos.at[video_id, "experts"])
+
+    def media_path(self, video_id: str) -> Path | None:
+        """The video file of ``video_id`` inside the media folder (never outside it)."""
+        if self.media_dir is None:
+            return None
+        for ext in VIDEO_EXTENSIONS:
+            path = (self.media_dir / f"{video_id}{ext}").resolve()
+            if path.is_file() and path.is_relative_to(self.media_dir):
+                return path
+        return None

@@ -1,0 +1,109 @@
+"""Export of the annotation store, and agreement between annotators.
+
+Relation file format (read by ``heuristics`` to fill a dataset's ``relations`` config):
+
+* **JSONL** (``relations.jsonl``, UTF-8): one JSON object per line, one line per current
+  label of an annotator (undone labels and superseded relabels are left out), oldest first::
+
+    {"caption_id_a": "v001-mr-0", "caption_id_b": "v042-hi-1", "label": "partial",
+     "annotator": "asha", "time": "2024-05-01T09:30:12.123456+00:00", "dataset": "rudder-sample"}
+
+  ``caption_id_a`` is the query caption and ``caption_id_b`` the candidate shown beside it;
+  ``label`` is the name of DESIGN.md's pair label (``negative`` 0, ``partial`` 1,
+  ``positive`` 2, ``description`` 3); ``time`` is ISO 8601 in UTC; ``dataset`` is the name
+  in the dataset's ``rudder.json``.
+* **CSV** (``relations.csv``): the same columns in the same order, with a header row
+  ``caption_id_a,caption_id_b,label,annotator,time,dataset``.
+
+Agreement is Cohen's kappa (Cohen 1960; ``sklearn.metrics.cohen_kappa_score``, unweighted)
+per pair of annotators over the pairs both labelled in the same dataset.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+from pathlib import Path
+
+from app.annotations_db import LABEL_NAMES, AnnotationStore
+
+COLUMNS = ("caption_id_a", "caption_id_b", "label", "annotator", "time", "dataset")
+
+
+def relation_records(store: AnnotationStore, dataset: str | None = None) -> list[dict]:
+    """The current labels as export records (label as its name), oldest first."""
+    return [
+        {
+            "caption_id_a": row["caption_id_a"],
+            "caption_id_b": row["caption_id_b"],
+            "label": LABEL_NAMES[row["label"]],
+            "annotator": row["annotator"],
+            "time": row["time"],
+            "dataset": row["dataset"],
+        }
+        for row in store.current(dataset)
+    ]
+
+
+def _atomic_write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="")
+    os.replace(tmp, path)
+    return path
+
+
+def write_jsonl(records: list[dict], path) -> Path:
+    """Write records as JSONL (atomically)."""
+    text = "".join(
+        json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in records
+    )
+    return _atomic_write(Path(path), text)
+
+
+def write_csv(records: list[dict], path) -> Path:
+    """Write records as CSV with a header (atomically)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return _atomic_write(Path(path), buffer.getvalue())
+
+
+def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple[Path, Path]:
+    """Write ``relations.jsonl`` and ``relations.csv`` of ``dataset`` (or all) into ``out_dir``."""
+    records = relation_records(store, dataset)
+    out_dir = Path(out_dir)
+    return write_jsonl(records, out_dir / "relations.jsonl"), write_csv(
+        records, out_dir / "relations.csv"
+    )
+
+
+def agreement(records: list[dict]) -> list[dict]:
+    """Cohen's kappa for every pair of annotators over the pairs both labelled.
+
+    Returns rows ``{"annotator_a", "annotator_b", "shared_pairs", "kappa"}`` sorted by
+    names; ``kappa`` is ``None`` when fewer than two shared pairs exist or when both
+    annotators used one and the same label throughout (kappa is undefined: 0/0).
+    """
+    from sklearn.metrics import cohen_kappa_score
+
+    by_annotator: dict[str, dict] = {}
+    for r in records:
+        key = (r["dataset"], r["caption_id_a"], r["caption_id_b"])
+        by_annotator.setdefault(r["annotator"], {})[key] = r["label"]
+    rows = []
+    for a, b in itertools.combinations(sorted(by_annotator), 2):
+        shared = sorted(by_annotator[a].keys() & by_annotator[b].keys())
+        first = [by_annotator[a][k] for k in shared]
+        second = [by_annotator[b][k] for k in shared]
+        kappa = None
+        if len(shared) >= 2 and len(set(first) | set(second)) > 1:
+            kappa = float(cohen_kappa_score(first, second))
+        rows.append(
+            {"annotator_a": a, "annotator_b": b, "shared_pairs": len(shared), "kappa": kappa}
+        )
+    return rows

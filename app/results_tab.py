@@ -1,0 +1,173 @@
+"""The results tab: training runs under ``runs/`` side by side, with R@K and loss plots.
+
+A run is a folder holding ``metrics.json`` (test metrics, DESIGN.md) and/or
+``metrics.jsonl`` (one validation evaluation per line: ``epoch``, ``train_loss``, ``t2v``,
+``v2t``); folders with neither are ignored, unreadable files are reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from app.escaping import markdown_text
+
+METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
+KS = (1, 5, 10, 50)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line being written while we read
+    return rows
+
+
+def find_runs(root) -> list[Path]:
+    """Run folders under ``root`` (any depth: seed sub-runs too), newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = {p.parent for name in ("metrics.json", "metrics.jsonl") for p in root.rglob(name)}
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def _config(run: Path) -> dict:
+    import yaml
+
+    try:
+        return yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
+def _number(value):
+    """A metric value; seed summaries store ``{"mean", "std"}``: take the mean."""
+    if isinstance(value, dict):
+        value = value.get("mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def runs_table(root) -> pd.DataFrame:
+    """One row per run: name, dataset, loss, best epoch, and test t2v / v2t metrics."""
+    rows = []
+    for run in find_runs(root):
+        metrics = _read_json(run / "metrics.json") or {}
+        config = _config(run)
+        test = metrics.get("test", {}) if isinstance(metrics, dict) else {}
+        row = {
+            "run": str(run.relative_to(root)),
+            "dataset": str(config.get("data", {}).get("dataset", "")),
+            "loss": str(config.get("loss", {}).get("name", "")),
+            "best epoch": metrics.get("best_epoch") if isinstance(metrics, dict) else None,
+        }
+        for direction in ("t2v", "v2t"):
+            for key in METRICS:
+                row[f"{direction} {key}"] = _number(test.get(direction, {}).get(key))
+        rows.append(row)
+    columns = ["run", "dataset", "loss", "best epoch"] + [
+        f"{d} {k}" for d in ("t2v", "v2t") for k in METRICS
+    ]
+    table = pd.DataFrame(rows, columns=columns)
+    empty = [c for c in columns[4:] if table[c].isna().all()]  # metrics no run has
+    return table.drop(columns=empty).round(2)
+
+
+def plot_runs(root, names) -> tuple:
+    """(test R@K curves, validation R@K over epochs, training loss) figures of the runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    root = Path(root)
+    figures = [plt.figure(figsize=(6, 4)) for _ in range(3)]
+    axes = [figure.add_subplot() for figure in figures]
+    for name in names or []:
+        run = (root / name).resolve()
+        if not run.is_relative_to(root.resolve()):
+            continue  # never read outside the runs folder
+        metrics = _read_json(run / "metrics.json") or {}
+        t2v = metrics.get("test", {}).get("t2v", {}) if isinstance(metrics, dict) else {}
+        values = [_number(t2v.get(f"R{k}")) for k in KS]
+        if all(v is not None for v in values):
+            axes[0].plot(KS, values, marker="o", label=name)
+        lines = [r for r in _read_jsonl(run / "metrics.jsonl") if "epoch" in r]
+        if lines:
+            epochs = [r["epoch"] for r in lines]
+            axes[1].plot(
+                epochs,
+                [_number(r.get("t2v", {}).get("R10")) for r in lines],
+                marker=".",
+                label=f"{name} R@10",
+            )
+            axes[2].plot(
+                epochs, [_number(r.get("train_loss")) for r in lines], marker=".", label=name
+            )
+    titles = [
+        ("Test text-to-video R@K", "K", "R@K (%)"),
+        ("Validation t2v R@10", "epoch", "R@10 (%)"),
+        ("Training loss", "epoch", "loss"),
+    ]
+    for ax, (title, xlabel, ylabel) in zip(axes, titles):
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if ax.lines:
+            ax.legend(fontsize="small")
+    axes[0].set_xscale("log")
+    axes[0].set_xticks(KS, [str(k) for k in KS])
+    for figure in figures:
+        figure.tight_layout()
+        plt.close(figure)
+    return tuple(figures)
+
+
+class ResultsTab:
+    """Handlers and layout of the results tab over one runs folder."""
+
+    def __init__(self, runs_dir):
+        self.runs_dir = Path(runs_dir)
+
+    def refresh(self):
+        """-> (runs table, run selector update)."""
+        import gradio as gr
+
+        table = runs_table(self.runs_dir)
+        names = table["run"].tolist()
+        return table, gr.update(choices=names, value=names[:3])
+
+    def plots(self, names):
+        return plot_runs(self.runs_dir, names)
+
+    def build(self, demo) -> None:
+        import gradio as gr
+
+        gr.Markdown(
+            f"Runs found under {markdown_text(self.runs_dir)} "
+            "(test metrics from metrics.json, in percent; "
+            "the chosen runs are plotted, a change to the selection redraws)."
+        )
+        refresh = gr.Button("Refresh", elem_id="results-refresh")
+        table = gr.Dataframe(interactive=False, label="Runs", elem_id="results-table")
+        chosen = gr.Dropdown(
+            choices=[], multiselect=True, label="Runs to plot", elem_id="results-chosen"
+        )
+        with gr.Row():
+            rk, curve, loss = (gr.Plot(label=label) for label in ("R@K", "Validation R@10", "Loss"))
+        refresh.click(self.refresh, None, [table, chosen], api_name="list_runs")
+        chosen.change(self.plots, chosen, [rk, curve, loss], api_name="plot_runs")
+        demo.load(self.refresh, None, [table, chosen], api_name="load_runs")

@@ -1,0 +1,411 @@
+"""Embedding index of a video collection and exact top-k text-to-video search.
+
+The per-expert video embeddings of a collection are computed once with the model and
+cached on disk under a key made of the model's fingerprint (the checkpoint's, or a hash of
+the weights) and the dataset's fingerprint, so a new checkpoint or changed data never
+reuses stale embeddings.
+
+A query's score for video v is exactly :meth:`CollaborativeExperts.similarity`:
+``sum_e w_e a_ve <t_e, v_e> / sum_e w_e a_ve`` with ``w = softmax(logits)`` and ``a`` the
+availability (Collaborative Experts, reference ``sharded_cross_view_inner_product``).
+Since ``sum_e w_e <t_e, v_e> = <concat_e(w_e t_e), concat_e(v_e)>`` the numerator is one
+matrix product with the (E*D)-wide concatenated video embeddings (zero blocks where an
+expert is missing) and the denominator is ``w @ a.T``.
+
+:meth:`VideoIndex.search` answers one query exactly in two stages: float16 per-expert
+matrix-vector products (a third of the float32 memory traffic; the videos lacking an
+expert are skipped) give approximate scores with a proven error bound
+(:func:`half_error_bound`); every video whose approximate score could still reach the
+top k is then scored in float32 with the formula above. Batches of queries, or
+``prefilter=False``, scan all videos in float32 (in chunks, memory bounded). Ties are
+ranked by the lower video index first (as in :mod:`rudder.metrics`); the two paths agree
+up to float32 rounding.
+
+:class:`rudder.index_faiss.FaissSearch` gives the same ranking through faiss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
+
+INDEX_VERSION = 1
+
+
+class SearchIndexError(ValueError):
+    """An index file or query that does not fit the index."""
+
+
+@dataclass
+class SearchResult:
+    """Top-k scores ``(Q, k)`` (descending) and video positions ``(Q, k)`` in the index."""
+
+    scores: torch.Tensor
+    indices: torch.Tensor
+
+
+def mixture_query(
+    text_emb: torch.Tensor, text_logits: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(concat_e(w_e t_e) (Q, E*D), w (Q, E))`` with ``w = softmax(logits)``."""
+    if text_emb.dim() != 3 or text_logits.shape != text_emb.shape[:2]:
+        raise SearchIndexError(
+            f"expected text embeddings (Q, E, D) and logits (Q, E), got "
+            f"{tuple(text_emb.shape)} and {tuple(text_logits.shape)}"
+        )
+    weights = torch.softmax(text_logits.float(), dim=-1)
+    weighted = (text_emb.float() * weights.unsqueeze(-1)).reshape(len(text_emb), -1)
+    return weighted, weights
+
+
+def _sorted_by_score(
+    scores: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ordered by score descending, then index ascending (stable sorts)."""
+    by_index = indices.argsort(dim=1, stable=True)
+    scores, indices = scores.gather(1, by_index), indices.gather(1, by_index)
+    order = scores.argsort(dim=1, descending=True, stable=True)
+    return scores.gather(1, order), indices.gather(1, order)
+
+
+def chunk_topk(scores: torch.Tensor, k: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k of each row of ``scores`` with ties broken by lower column first.
+
+    ``torch.topk`` picks arbitrarily among values tied with the k-th; rows where more than
+    ``k`` values reach the k-th value are redone with a stable full sort. Returned indices
+    are columns plus ``offset``.
+    """
+    k = min(k, scores.shape[1])
+    values, columns = scores.topk(k, dim=1)
+    if k == 0:
+        return values, columns + offset
+    tied = (scores >= values[:, -1:]).sum(1) > k
+    if tied.any():
+        order = scores[tied].argsort(dim=1, descending=True, stable=True)[:, :k]
+        columns[tied] = order
+        values[tied] = scores[tied].gather(1, order)
+    values, columns = _sorted_by_score(values, columns)
+    return values, columns + offset
+
+
+def merge_topk(first: tuple, second: tuple, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k of two candidate lists (score, index), ties by lower index first."""
+    scores = torch.cat([first[0], second[0]], dim=1)
+    indices = torch.cat([first[1], second[1]], dim=1)
+    scores, indices = _sorted_by_score(scores, indices)
+    return scores[:, :k], indices[:, :k]
+
+
+_U_HALF, _U_F32 = 2.0**-11, 2.0**-24  # unit roundoffs of float16 and float32
+HALF_SAFE = 256.0  # larger entries could overflow float16 (max 65504) in products
+
+
+def fits_half(x: torch.Tensor) -> bool:
+    """Finite with every entry at most ``HALF_SAFE`` in magnitude."""
+    return bool(torch.isfinite(x).all()) and (x.numel() == 0 or float(x.abs().max()) <= HALF_SAFE)
+
+
+def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> torch.Tensor:
+    """Bound on ``|s' - s|`` for the stage-1 product of one expert, times a safety factor 2.
+
+    ``s' = fl16(sum_d fl16(t_d) * fl16(v_d))`` with the products and their sum in float32
+    (ATen's float16 matrix-vector kernel accumulates in float32; products of float16 numbers
+    are exact in float32). Rounding to float16 moves ``x`` by at most ``u |x| + 2^-25`` (the
+    absolute part covers subnormals), so by Cauchy-Schwarz the inputs contribute
+    ``(2u + u^2) |t| |v| + 2^-24 sqrt(D) (|t| + |v|)``; the float32 sum of ``D`` terms
+    ``gamma_D (1+u)^2 |t| |v|`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
+    Eq. 3.5) and the float16 output ``u |s'| + 2^-25``. With ``u = 2^-11``:
+    ``(3u + 6u^2 + 1.1 D u32) |t| |v| + 2^-24 (sqrt(D) (|t| + |v|) + 1)``.
+    """
+    relative = (3 * _U_HALF + 6 * _U_HALF**2 + 1.1 * dim * _U_F32) * text_norm * video_norm
+    absolute = 2.0**-24 * (dim**0.5 * (text_norm + video_norm) + 1)
+    return 2.0 * (relative + absolute)
+
+
+class VideoIndex:
+    """Per-expert video embeddings ``(N, E, D)`` with availability ``(N, E)``, searchable.
+
+    Besides the float32 embeddings, each expert keeps a float16 copy of the rows of the
+    videos that have it, for the exact two-stage search of one query (see
+    :func:`half_error_bound`). ``prefilter=False``, or embeddings too large for float16,
+    keep only the float32 scan.
+    """
+
+    def __init__(
+        self,
+        video_ids,
+        experts,
+        embeddings: torch.Tensor,
+        available: torch.Tensor,
+        key: str = "",
+        prefilter: bool = True,
+    ):
+        if (
+            embeddings.dim() != 3
+            or available.shape != embeddings.shape[:2]
+            or available.dtype != torch.bool
+        ):
+            raise SearchIndexError(
+                f"expected embeddings (N, E, D) and bool availability (N, E); got "
+                f"{tuple(embeddings.shape)} and {available.dtype} {tuple(available.shape)}"
+            )
+        if len(video_ids) != embeddings.shape[0] or len(experts) != embeddings.shape[1]:
+            raise SearchIndexError(
+                f"{len(video_ids)} video ids and {len(experts)} experts for embeddings "
+                f"{tuple(embeddings.shape)}"
+            )
+        if not available.any(1).all():
+            raise SearchIndexError("every video in an index needs at least one available expert")
+        self.video_ids = list(video_ids)
+        self.experts = list(experts)
+        self.available = available
+        self.key = key
+        masked = embeddings.float() * available.unsqueeze(-1)
+        self.embeddings = masked
+        self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
+        self._available_f = available.float()
+        self._half = self._half_copies() if prefilter and fits_half(masked) else None
+
+    def _half_copies(self):
+        """Per expert: (rows of the videos that have it, None if all; float16 rows; max norm)."""
+        copies = []
+        for e in range(len(self.experts)):
+            rows = torch.nonzero(self.available[:, e]).squeeze(1)
+            matrix = self.embeddings[rows, e]
+            norm = float(matrix.norm(dim=1).max()) if len(rows) else 0.0
+            copies.append((None if len(rows) == len(self) else rows, matrix.half(), norm))
+        return copies
+
+    def __len__(self) -> int:
+        return len(self.video_ids)
+
+    @property
+    def dim(self) -> int:
+        return self.embeddings.shape[2]
+
+    def _check_query(self, text_emb: torch.Tensor) -> None:
+        if text_emb.shape[1:] != self.embeddings.shape[1:]:
+            raise SearchIndexError(
+                f"query embeddings {tuple(text_emb.shape)} do not fit the index "
+                f"(N, E, D) = {tuple(self.embeddings.shape)}: was it built with another model?"
+            )
+
+    def scores(
+        self,
+        text_emb: torch.Tensor,
+        text_logits: torch.Tensor,
+        start: int = 0,
+        stop: int | None = None,
+    ):
+        """Exact similarities ``(Q, stop - start)`` of the queries to videos ``[start, stop)``."""
+        self._check_query(text_emb)
+        weighted, weights = mixture_query(text_emb, text_logits)
+        return self._scores(weighted, weights, start, len(self) if stop is None else stop)
+
+    def _denominator(self, weights, start, stop):
+        return (weights @ self._available_f[start:stop].T).clamp_min(
+            torch.finfo(torch.float32).tiny
+        )
+
+    def _scores(self, weighted, weights, start, stop):
+        return (weighted @ self.flat[start:stop].T) / self._denominator(weights, start, stop)
+
+    @torch.no_grad()
+    def search(
+        self,
+        text_emb: torch.Tensor,
+        text_logits: torch.Tensor,
+        k: int = 10,
+        chunk_size: int = 50_000,
+        prefilter: bool = True,
+    ) -> SearchResult:
+        """Exact top-``k`` videos of each query (ties: lower video index first).
+
+        One query (the interactive case) goes through the two-stage search when the index
+        has its float16 copies and ``prefilter`` is on; a batch of queries goes through the
+        float32 scan (in chunks of ``chunk_size`` videos), where one matrix product serves
+        every query of the batch.
+        """
+        self._check_query(text_emb)
+        if k < 1:
+            raise SearchIndexError(f"k must be at least 1, got {k}")
+        k = min(k, len(self))
+        weighted, weights = mixture_query(text_emb, text_logits)
+        if prefilter and self._half is not None and len(weighted) == 1 and fits_half(text_emb):
+            return SearchResult(*self._search_two_stage(text_emb.float(), weighted, weights, k))
+        best = None
+        for start in range(0, len(self), chunk_size):
+            stop = min(start + chunk_size, len(self))
+            found = chunk_topk(self._scores(weighted, weights, start, stop), k, offset=start)
+            best = found if best is None else merge_topk(best, found, k)
+        return SearchResult(*best)
+
+    def approximate(
+        self, text: torch.Tensor, weights: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stage-1 scores ``(1, N)`` of one query (text ``(1, E, D)``, mixture weights
+        ``(1, E)``) from float16 matrix-vector products, and a bound ``b`` ``(1,)`` with
+        ``|approx - exact| <= b``: each score is a weighted mean of per-expert products, so it
+        is off by at most the largest per-expert bound (float32 weighting and division add
+        a few float32 roundoffs, far inside the bound's safety factor)."""
+        if self._half is None:
+            raise SearchIndexError("this index was built with prefilter=False")
+        if len(text) != 1:
+            raise SearchIndexError("stage 1 takes one query; batches use the float32 scan")
+        if not fits_half(text):
+            raise SearchIndexError(f"query entries must be finite and below {HALF_SAFE}")
+        approx = torch.zeros(len(self))
+        bound = torch.zeros(())
+        for e, (rows, matrix, norm) in enumerate(self._half):
+            part = torch.mv(matrix, text[0, e].half()).float() * weights[0, e]
+            if rows is None:
+                approx += part
+            else:
+                approx.index_add_(0, rows, part)
+            bound = torch.maximum(bound, half_error_bound(text[0, e].norm(), norm, self.dim))
+        return (approx / self._denominator(weights, 0, len(self))[0]).unsqueeze(0), bound.reshape(1)
+
+    def _search_two_stage(self, text, weighted, weights, k):
+        """The k best stage-1 scores are >= tau, so their exact scores are >= tau - b; a video
+        with approx < tau - 2b has exact < tau - b and cannot be in the top k. Every other
+        video is scored exactly in float32 (4096 at a time) and the top k of those returned."""
+        approx, bound = self.approximate(text, weights)
+        tau = approx.topk(k, dim=1).values[:, -1:]
+        query, video = torch.nonzero(approx >= tau - 2 * bound.unsqueeze(1), as_tuple=True)
+        exact = torch.full_like(approx, -torch.inf)
+        tiny = torch.finfo(torch.float32).tiny
+        for start in range(0, len(query), 4096):
+            q, v = query[start : start + 4096], video[start : start + 4096]
+            numerator = (self.flat[v] * weighted[q]).sum(1)
+            exact[q, v] = numerator / (weights[q] * self._available_f[v]).sum(1).clamp_min(tiny)
+        return chunk_topk(exact, k)
+
+    # ------------------------------------------------------------------ disk
+    def save(self, path) -> None:
+        """Write the index atomically (temporary file + rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {
+            "version": INDEX_VERSION,
+            "key": self.key,
+            "video_ids": self.video_ids,
+            "experts": self.experts,
+            "embeddings": self.embeddings,
+            "available": self.available,
+        }
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path) -> VideoIndex:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if state.get("version") != INDEX_VERSION:
+            raise SearchIndexError(
+                f"{path}: index version {state.get('version')} is not {INDEX_VERSION}; "
+                "delete the file to rebuild it"
+            )
+        return cls(
+            state["video_ids"],
+            state["experts"],
+            state["embeddings"],
+            state["available"],
+            state["key"],
+        )
+
+
+def model_fingerprint(model: torch.nn.Module) -> str:
+    """SHA-256 (16 hex digits) of the model's parameter and buffer values, in name order."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def index_key(model_key: str, dataset: DatasetFolder, splits, max_frames: int) -> str:
+    """Cache key: index format, model, dataset fingerprint, splits and frame cap."""
+    text = f"v{INDEX_VERSION}|{model_key}|{dataset.fingerprint()}|{','.join(splits)}|{max_frames}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def default_cache_dir() -> Path:
+    """``$RUDDER_CACHE/index`` (default ``~/.cache/rudder/index``)."""
+    return Path(os.environ.get("RUDDER_CACHE", Path.home() / ".cache" / "rudder")) / "index"
+
+
+def present_splits(dataset: DatasetFolder) -> list[str]:
+    """The splits of ``dataset`` that have videos."""
+    return [s for s in SPLITS if (dataset.root / "videos" / f"{s}.parquet").is_file()]
+
+
+@torch.no_grad()
+def build_index(
+    model,
+    vocab,
+    dataset: DatasetFolder,
+    splits=None,
+    max_frames: int = 32,
+    batch_size: int = 256,
+    key: str = "",
+) -> VideoIndex:
+    """Embed every video of ``splits`` (default: all present) with ``model`` (eval mode)."""
+    from rudder.data.loader import load_split
+    from rudder.inference import embed_videos
+    from rudder.languages import SUPPORTED
+
+    splits = list(splits or present_splits(dataset))
+    if not splits:
+        raise LayoutError(f"{dataset.root}: no split has videos")
+    for expert in model.experts:
+        have, want = dataset.meta.experts.get(expert), model.expert_info[expert]
+        if have is None or (have.dim, have.variable_length) != (want.dim, want.variable_length):
+            raise LayoutError(
+                f"{dataset.root}: expert {expert!r} is {have} but the model was trained "
+                f"with {want}; "
+                f"search a dataset with the model's experts {model.experts}"
+            )
+    was_training = model.training
+    model.eval()
+    video_ids, embeddings, available = [], [], []
+    device = next(model.parameters()).device
+    for split in splits:
+        data = load_split(dataset, split, model.experts, vocab, SUPPORTED, max_frames=max_frames)
+        video_ids += data.video_ids
+        embeddings.append(embed_videos(model, data, device, batch_size).float().cpu())
+        available.append(data.available)
+    model.train(was_training)
+    return VideoIndex(video_ids, model.experts, torch.cat(embeddings), torch.cat(available), key)
+
+
+def load_or_build(
+    model,
+    vocab,
+    dataset: DatasetFolder,
+    model_key: str | None = None,
+    cache_dir=None,
+    splits=None,
+    max_frames: int = 32,
+    batch_size: int = 256,
+) -> VideoIndex:
+    """The cached index of ``dataset`` for ``model``, built and saved on a cache miss.
+
+    ``model_key`` identifies the weights (a checkpoint fingerprint); by default a hash of
+    the weights themselves (:func:`model_fingerprint`).
+    """
+    splits = list(splits or present_splits(dataset))
+    key = index_key(model_key or model_fingerprint(model), dataset, splits, max_frames)
+    path = Path(cache_dir or default_cache_dir()) / f"{key}.pt"
+    if path.is_file():
+        index = VideoIndex.load(path)
+        if index.key == key:
+            return index
+    index = build_index(model, vocab, dataset, splits, max_frames, batch_size, key)
+    index.save(path)
+    return index

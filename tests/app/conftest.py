@@ -1,0 +1,201 @@
+"""A small five-language dataset, a randomly initialised model and a served app.
+
+The app is built from model objects directly (no run directory, no training), so these
+tests depend only on the model code and the dataset layout.
+"""
+
+import socket
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+import app  # noqa: F401  (turns analytics off before gradio is imported)
+from rudder.data.layout import Card, DatasetFolder, DatasetMeta, DatasetWriter, ExpertInfo
+
+# concept id -> (mr, hi, ta, te, en)
+NOUNS = {
+    "n:paper": ("कागद", "कागज़", "காகிதம்", "కాగితం", "paper"),
+    "n:boat": ("होडी", "नाव", "படகு", "పడవ", "boat"),
+    "n:bottle": ("बाटली", "बोतल", "பாட்டில்", "సీసా", "bottle"),
+    "n:clay": ("माती", "मिट्टी", "களிமண்", "మట్టి", "clay"),
+    "n:car": ("गाडी", "गाड़ी", "கார்", "కారు", "car"),
+}
+VERBS = {
+    "v:fold": ("दुमडा", "मोड़ें", "மடியுங்கள்", "మడవండి", "fold"),
+    "v:cut": ("कापा", "काटें", "வெட்டுங்கள்", "కత్తిరించండి", "cut"),
+    "v:paint": ("रंगवा", "रंगें", "வரையுங்கள்", "రంగు వేయండి", "paint"),
+}
+LANGS = ("mr", "hi", "ta", "te", "en")
+SCRIPT_CAPTION = (
+    "<script>window.__pwned = 1</script> fold the <b>paper</b> & <img src=x onerror=alert(1)>"
+)
+SCRIPT_VIDEO = "v007"
+EXPERTS = {"scene": ExpertInfo(16), "object": ExpertInfo(8), "audio@mr": ExpertInfo(6, True)}
+
+
+def caption_text(noun: str, verb: str, lang: str) -> str:
+    n, v = NOUNS[noun][LANGS.index(lang)], VERBS[verb][LANGS.index(lang)]
+    return f"{v} the {n}" if lang == "en" else f"{n} {v}"
+
+
+def build_app_dataset(path, num_videos: int = 30, seed: int = 0):
+    """Videos with one noun and one verb each; captions in all five languages."""
+    rng = np.random.default_rng(seed)
+    meta = DatasetMeta("app-test", "1", list(LANGS), dict(EXPERTS))
+    video_ids = [f"v{i:03d}" for i in range(num_videos)]
+    splits = ["train"] * (num_videos - 12) + ["validation"] * 6 + ["test"] * 6
+    nouns, verbs = list(NOUNS), list(VERBS)
+    rows = []
+    for i, vid in enumerate(video_ids):
+        noun, verb = nouns[i % len(nouns)], verbs[(i // len(nouns)) % len(verbs)]
+        for lang in LANGS:
+            text = (
+                SCRIPT_CAPTION
+                if (vid == SCRIPT_VIDEO and lang == "en")
+                else caption_text(noun, verb, lang)
+            )
+            rows.append(
+                {
+                    "caption_id": f"{vid}-{lang}",
+                    "video_id": vid,
+                    "lang": lang,
+                    "text": text,
+                    "start": float(i % 4),
+                    "end": float(i % 4) + 3.5,
+                    "kind": "caption",
+                    "machine_translated": lang in ("ta", "te"),
+                    "nouns": [NOUNS[noun][LANGS.index(lang)]],
+                    "verbs": [VERBS[verb][LANGS.index(lang)]],
+                    "noun_classes": [noun],
+                    "verb_classes": [verb],
+                }
+            )
+    has_audio = [i % 3 != 0 for i in range(num_videos)]
+    with DatasetWriter(
+        path, meta, Card("App test", "Five-language test dataset for the app.")
+    ) as writer:
+        writer.write_videos(
+            pa.table(
+                {
+                    "video_id": video_ids,
+                    "duration": [10.0] * num_videos,
+                    "split": splits,
+                    "experts": [
+                        ["scene", "object", "audio@mr"] if a else ["scene", "object"]
+                        for a in has_audio
+                    ],
+                }
+            )
+        )
+        writer.write_captions(pa.Table.from_pylist(rows))
+        writer.write_expert("scene", [(video_ids, rng.normal(size=(num_videos, 16)))])
+        writer.write_expert("object", [(video_ids, rng.normal(size=(num_videos, 8)))])
+        audio_ids = [v for v, a in zip(video_ids, has_audio) if a]
+        writer.write_expert(
+            "audio@mr",
+            [(audio_ids, [rng.normal(size=(2 + j % 3, 6)) for j in range(len(audio_ids))])],
+        )
+    return DatasetFolder(path)
+
+
+def random_model(folder: DatasetFolder, seed: int = 0):
+    """A randomly initialised small CollaborativeExperts and the dataset's vocabulary."""
+    from rudder.data.loader import build_vocabulary
+    from rudder.languages import SUPPORTED
+    from rudder.models import CollaborativeExperts, ModelConfig
+
+    torch.manual_seed(seed)
+    vocab = build_vocabulary(folder, SUPPORTED)
+    config = ModelConfig(shared_dim=32, word_dim=16, text_vlad_clusters=4, video_vlad_clusters=2)
+    return CollaborativeExperts(config, folder.meta.experts, len(vocab)).eval(), vocab
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def port():
+    """A function returning a free local port."""
+    return free_port
+
+
+@pytest.fixture(scope="session")
+def script_caption() -> tuple[str, str]:
+    """(caption id, text) of the caption that carries HTML and a script."""
+    return f"{SCRIPT_VIDEO}-en", SCRIPT_CAPTION
+
+
+@pytest.fixture(scope="session")
+def app_dataset(tmp_path_factory) -> DatasetFolder:
+    return build_app_dataset(tmp_path_factory.mktemp("app-data") / "app-test")
+
+
+@pytest.fixture(scope="session")
+def model_and_vocab(app_dataset):
+    return random_model(app_dataset)
+
+
+@pytest.fixture(scope="session")
+def media_dir(tmp_path_factory):
+    """Stand-in video files (bytes only) for two videos, and a secret beside the folder."""
+    root = tmp_path_factory.mktemp("media-root")
+    media = root / "media"
+    media.mkdir()
+    for vid in ("v000", "v001"):
+        (media / f"{vid}.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + vid.encode())
+    (root / "secret.txt").write_text("not to be served")
+    return media
+
+
+class FakeTranslator:
+    """Stands in for Google Translate: answers texts it knows, acts offline for the rest."""
+
+    def __init__(self, table):
+        self.table, self.calls = dict(table), []
+
+    def __call__(self, text, src, dest):
+        from rudder.translate import TranslationUnavailable
+
+        self.calls.append((text, src, dest))
+        if text not in self.table:
+            raise TranslationUnavailable("cannot reach Google Translate (test: offline)")
+        return self.table[text]
+
+
+@pytest.fixture(scope="session")
+def translator():
+    return FakeTranslator({"कागद दुमडा": "fold the paper"})
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory, app_dataset, model_and_vocab, media_dir, translator):
+    """The app built from the random model, served on a free port: yields (url, db path, demo)."""
+    from app.ui import build_app, launch_app
+
+    tmp = tmp_path_factory.mktemp("served")
+    model, vocab = model_and_vocab
+    demo = build_app(
+        model,
+        vocab,
+        app_dataset,
+        db_path=tmp / "labels.sqlite",
+        runs_dir=tmp / "runs",
+        media_dir=media_dir,
+        cache_dir=tmp / "index",
+        translator=translator,
+    )
+    launch_app(demo, port=free_port(), prevent_thread_lock=True, quiet=True)
+    yield demo.local_url, tmp / "labels.sqlite", demo
+    demo.close()
+
+
+@pytest.fixture(scope="session")
+def client(served):
+    from gradio_client import Client
+
+    return Client(served[0], verbose=False, analytics_enabled=False)

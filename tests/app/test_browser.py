@@ -1,0 +1,190 @@
+"""The app in a real browser: Debian Chromium driven by Playwright.
+
+Needs ``scripts/install_browser_deps.sh`` (chromium, chromium-driver, Lohit fonts); run with
+``pytest -m browser``. Screenshots go to each test's tmp_path (printed).
+"""
+
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+pytestmark = [
+    pytest.mark.browser,
+    # Gradio's queue calls pandas APIs that pandas 3 deprecates; not ours to fix.
+    pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword).*"),
+]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} not found: run scripts/install_browser_deps.sh")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, served):
+    """A fresh page on the served app; fails the test on any request leaving the machine."""
+    url = served[0]
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    outside, dialogs = [], []
+    page.on(
+        "request",
+        lambda request: (
+            outside.append(request.url)
+            if not request.url.startswith((url, "data:", "blob:"))
+            else None
+        ),
+    )
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("#search-query textarea", timeout=60_000)
+    yield page
+    context.close()
+    assert outside == [], f"the app reached outside the machine: {outside[:3]}"
+    assert dialogs == [], f"a script from the data ran: {dialogs}"
+
+
+def shot(page, tmp_path, name):
+    page.evaluate("document.fonts.ready")
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+def choose(page, elem_id, option):
+    """Pick ``option`` in the Gradio dropdown ``elem_id``."""
+    page.locator(f"#{elem_id} input").click()
+    page.locator("[role=option]", has_text=option).first.click()
+
+
+ROWS_JS = """(id) => {
+  const rows = {};
+  for (const cell of document.querySelectorAll(`#${id} [data-row][data-col]`)) {
+    const r = Number(cell.dataset.row), c = Number(cell.dataset.col);
+    (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
+  }
+  return Object.keys(rows).map(Number).sort((a, b) => a - b).map((r) => rows[r]);
+}"""
+
+
+def table_rows(page, elem_id="search-results") -> list[list[str]]:
+    """The body cells of a Gradio dataframe, row by row (whatever element renders them)."""
+    return page.evaluate(ROWS_JS, elem_id)
+
+
+def wait_rows(page, count, elem_id="search-results"):
+    page.wait_for_function(f"({ROWS_JS})({elem_id!r}).length >= {count}", timeout=60_000)
+    return table_rows(page, elem_id)
+
+
+def scroll_rows(page, count, elem_id="search-results"):
+    """All ``count`` rows of a virtualised dataframe, collected while scrolling through it."""
+    wait_rows(page, 1, elem_id)
+    seen = {}
+    viewport = page.locator(f"#{elem_id} .virtual-table-viewport")
+    for step in range(60):
+        for row in table_rows(page, elem_id):
+            seen[int(row[0])] = row
+        if len(seen) >= count:
+            break
+        viewport.evaluate("(e, step) => { e.scrollTop = step * 200; }", step + 1)
+        page.wait_for_timeout(100)
+    return [seen[r] for r in sorted(seen)]
+
+
+def search(page, query, k=None):
+    page.locator("#search-query textarea").fill(query)
+    if k is not None:
+        page.locator("#search-k input[type=number]").fill(str(k))
+        page.locator("#search-k input[type=number]").press("Enter")
+    page.locator("#search-button").click()
+
+
+def test_marathi_query_ranked_then_display_language_switched(page, tmp_path):
+    search(page, "कागद दुमडा")
+    page.wait_for_function("document.querySelector('#search-status').innerText.includes('Marathi')")
+    rows = wait_rows(page, 10)
+    assert [int(row[0]) for row in rows] == list(range(1, 11))
+    scores = [float(row[5]) for row in rows]
+    assert scores == sorted(scores, reverse=True) and {row[3] for row in rows} == {"en"}
+    assert "detected from the script" in page.locator("#search-status").inner_text()
+    shot(page, tmp_path, "search-marathi")
+
+    choose(page, "search-display", "Tamil (ta)")
+    page.wait_for_function(
+        f"({ROWS_JS})('search-results').every((row) => row[3] === 'ta')", timeout=60_000
+    )
+    tamil_rows = table_rows(page)
+    assert [row[1] for row in tamil_rows] == [row[1] for row in rows]  # the same videos
+    assert all(re.search("[\u0b80-\u0bff]", row[2]) for row in tamil_rows)  # Tamil script
+    assert shot(page, tmp_path, "search-tamil").stat().st_size > 10_000
+
+
+def test_script_caption_renders_as_text(page, tmp_path, script_caption):
+    search(page, "fold the paper", k=30)
+    rows = scroll_rows(page, 30)
+    assert [int(row[0]) for row in rows] == list(range(1, 31))
+    rank, caption = next((row[0], row[2]) for row in rows if row[1] == "v007")
+    assert caption == script_caption[1]
+    choose(page, "search-pick", f"{rank}. v007")
+    page.wait_for_function(
+        "document.querySelector('#search-player').innerText.includes('window.__pwned')"
+    )
+    assert "<img src=x onerror=alert(1)>" in page.locator("#search-player").inner_text()
+    assert page.evaluate("window.__pwned") is None
+    assert (
+        page.locator("#search-player script, #search-player img, #search-results img").count() == 0
+    )
+    shot(page, tmp_path, "script-as-text")
+
+
+def test_three_labels_reach_sqlite(page, tmp_path, served):
+    db_path = served[1]
+    page.locator("button[role=tab]", has_text="Annotate").click()
+    page.locator("#ann-annotator textarea").fill("browser-annotator")
+    page.locator("#ann-next").click()
+    candidate = page.locator("#ann-candidate-id textarea")
+    page.wait_for_function("document.querySelector('#ann-candidate-id textarea').value !== ''")
+    query_id = page.locator("#ann-query-id textarea").input_value()
+    labelled = []
+    for action, code in (("key:1", 2), ("button:ann-partial", 1), ("key:n", 0)):
+        current = candidate.input_value()
+        if action.startswith("key:"):
+            page.locator("#ann-query").click()  # focus outside the text fields: shortcuts apply
+            page.keyboard.press(action[4:])
+        else:
+            page.locator(f"#{action[7:]}").click()
+        page.wait_for_function(
+            f"document.querySelector('#ann-candidate-id textarea').value !== {current!r}",
+            timeout=30_000,
+        )
+        labelled.append((query_id, current, code))
+    page.wait_for_function("document.querySelector('#ann-progress').innerText.includes('3 of')")
+    shot(page, tmp_path, "annotate")
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute(
+            "SELECT caption_id_a, caption_id_b, label FROM labels "
+            "WHERE annotator = 'browser-annotator' AND undone = 0 ORDER BY id"
+        ).fetchall()
+    assert rows == labelled

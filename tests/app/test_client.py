@@ -1,0 +1,301 @@
+"""Every endpoint of the served app through gradio_client, file serving, auth, concurrency."""
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote
+
+import httpx
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AuthenticationError
+
+from app.ui import build_app, launch_app
+
+# Gradio's queue calls pandas APIs that pandas 3 deprecates; not ours to fix.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning:gradio.queueing", "ignore:.*(no_silent_downcasting|copy keyword).*"
+)
+
+ENDPOINTS = {
+    "/search",
+    "/search_submit",
+    "/change_display_language",
+    "/play",
+    "/next_unlabelled",
+    "/random_query",
+    "/find_captions",
+    "/open_query",
+    "/change_candidate_language",
+    "/label_positive",
+    "/label_partial",
+    "/label_description",
+    "/label_negative",
+    "/skip",
+    "/undo",
+    "/export",
+    "/agreement",
+    "/whoami",
+    "/list_runs",
+    "/plot_runs",
+    "/load_runs",
+}
+
+
+def search(
+    client, query, lang="auto", display="en", k=10, translate=False, target="en", api="/search"
+):
+    return client.predict(query, lang, display, k, translate, target, api_name=api)
+
+
+def test_every_endpoint_is_named(client):
+    api = client.view_api(print_info=False, return_format="dict")
+    assert set(api["named_endpoints"]) == ENDPOINTS
+
+
+def test_marathi_query_gives_ranked_videos(client):
+    status, table, pick, player = search(client, "कागद दुमडा", k=8, display="hi")
+    assert "Marathi" in status and "detected" in status
+    rows = table["data"]
+    assert table["headers"] == [
+        "rank",
+        "video",
+        "caption",
+        "lang",
+        "segment (s)",
+        "score",
+        "experts",
+    ]
+    assert [r[0] for r in rows] == list(range(1, 9))
+    assert [r[5] for r in rows] == sorted((r[5] for r in rows), reverse=True)
+    assert {r[3] for r in rows} == {"hi"} and all("scene" in r[6] for r in rows)
+    assert pick["value"] == f"{rows[0][1]}-hi" and rows[0][1] in player
+
+    _, same, _, _ = search(client, "कागद दुमडा", k=8, display="hi", api="/search_submit")
+    assert same["data"] == rows
+    _, tamil, _, _ = search(client, "कागद दुमडा", k=8, display="ta", api="/change_display_language")
+    assert [r[1] for r in tamil["data"]] == [r[1] for r in rows] and {
+        r[3] for r in tamil["data"]
+    } == {"ta"}
+
+
+def test_language_override_and_bad_input(client):
+    status, table, _, _ = search(client, "कागद दुमडा", lang="hi")
+    assert "Hindi" in status and "chosen" in status and len(table["data"]) == 10
+    status, table, _, _ = search(client, "   ")
+    assert status.startswith("Type a query") and table["data"] in (
+        [],
+        [[None] * 7],
+        [["", "", "", "", "", "", ""]],
+    )
+    with pytest.raises(Exception, match="fr is not in the list of choices"):
+        search(client, "paper", lang="fr")
+    status, table, _, _ = search(client, "fold " * 500)  # capped, not refused
+    assert len(table["data"]) == 10
+
+
+def test_translation_switch(client, translator):
+    status, _, _, _ = search(client, "कागद दुमडा", translate=True, target="en")
+    assert "Translated to English" in status and "fold the paper" in status
+    assert ("कागद दुमडा", "mr", "en") in translator.calls
+    status, table, _, _ = search(client, "बाटली कापा", translate=True, target="en")
+    assert (
+        "Translation unavailable" in status
+        and "test: offline" in status
+        and len(table["data"]) == 10
+    )
+
+
+def test_player_serves_only_the_media_folder(client, served, media_dir, script_caption):
+    url, db_path, _ = served
+    html = client.predict("v000-mr", api_name="/play")
+    assert "<video" in html and "#t=0.00,3.50" in html
+    src = html.split("src='")[1].split("'")[0]
+    path = unquote(src.split("file=")[1].split("#")[0])
+    assert Path(path) == (media_dir / "v000.mp4").resolve()
+    response = httpx.get(url + src.split("#")[0])
+    assert response.status_code == 200 and response.content == (media_dir / "v000.mp4").read_bytes()
+    for secret in (media_dir.parent / "secret.txt", db_path, Path(__file__)):
+        assert httpx.get(f"{url}gradio_api/file={secret}").status_code == 403
+    assert "No video file for v002" in client.predict("v002-en", api_name="/play")
+    escaped = client.predict(script_caption[0], api_name="/play")
+    assert (
+        "&lt;script&gt;window.__pwned" in escaped
+        and "<script" not in escaped
+        and "<img" not in escaped
+    )
+    with pytest.raises(Exception, match="unknown caption or video id"):
+        client.predict("nope", api_name="/play")
+
+
+def view(result):
+    query_html, query_id, candidate_html, candidate_id, progress, history = result
+    return {
+        "query": query_id,
+        "candidate": candidate_id,
+        "progress": progress,
+        "history": history["data"],
+        "candidate_html": candidate_html,
+        "query_html": query_html,
+    }
+
+
+def test_annotation_flow(client, served):
+    db_path = served[1]
+    first = view(client.predict("asha", "app-test", "same", api_name="/next_unlabelled"))
+    assert first["query"] == "v000-mr" and first["candidate"] == "v015-mr"
+    assert "0 of 20" in first["progress"] and "heuristic: positive" in first["candidate_html"]
+    pair = ["asha", "app-test", "v000-mr"]
+    second = view(client.predict(*pair, "v015-mr", "same", api_name="/label_positive"))
+    assert second["query"] == "v000-mr" and second["candidate"] not in ("v015-mr", "")
+    third = view(client.predict(*pair, second["candidate"], "same", api_name="/label_partial"))
+    fourth = view(client.predict(*pair, third["candidate"], "same", api_name="/label_description"))
+    skipped = view(client.predict(*pair, fourth["candidate"], "same", api_name="/skip"))
+    assert skipped["candidate"] != fourth["candidate"]
+    fifth = view(client.predict(*pair, skipped["candidate"], "same", api_name="/label_negative"))
+    assert "4 of 20" in fifth["progress"] and len(fifth["history"]) == 4
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute(
+            "SELECT caption_id_b, label FROM labels WHERE annotator='asha' AND undone=0 ORDER BY id"
+        ).fetchall()
+    assert rows == [
+        ("v015-mr", 2),
+        (second["candidate"], 1),
+        (third["candidate"], 3),
+        (skipped["candidate"], 0),
+    ]
+
+    undone = view(client.predict("asha", "app-test", "same", api_name="/undo"))
+    assert undone["candidate"] == skipped["candidate"] and "Undid negative" in undone["progress"]
+    assert "3 of 20" in undone["progress"]
+
+    found = client.predict("app-test", "होडी", api_name="/find_captions")
+    assert found["choices"] and all("होडी" in label for label, _ in found["choices"])
+    opened = view(client.predict("asha", "app-test", "v001-mr", "same", api_name="/open_query"))
+    assert opened["query"] == "v001-mr" and "होडी" in opened["query_html"]
+    english = view(
+        client.predict("asha", "app-test", "v001-mr", "en", api_name="/change_candidate_language")
+    )
+    assert english["candidate"].endswith("-en")
+    rand = view(client.predict("asha", "app-test", "any", api_name="/random_query"))
+    assert rand["query"] and rand["candidate"]
+    with pytest.raises(Exception, match="annotator name"):
+        client.predict("", "app-test", "v000-mr", "v015-mr", "same", api_name="/label_positive")
+    with pytest.raises(Exception, match="no caption 'v999-mr'"):
+        client.predict("asha", "app-test", "v000-mr", "v999-mr", "same", api_name="/label_positive")
+
+    client.predict("ravi", "app-test", "v000-mr", "v015-mr", "same", api_name="/label_positive")
+    client.predict(
+        "ravi", "app-test", "v000-mr", second["candidate"], "same", api_name="/label_negative"
+    )
+    jsonl, csv_path, kappa, status = client.predict("app-test", api_name="/export")
+    records = [json.loads(line) for line in Path(jsonl).read_text(encoding="utf-8").splitlines()]
+    assert {(r["annotator"], r["caption_id_b"], r["label"]) for r in records} >= {
+        ("asha", "v015-mr", "positive"),
+        ("ravi", second["candidate"], "negative"),
+    }
+    assert (
+        Path(csv_path)
+        .read_text(encoding="utf-8")
+        .startswith("caption_id_a,caption_id_b,label,annotator,time,dataset")
+    )
+    assert kappa["data"][0][:3] == ["asha", "ravi", 2] and "Exported" in status
+    assert client.predict("(all datasets)", api_name="/agreement")["data"][0][:3] == [
+        "asha",
+        "ravi",
+        2,
+    ]
+
+
+def test_results_endpoints(client, served):
+    runs_dir = served[1].parent / "runs"
+    run = runs_dir / "20240101-000000-ce-mm"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "metrics.json").write_text(
+        json.dumps({"test": {"t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0}}})
+    )
+    (run / "metrics.jsonl").write_text(
+        json.dumps({"epoch": 1, "train_loss": 0.7, "t2v": {"R10": 30.0}}) + "\n"
+    )
+    for api in ("/list_runs", "/load_runs"):
+        table, chosen = client.predict(api_name=api)
+        assert table["data"][0][0] == "20240101-000000-ce-mm" and chosen["value"] == [
+            "20240101-000000-ce-mm"
+        ]
+    plots = client.predict(["20240101-000000-ce-mm"], api_name="/plot_runs")
+    assert len(plots) == 3 and all(p for p in plots)
+
+
+def test_whoami_without_login(client):
+    assert client.predict(api_name="/whoami") in (None, "", {"__type__": "update"})
+
+
+def label_many(client, annotator, pairs, errors):
+    try:
+        for i, (query, candidate) in enumerate(pairs):
+            api = ("/label_positive", "/label_partial", "/label_description", "/label_negative")[
+                i % 4
+            ]
+            client.predict(annotator, "app-test", query, candidate, "any", api_name=api)
+    except Exception as error:  # noqa: BLE001  (a thread's failure, surfaced by the test)
+        errors.append(error)
+
+
+@pytest.mark.parametrize("count", [25, pytest.param(200, marks=pytest.mark.slow)])
+def test_two_clients_label_pairs_at_once(served, count):
+    url, db_path, _ = served
+    captions = [f"v{i:03d}-{lang}" for i in range(30) for lang in ("mr", "hi", "ta", "te", "en")]
+    pairs = [
+        (f"v{q:03d}-mr", c) for q in range(10) for c in captions if not c.startswith(f"v{q:03d}")
+    ][:count]
+    assert len(pairs) == count
+    clients = [Client(url, verbose=False, analytics_enabled=False) for _ in range(2)]
+    errors = []
+    names = (f"conc-a-{count}", f"conc-b-{count}")
+    threads = [
+        threading.Thread(target=label_many, args=(c, name, pairs, errors))
+        for c, name in zip(clients, names)
+    ]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[:1]
+    with sqlite3.connect(db_path) as db:
+        for name in names:
+            rows = db.execute(
+                "SELECT caption_id_a, caption_id_b, label FROM labels "
+                "WHERE annotator=? ORDER BY id",
+                (name,),
+            ).fetchall()
+            assert [(a, b) for a, b, _ in rows] == pairs
+            assert [label for *_, label in rows] == [(2, 1, 3, 0)[i % 4] for i in range(count)]
+    print(f"{2 * count} labels through two clients in {time.perf_counter() - start:.1f} s")
+
+
+def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, translator, port):
+    model, vocab = model_and_vocab
+    demo = build_app(
+        model,
+        vocab,
+        app_dataset,
+        db_path=tmp_path / "l.sqlite",
+        runs_dir=tmp_path / "runs",
+        cache_dir=tmp_path / "index",
+        translator=translator,
+    )
+    launch_app(demo, port=port(), auth=("asha", "secret"), prevent_thread_lock=True, quiet=True)
+    try:
+        assert httpx.get(demo.local_url + "config").status_code == 401
+        with pytest.raises((AuthenticationError, ValueError), match="Could not login"):
+            Client(demo.local_url, verbose=False, analytics_enabled=False, auth=("asha", "wrong"))
+        client = Client(
+            demo.local_url, verbose=False, analytics_enabled=False, auth=("asha", "secret")
+        )
+        assert client.predict(api_name="/whoami") == "asha"
+        assert len(search(client, "कागद दुमडा", k=3)[1]["data"]) == 3
+    finally:
+        demo.close()

@@ -1,0 +1,93 @@
+"""Relation export (JSONL and CSV) and Cohen's kappa per annotator pair."""
+
+import csv
+import json
+
+import pytest
+
+from app.annotations_db import AnnotationStore
+from app.export import COLUMNS, agreement, export, relation_records
+
+
+def test_export_writes_current_labels_in_both_formats(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("sample", "asha", "v1-mr", "v2-mr", "partial")
+    store.add("sample", "asha", "v1-mr", "v3-mr", "negative")
+    store.add("sample", "asha", "v1-mr", "v2-mr", "description")  # relabel
+    store.add("sample", "asha", "v1-mr", "v4-mr", "positive")
+    store.undo("sample", "asha")  # drops v4
+    store.add("other", "ravi", "a", "b", "positive")
+    jsonl, csv_path = export(store, tmp_path / "out", dataset="sample")
+    lines = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [list(line) for line in lines] == [list(COLUMNS)] * 2
+    assert [(r["caption_id_b"], r["label"], r["dataset"], r["annotator"]) for r in lines] == [
+        ("v3-mr", "negative", "sample", "asha"),
+        ("v2-mr", "description", "sample", "asha"),
+    ]
+    assert lines[0]["time"].endswith("+00:00")
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(COLUMNS) and rows == [
+        {k: str(v) for k, v in r.items()} for r in lines
+    ]
+    assert len(relation_records(store)) == 3  # all datasets
+
+
+def test_kappa_hand_worked():
+    # A: pos pos neg neg partial; B: pos neg neg neg partial. p_o = 4/5;
+    # p_e = (2*1 + 2*3 + 1*1) / 25 = 9/25; kappa = (0.8 - 0.36) / 0.64 = 0.6875.
+    a = ["positive", "positive", "negative", "negative", "partial"]
+    b = ["positive", "negative", "negative", "negative", "partial"]
+    records = [
+        {
+            "dataset": "d",
+            "caption_id_a": "q",
+            "caption_id_b": f"c{i}",
+            "label": label,
+            "annotator": who,
+        }
+        for who, labels in (("a", a), ("b", b))
+        for i, label in enumerate(labels)
+    ]
+    records.append(
+        {
+            "dataset": "d",
+            "caption_id_a": "q",
+            "caption_id_b": "only-a",
+            "label": "positive",
+            "annotator": "a",
+        }
+    )
+    records += [
+        {
+            "dataset": "d",
+            "caption_id_a": "q",
+            "caption_id_b": "c0",
+            "label": "positive",
+            "annotator": "c",
+        }
+    ]
+    rows = {(r["annotator_a"], r["annotator_b"]): r for r in agreement(records)}
+    assert rows[("a", "b")]["shared_pairs"] == 5
+    assert rows[("a", "b")]["kappa"] == pytest.approx(0.6875)
+    assert rows[("a", "c")] == {
+        "annotator_a": "a",
+        "annotator_b": "c",
+        "shared_pairs": 1,
+        "kappa": None,
+    }
+
+
+def test_kappa_undefined_when_both_use_one_label():
+    records = [
+        {
+            "dataset": "d",
+            "caption_id_a": "q",
+            "caption_id_b": f"c{i}",
+            "label": "negative",
+            "annotator": who,
+        }
+        for who in ("a", "b")
+        for i in range(4)
+    ]
+    assert agreement(records)[0]["kappa"] is None

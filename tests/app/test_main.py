@@ -1,0 +1,212 @@
+"""``python -m app``: flags, choosing or training a checkpoint, export, and a real trained run."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import app.__main__ as cli
+from app.annotations_db import AnnotationStore
+
+
+def test_auth_flag():
+    assert cli.parse_auth("asha:s3:cret") == ("asha", "s3:cret")
+    assert cli.parse_auth(None) is None
+    for bad in ("asha", ":pw", "asha:"):
+        with pytest.raises(SystemExit, match="user:pass"):
+            cli.parse_auth(bad)
+
+
+def fake_run(root: Path, name: str, dataset: str, age: float) -> Path:
+    run = root / name
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text(f"data:\n  dataset: {dataset}\n")
+    best = run / "checkpoints" / "best.pt"
+    best.write_bytes(b"")
+    stamp = time.time() - age
+    os.utime(best, (stamp, stamp))
+    return run
+
+
+def test_newest_run_trained_on_the_dataset(tmp_path):
+    fake_run(tmp_path, "old-sample", "sample", age=300)
+    newer = fake_run(tmp_path, "new-sample", "sample", age=100)
+    fake_run(tmp_path, "newest-other", "/data/other", age=10)
+    (tmp_path / "broken" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "broken" / "checkpoints" / "best.pt").write_bytes(b"")  # no config: skipped
+    assert cli.newest_run_for(tmp_path, "sample") == newer
+    assert cli.newest_run_for(tmp_path, "elsewhere") is None
+    assert cli.newest_run_for(tmp_path / "missing", "sample") is None
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, name, result=None):
+        def record(*args, **kwargs):
+            self.calls.append((name, args, kwargs))
+            return result
+
+        return record
+
+
+@pytest.fixture
+def patched(monkeypatch, tmp_path):
+    """main() with training, loading, building and serving replaced by recorders."""
+    import app.ui
+    import rudder.runs
+
+    recorder = Recorder()
+
+    class Run:
+        model, vocab, fingerprint = "model", "vocab", "fp"
+        dataset = type("Folder", (), {"root": tmp_path / "data"})()
+        checkpoint, run_dir = tmp_path / "run" / "checkpoints" / "best.pt", tmp_path / "run"
+        config = type("C", (), {"data": type("D", (), {"max_words": 12, "max_frames": 8})()})()
+
+    monkeypatch.setattr(cli, "train_quick", recorder("train", tmp_path / "runs" / "quick"))
+    monkeypatch.setattr(rudder.runs, "load_run", recorder("load", Run()))
+    monkeypatch.setattr(app.ui, "build_app", recorder("build", "demo"))
+    monkeypatch.setattr(app.ui, "launch_app", recorder("launch"))
+    return recorder
+
+
+def test_no_checkpoint_trains_a_quick_one_then_serves_on_localhost(patched, tmp_path):
+    cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite")])
+    (
+        (train, train_args, _),
+        (_, load_args, load_kwargs),
+        (_, _, build_kwargs),
+        (_, launch_args, launch_kwargs),
+    ) = patched.calls
+    assert train == "train" and train_args == (tmp_path / "runs", "sample", cli.QUICK_EPOCHS)
+    assert load_args == (tmp_path / "runs" / "quick",) and load_kwargs == {"dataset": None}
+    assert (
+        build_kwargs["model_key"] == "fp"
+        and build_kwargs["max_words"] == 12
+        and build_kwargs["media_dir"] is None
+    )
+    assert launch_args == ("demo",) and launch_kwargs == {
+        "host": "127.0.0.1",
+        "port": 7860,
+        "auth": None,
+    }
+
+
+def test_flags_reach_the_server(patched, tmp_path):
+    run = fake_run(tmp_path / "runs", "r", "sample", age=0)
+    media = tmp_path / "media"
+    media.mkdir()
+    cli.main(
+        [
+            "--runs",
+            str(tmp_path / "runs"),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "9000",
+            "--auth",
+            "u:p",
+            "--media",
+            str(media),
+            "--db",
+            str(tmp_path / "l.sqlite"),
+        ]
+    )
+    names = [name for name, *_ in patched.calls]
+    assert names == ["load", "build", "launch"]  # an existing run: no training
+    assert patched.calls[0][1] == (run,)
+    assert patched.calls[1][2]["media_dir"] == media
+    assert patched.calls[2][2] == {"host": "0.0.0.0", "port": 9000, "auth": ("u", "p")}
+    with pytest.raises(SystemExit, match="is not a folder"):
+        cli.main(["--media", str(tmp_path / "nope")])
+
+
+def test_export_flag(tmp_path, capsys):
+    store = AnnotationStore(tmp_path / "l.sqlite")
+    store.add("sample", "asha", "a", "b", "partial")
+    cli.main(["--db", str(tmp_path / "l.sqlite"), "--export", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "relations.jsonl").read_text(encoding="utf-8").count("\n") == 1
+    assert "relations.csv" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="does not exist"):
+        cli.main(["--db", str(tmp_path / "missing.sqlite"), "--export", str(tmp_path / "out")])
+
+
+@pytest.mark.slow
+def test_trained_checkpoint_is_served(app_dataset, tmp_path, monkeypatch, port):
+    """The real path: rudder.train.main trains one epoch, python -m app serves it."""
+    from gradio_client import Client
+
+    import app.ui
+    from rudder import train
+
+    run = tmp_path / "runs" / "r1"
+    train.main(
+        [
+            "--dataset",
+            str(app_dataset.root),
+            "--epochs",
+            "1",
+            "--output-dir",
+            str(run),
+            "--set",
+            "data.caption_langs=[mr,hi,ta,te,en]",
+            "--set",
+            "data.batch_size=8",
+            "--set",
+            "model.shared_dim=16",
+        ]
+    )
+    served = {}
+    real_launch = app.ui.launch_app
+
+    def launch(demo, **kwargs):
+        served["demo"] = demo
+        return real_launch(
+            demo, host=kwargs["host"], port=port(), prevent_thread_lock=True, quiet=True
+        )
+
+    monkeypatch.setattr(app.ui, "launch_app", launch)
+    monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))
+    cli.main(
+        [
+            "--dataset",
+            str(app_dataset.root),
+            "--runs",
+            str(tmp_path / "runs"),
+            "--db",
+            str(tmp_path / "l.sqlite"),
+        ]
+    )
+    try:
+        client = Client(served["demo"].local_url, verbose=False, analytics_enabled=False)
+        status, table, _, _ = client.predict(
+            "कागद दुमडा", "auto", "en", 5, False, "en", api_name="/search"
+        )
+        assert "Marathi" in status and len(table["data"]) == 5
+        assert list((tmp_path / "cache" / "index").glob("*.pt"))  # keyed by the run's fingerprint
+    finally:
+        served["demo"].close()
+
+
+def test_help_lists_every_flag():
+    text = cli.build_parser().format_help()
+    for flag in (
+        "--dataset",
+        "--checkpoint",
+        "--host",
+        "--port",
+        "--auth",
+        "--media",
+        "--db",
+        "--runs",
+    ):
+        assert flag in text
+
+
+def test_analytics_and_telemetry_are_off(served):
+    assert os.environ["GRADIO_ANALYTICS_ENABLED"] == "False"
+    assert os.environ["HF_HUB_DISABLE_TELEMETRY"] in ("1", "True")  # Gradio rewrites it as True
+    assert served[2].analytics_enabled is False

@@ -1,0 +1,102 @@
+"""The SQLite annotation store: labels, relabels, undo, concurrent writers, a killed writer."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.annotations_db import AnnotationError, AnnotationStore, label_code
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_labels_relabels_and_undo(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("ds", "asha", "q1", "c1", "partial")
+    store.add("ds", "asha", "q1", "c2", "negative")
+    store.add("ds", "asha", "q1", "c1", "positive")  # relabel: the newest counts
+    store.add("ds", "ravi", "q1", "c1", 3)
+    current = {(r["annotator"], r["caption_id_b"]): r["label"] for r in store.current("ds")}
+    assert current == {("asha", "c1"): 2, ("asha", "c2"): 0, ("ravi", "c1"): 3}
+    assert store.labelled_candidates("ds", "asha", "q1") == {"c1", "c2"}
+    assert store.counts_by_query("ds", "asha") == {"q1": 2}
+
+    undone = store.undo("ds", "asha")  # undoes the relabel: c1 is partial again
+    assert (undone["caption_id_b"], undone["label"]) == ("c1", 2)
+    assert {r["caption_id_b"]: r["label"] for r in store.current("ds", "asha")} == {
+        "c1": 1,
+        "c2": 0,
+    }
+    store.undo("ds", "asha")
+    store.undo("ds", "asha")
+    assert store.current("ds", "asha") == [] and store.undo("ds", "asha") is None
+    assert store.annotators("ds") == ["ravi"]
+    with sqlite3.connect(tmp_path / "a.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 4  # nothing deleted
+
+
+def test_bad_input_is_refused(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    with pytest.raises(AnnotationError, match="annotator name"):
+        store.add("ds", "  ", "q", "c", "positive")
+    with pytest.raises(AnnotationError, match="unknown label 'great'"):
+        store.add("ds", "a", "q", "c", "great")
+    with pytest.raises(AnnotationError, match="against itself"):
+        store.add("ds", "a", "q", "q", "positive")
+    with pytest.raises(AnnotationError, match="both caption ids"):
+        store.add("ds", "a", "", "c", "positive")
+    assert label_code("description") == 3 and label_code(0) == 0
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from app.annotations_db import AnnotationStore
+    store = AnnotationStore(sys.argv[1])
+    name, count = sys.argv[2], int(sys.argv[3])
+    labels = ("negative", "partial", "positive", "description")
+    for i in range(count):
+        print(store.add("ds", name, f"q{{i // 20}}", f"c{{i}}", labels[i % 4]), flush=True)
+""")
+
+
+def writer(tmp_path, name, count):
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(root=str(ROOT)))
+    return subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "a.sqlite"), name, str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path):
+    AnnotationStore(tmp_path / "a.sqlite")
+    procs = [writer(tmp_path, name, 200) for name in ("asha", "ravi")]
+    outputs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    for name, ids in zip(("asha", "ravi"), outputs):
+        rows = store.current("ds", name)
+        assert len(ids) == 200 and len(rows) == 200
+        assert sorted(r["id"] for r in rows) == sorted(map(int, ids))
+        assert {r["caption_id_b"] for r in rows} == {f"c{i}" for i in range(200)}
+
+
+def test_a_killed_writer_keeps_every_acknowledged_label(tmp_path):
+    AnnotationStore(tmp_path / "a.sqlite")
+    proc = writer(tmp_path, "asha", 100_000)
+    acknowledged = [int(proc.stdout.readline()) for _ in range(60)]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    with sqlite3.connect(tmp_path / "a.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    ids = {r["id"] for r in AnnotationStore(tmp_path / "a.sqlite").current("ds", "asha")}
+    assert set(acknowledged) <= ids

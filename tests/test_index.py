@@ -1,0 +1,329 @@
+"""rudder.index: exact top-k search equal to the model's similarity, ties, caching, faiss."""
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from rudder import index as index_module
+from rudder.data.layout import (
+    Card,
+    DatasetFolder,
+    DatasetMeta,
+    DatasetWriter,
+    ExpertInfo,
+    LayoutError,
+)
+from rudder.index import (
+    SearchIndexError,
+    SearchResult,
+    VideoIndex,
+    chunk_topk,
+    load_or_build,
+)
+from rudder.index_faiss import FaissSearch
+from rudder.models import CollaborativeExperts, ModelConfig
+
+EXPERTS = {"scene": ExpertInfo(10), "object": ExpertInfo(6), "audio@mr": ExpertInfo(4, True)}
+
+
+def small_model(seed=0, vocab_size=40):
+    torch.manual_seed(seed)
+    config = ModelConfig(shared_dim=12, word_dim=8, text_vlad_clusters=2, video_vlad_clusters=2)
+    return CollaborativeExperts(config, EXPERTS, vocab_size).eval()
+
+
+def random_videos(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    available = torch.rand(n, 3, generator=g) > 0.4
+    available[~available.any(1), 1] = True
+    features = {
+        "scene": torch.randn(n, 10, generator=g),
+        "object": torch.randn(n, 6, generator=g),
+        "audio@mr": torch.randn(n, 3, 4, generator=g),
+    }
+    masks = {
+        "audio@mr": torch.ones(n, 3, dtype=torch.bool) & available[:, :1]
+    }  # audio@mr sorts first
+    return features, masks, available
+
+
+@pytest.fixture(scope="module")
+def encoded():
+    """Embeddings of 257 videos and 9 queries from a random model, plus the model's sims."""
+    model = small_model()
+    features, masks, available = random_videos(257)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(2, 40, (9, 7), generator=g)
+    mask = torch.ones(9, 7, dtype=torch.bool)
+    mask[:, 5:] = False
+    with torch.no_grad():
+        videos = model.encode_video(features, masks, available)
+        text, logits = model.encode_text(tokens, mask)
+        sims = CollaborativeExperts.similarity(text, logits, videos, available)
+    return videos, available, text, logits, sims, model.experts
+
+
+def reference_topk(sims, k):
+    """Stable sort: score descending, lower index first among ties."""
+    order = torch.from_numpy(
+        np.lexsort((np.arange(sims.shape[1])[None].repeat(len(sims), 0), -sims.numpy()), axis=1)
+    )
+    return order[:, :k]
+
+
+def one_by_one(index, text, logits, k, **kwargs):
+    """Search query by query (the two-stage path takes one query at a time)."""
+    found = [
+        index.search(text[i : i + 1], logits[i : i + 1], k=k, **kwargs) for i in range(len(text))
+    ]
+    return torch.cat([f.scores for f in found]), torch.cat([f.indices for f in found])
+
+
+@pytest.mark.parametrize("chunk_size", [1, 16, 100, 257, 10_000])
+def test_search_equals_model_similarity(encoded, chunk_size):
+    videos, available, text, logits, sims, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    expected = reference_topk(sims, 10)
+    batch = index.search(text, logits, k=10, chunk_size=chunk_size)  # the float32 scan
+    single = one_by_one(index, text, logits, 10, chunk_size=chunk_size)  # two stages
+    for scores, indices in ((batch.scores, batch.indices), single):
+        assert torch.equal(indices, expected)
+        torch.testing.assert_close(scores, sims.gather(1, expected), rtol=0, atol=1e-6)
+    torch.testing.assert_close(index.scores(text, logits), sims, rtol=0, atol=1e-6)
+
+
+def test_hand_worked_scores_renormalise_over_available_experts():
+    # Two experts, D = 2. Query t = ([1, 0], [1, 0]) with logits (ln 3, 0): w = (0.75, 0.25).
+    # v0 has both experts:      (0.75 * 1 + 0.25 * 0) / 1       = 0.75
+    # v1 has expert 0 only:     (0.75 * 0) / 0.75                = 0   (its expert-1 row is ignored)
+    # v2 has expert 1 only:     (0.25 * 1) / 0.25                = 1
+    videos = torch.tensor(
+        [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]]]
+    )
+    available = torch.tensor([[True, True], [True, False], [False, True]])
+    text = torch.tensor([[[1.0, 0.0], [1.0, 0.0]]])
+    logits = torch.tensor([[math.log(3.0), 0.0]])
+    index = VideoIndex(["v0", "v1", "v2"], ["a", "b"], videos, available)
+    found = index.search(text, logits, k=3)
+    assert found.indices.tolist() == [[2, 0, 1]]
+    torch.testing.assert_close(found.scores, torch.tensor([[1.0, 0.75, 0.0]]))
+    reference = CollaborativeExperts.similarity(text, logits, videos, available)
+    torch.testing.assert_close(reference, torch.tensor([[0.75, 0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 4, 50])
+def test_ties_rank_lower_index_first_across_chunks(chunk_size):
+    # Scores (one query): 0.5 at 1, 3, 5, 7 and 0.9 at 6; the rest 0.1.
+    scores = torch.full((1, 9), 0.1)
+    scores[0, [1, 3, 5, 7]] = 0.5
+    scores[0, 6] = 0.9
+    best = None
+    for start in range(0, 9, chunk_size):
+        found = chunk_topk(scores[:, start : start + chunk_size], 3, offset=start)
+        best = found if best is None else index_module.merge_topk(best, found, 3)
+    assert best[1].tolist() == [[6, 1, 3]]
+    assert best[0].tolist() == [[pytest.approx(0.9), 0.5, 0.5]]
+
+
+def test_identical_videos_return_first_indices():
+    # Entries 0.5 and weights 0.5 keep every product and sum exact in float32, so the
+    # twelve scores are truly equal (with other values, matrix-product blocking can make
+    # equal scores differ in the last bit).
+    videos = torch.full((12, 2, 3), 0.5)
+    index = VideoIndex(
+        [str(i) for i in range(12)], ["a", "b"], videos, torch.ones(12, 2, dtype=torch.bool)
+    )
+    found = index.search(torch.ones(2, 2, 3), torch.zeros(2, 2), k=5, chunk_size=5)
+    assert found.indices.tolist() == [[0, 1, 2, 3, 4]] * 2
+
+
+def test_faiss_search_gives_the_same_ranking(encoded):
+    pytest.importorskip("faiss")
+    videos, available, text, logits, _, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    assert len(torch.unique(available, dim=0)) > 2  # several availability groups are merged
+    for k in (1, 10, 257):
+        expected = index.search(text, logits, k=k)
+        found = FaissSearch(index, blas_threshold=1).search(text, logits, k=k)
+        assert torch.equal(found.indices, expected.indices)
+        torch.testing.assert_close(found.scores, expected.scores, rtol=0, atol=1e-5)
+
+
+def test_query_of_another_model_is_rejected(encoded):
+    videos, available, text, logits, _, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    with pytest.raises(SearchIndexError, match="another model"):
+        index.search(text[:, :, :5], logits, k=3)
+
+
+def test_video_without_any_expert_is_rejected():
+    with pytest.raises(SearchIndexError, match="at least one available expert"):
+        VideoIndex(["a"], ["x"], torch.ones(1, 1, 2), torch.zeros(1, 1, dtype=torch.bool))
+
+
+def test_save_load_roundtrip(tmp_path, encoded):
+    videos, available, *_, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available, key="abc")
+    index.save(tmp_path / "i.pt")
+    loaded = VideoIndex.load(tmp_path / "i.pt")
+    assert loaded.video_ids == index.video_ids and loaded.key == "abc" and loaded.experts == experts
+    assert torch.equal(loaded.embeddings, index.embeddings) and torch.equal(
+        loaded.available, available
+    )
+
+
+# ---------------------------------------------------------------- cache on disk
+def write_dataset(path, experts=EXPERTS, n=14):
+    rng = np.random.default_rng(0)
+    ids = [f"v{i:02d}" for i in range(n)]
+    meta = DatasetMeta("index-test", "1", ["en"], dict(experts))
+    with DatasetWriter(path, meta, Card("t", "t")) as writer:
+        writer.write_videos(
+            pa.table(
+                {
+                    "video_id": ids,
+                    "duration": [5.0] * n,
+                    "split": ["train"] * (n - 4) + ["test"] * 4,
+                    "experts": [sorted(experts)] * n,
+                }
+            )
+        )
+        writer.write_captions(
+            pa.Table.from_pylist(
+                [
+                    {
+                        "caption_id": f"{v}-en",
+                        "video_id": v,
+                        "lang": "en",
+                        "text": f"make toy {i}",
+                        "start": 0.0,
+                        "end": 1.0,
+                        "kind": "caption",
+                        "machine_translated": False,
+                    }
+                    for i, v in enumerate(ids)
+                ]
+            )
+        )
+        for name, info in experts.items():
+            if info.variable_length:
+                feats = [rng.normal(size=(2, info.dim)) for _ in ids]
+            else:
+                feats = rng.normal(size=(n, info.dim))
+            writer.write_expert(name, [(ids, feats)])
+    return DatasetFolder(path)
+
+
+def test_index_is_cached_by_model_and_dataset(tmp_path, monkeypatch):
+    from rudder.data.loader import build_vocabulary
+
+    folder = write_dataset(tmp_path / "d")
+    vocab = build_vocabulary(folder, ["en"])
+    model = small_model(vocab_size=len(vocab))
+    first = load_or_build(model, vocab, folder, cache_dir=tmp_path / "cache")
+    assert len(first) == 14 and first.video_ids[:10] == [f"v{i:02d}" for i in range(10)]
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 1
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the cached index should have been used")
+
+    monkeypatch.setattr(index_module, "build_index", no_build)
+    again = load_or_build(model, vocab, folder, cache_dir=tmp_path / "cache")
+    assert torch.equal(again.embeddings, first.embeddings)
+    monkeypatch.undo()
+
+    other = small_model(seed=1, vocab_size=len(vocab))  # new weights: a new key, rebuilt
+    rebuilt = load_or_build(other, vocab, folder, cache_dir=tmp_path / "cache")
+    assert rebuilt.key != first.key and not torch.equal(rebuilt.embeddings, first.embeddings)
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 2
+    with torch.no_grad():
+        direct = other.encode_video(*_all_features(folder, other.experts))
+    torch.testing.assert_close(rebuilt.embeddings, direct, rtol=0, atol=1e-6)
+
+
+def _all_features(folder, experts):
+    from rudder.data.loader import build_vocabulary, load_split
+
+    vocab = build_vocabulary(folder, ["en"])
+    parts = [load_split(folder, s, experts, vocab, ["en"]) for s in ("train", "test")]
+    features = {e: torch.cat([p.features[e] for p in parts]) for e in experts}
+    masks = {e: torch.cat([p.frame_masks[e] for p in parts]) for e in parts[0].frame_masks}
+    return features, masks, torch.cat([p.available for p in parts])
+
+
+def test_dataset_with_other_expert_dims_is_rejected(tmp_path):
+    from rudder.data.loader import build_vocabulary
+
+    folder = write_dataset(tmp_path / "d", {**EXPERTS, "scene": ExpertInfo(7)})
+    vocab = build_vocabulary(folder, ["en"])
+    with pytest.raises(LayoutError, match="'scene'"):
+        load_or_build(
+            small_model(vocab_size=len(vocab)), vocab, folder, cache_dir=tmp_path / "cache"
+        )
+
+
+# ------------------------------------------------------------ two-stage search
+def near_tie_index(n=3000, dim=64, seed=0):
+    """Unit video rows that all score within ~1e-3 of each other for the query ``base``."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.nn.functional.normalize(torch.randn(3, dim, generator=g), dim=-1)
+    videos = torch.nn.functional.normalize(
+        base + 2e-3 * torch.randn(n, 3, dim, generator=g), dim=-1
+    )
+    available = torch.rand(n, 3, generator=g) > 0.3
+    available[~available.any(1), 0] = True
+    return VideoIndex([str(i) for i in range(n)], ["a", "b", "c"], videos, available), base
+
+
+def test_stage_one_error_stays_within_its_bound(encoded):
+    videos, available, text, logits, sims, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    weights = torch.softmax(logits, dim=-1)
+    for q in range(len(text)):
+        approx, bound = index.approximate(text[q : q + 1], weights[q : q + 1])
+        assert 0 < bound.item() < 0.01
+        error = (approx[0] - sims[q]).abs()
+        assert (error <= bound).all() and error.max() > 0  # approximate, within the bound
+    with pytest.raises(SearchIndexError, match="one query"):
+        index.approximate(text, weights)
+
+
+@pytest.mark.parametrize("k", [1, 10, 100])
+def test_two_stage_search_equals_float32_scan_on_near_ties(k):
+    index, base = near_tie_index()
+    g = torch.Generator().manual_seed(3)
+    text = torch.nn.functional.normalize(base + 1e-3 * torch.randn(6, 3, 64, generator=g), dim=-1)
+    logits = torch.randn(6, 3, generator=g)
+    scan = index.search(text, logits, k=k, prefilter=False)
+    two_stage = SearchResult(*one_by_one(index, text, logits, k))
+    # Float64 truth: both results must be the true top k up to float32 rounding (~1e-7);
+    # neighbours here are ~3e-7 apart, so the two float32 orders may swap such pairs.
+    exact = CollaborativeExperts.similarity(
+        text.double(), logits.double(), index.embeddings.double(), index.available
+    )
+    truth = exact.topk(k, dim=1).values
+    for found in (scan, two_stage):
+        torch.testing.assert_close(exact.gather(1, found.indices), truth, rtol=0, atol=1e-6)
+    torch.testing.assert_close(two_stage.scores, scan.scores, rtol=0, atol=1e-6)
+    spread = truth[:, 0] - truth[:, -1]
+    assert (spread < 0.01).all()  # the top k really sits inside the stage-1 error window
+
+
+def test_index_without_prefilter_still_searches(encoded):
+    videos, available, text, logits, sims, experts = encoded
+    index = VideoIndex(
+        [f"v{i}" for i in range(len(videos))], experts, videos, available, prefilter=False
+    )
+    assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
+    with pytest.raises(SearchIndexError, match="prefilter=False"):
+        index.approximate(text[:1], torch.softmax(logits[:1], -1))
+
+
+def test_embeddings_too_large_for_float16_use_the_float32_scan(encoded):
+    videos, available, text, logits, _, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, 1000 * videos, available)
+    sims = CollaborativeExperts.similarity(text, logits, 1000 * videos, available)
+    assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
