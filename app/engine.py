@@ -60,7 +60,6 @@ class SearchEngine:
         self.encode = encode or self._encode
         self.index = index or load_or_build(
             model,
-            vocab,
             collection.folder,
             model_key=model_key,
             cache_dir=cache_dir,

@@ -348,7 +348,6 @@ def present_splits(dataset: DatasetFolder) -> list[str]:
 @torch.no_grad()
 def build_index(
     model,
-    vocab,
     dataset: DatasetFolder,
     splits=None,
     max_frames: int = 32,
@@ -356,9 +355,8 @@ def build_index(
     key: str = "",
 ) -> VideoIndex:
     """Embed every video of ``splits`` (default: all present) with ``model`` (eval mode)."""
-    from rudder.data.loader import load_split
+    from rudder.data.loader import load_videos
     from rudder.inference import embed_videos
-    from rudder.languages import SUPPORTED
 
     splits = list(splits or present_splits(dataset))
     if not splits:
@@ -376,7 +374,7 @@ def build_index(
     video_ids, embeddings, available = [], [], []
     device = next(model.parameters()).device
     for split in splits:
-        data = load_split(dataset, split, model.experts, vocab, SUPPORTED, max_frames=max_frames)
+        data = load_videos(dataset, split, model.experts, max_frames=max_frames)
         video_ids += data.video_ids
         embeddings.append(embed_videos(model, data, device, batch_size).float().cpu())
         available.append(data.available)
@@ -386,7 +384,6 @@ def build_index(
 
 def load_or_build(
     model,
-    vocab,
     dataset: DatasetFolder,
     model_key: str | None = None,
     cache_dir=None,
@@ -406,6 +403,6 @@ def load_or_build(
         index = VideoIndex.load(path)
         if index.key == key:
             return index
-    index = build_index(model, vocab, dataset, splits, max_frames, batch_size, key)
+    index = build_index(model, dataset, splits, max_frames, batch_size, key)
     index.save(path)
     return index

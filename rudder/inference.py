@@ -6,13 +6,13 @@ import numpy as np
 import torch
 
 from rudder import metrics
-from rudder.data.loader import SplitData
+from rudder.data.loader import SplitData, VideoData
 from rudder.models import CollaborativeExperts
 from rudder.supervision import relevance, video_class_sets
 
 
 @torch.no_grad()
-def embed_videos(model: CollaborativeExperts, data: SplitData, device, batch_size=512) -> torch.Tensor:
+def embed_videos(model: CollaborativeExperts, data: VideoData, device, batch_size=512) -> torch.Tensor:
     """Per-expert video embeddings ``(V, E, D)`` of the whole split."""
     out = []
     for start in range(0, data.num_videos, batch_size):

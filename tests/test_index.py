@@ -223,7 +223,7 @@ def test_index_is_cached_by_model_and_dataset(tmp_path, monkeypatch):
     folder = write_dataset(tmp_path / "d")
     vocab = build_vocabulary(folder, ["en"])
     model = small_model(vocab_size=len(vocab))
-    first = load_or_build(model, vocab, folder, cache_dir=tmp_path / "cache")
+    first = load_or_build(model, folder, cache_dir=tmp_path / "cache")
     assert len(first) == 14 and first.video_ids[:10] == [f"v{i:02d}" for i in range(10)]
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 1
 
@@ -231,12 +231,12 @@ def test_index_is_cached_by_model_and_dataset(tmp_path, monkeypatch):
         raise AssertionError("the cached index should have been used")
 
     monkeypatch.setattr(index_module, "build_index", no_build)
-    again = load_or_build(model, vocab, folder, cache_dir=tmp_path / "cache")
+    again = load_or_build(model, folder, cache_dir=tmp_path / "cache")
     assert torch.equal(again.embeddings, first.embeddings)
     monkeypatch.undo()
 
     other = small_model(seed=1, vocab_size=len(vocab))  # new weights: a new key, rebuilt
-    rebuilt = load_or_build(other, vocab, folder, cache_dir=tmp_path / "cache")
+    rebuilt = load_or_build(other, folder, cache_dir=tmp_path / "cache")
     assert rebuilt.key != first.key and not torch.equal(rebuilt.embeddings, first.embeddings)
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 2
     with torch.no_grad():
@@ -261,7 +261,7 @@ def test_dataset_with_other_expert_dims_is_rejected(tmp_path):
     vocab = build_vocabulary(folder, ["en"])
     with pytest.raises(LayoutError, match="'scene'"):
         load_or_build(
-            small_model(vocab_size=len(vocab)), vocab, folder, cache_dir=tmp_path / "cache"
+            small_model(vocab_size=len(vocab)), folder, cache_dir=tmp_path / "cache"
         )
 
 

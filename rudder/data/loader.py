@@ -14,8 +14,8 @@ from rudder.text import Vocabulary, tokenize
 
 
 @dataclass
-class SplitData:
-    """One split in tensors. ``K`` caption slots per video; empty slots are masked."""
+class VideoData:
+    """The videos of one split: expert features and availability."""
 
     split: str
     video_ids: list[str]
@@ -23,14 +23,6 @@ class SplitData:
     features: dict[str, torch.Tensor]  # fixed (V, D) or variable (V, T, D)
     frame_masks: dict[str, torch.Tensor]  # variable-length experts only: (V, T)
     available: torch.Tensor  # (V, E) bool
-    tokens: torch.Tensor  # (V, K, L) long
-    token_mask: torch.Tensor  # (V, K, L) bool
-    caption_mask: torch.Tensor  # (V, K) bool
-    caption_ids: np.ndarray  # (V, K) object, None in empty slots
-    caption_langs: np.ndarray  # (V, K) object
-    caption_texts: np.ndarray  # (V, K) object
-    nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
-    verbs: torch.Tensor | None
 
     @property
     def num_videos(self) -> int:
@@ -41,6 +33,20 @@ class SplitData:
         features = {e: f[index].to(device) for e, f in self.features.items()}
         masks = {e: m[index].to(device) for e, m in self.frame_masks.items()}
         return features, masks, self.available[index].to(device)
+
+
+@dataclass
+class SplitData(VideoData):
+    """One split in tensors: videos plus ``K`` caption slots per video (empty ones masked)."""
+
+    tokens: torch.Tensor  # (V, K, L) long
+    token_mask: torch.Tensor  # (V, K, L) bool
+    caption_mask: torch.Tensor  # (V, K) bool
+    caption_ids: np.ndarray  # (V, K) object, None in empty slots
+    caption_langs: np.ndarray  # (V, K) object
+    caption_texts: np.ndarray  # (V, K) object
+    nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
+    verbs: torch.Tensor | None
 
 
 def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
@@ -119,21 +125,13 @@ def _subsample(array: np.ndarray, max_frames: int) -> np.ndarray:
     return array[np.linspace(0, len(array) - 1, max_frames).round().astype(int)]
 
 
-def load_split(
-    folder: DatasetFolder,
-    split: str,
-    experts: list[str],
-    vocab: Vocabulary,
-    langs,
-    class_index: ClassIndex | None = None,
-    max_words: int = 30,
-    max_frames: int = 32,
-) -> SplitData:
-    """Read one split into tensors (captions restricted to ``langs``)."""
+def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frames: int = 32) -> VideoData:
+    """Read the videos of one split: features of ``experts`` and their availability."""
     try:
         videos = folder.videos(split).to_pydict()
     except LayoutError as error:
-        raise LayoutError(f"{error} (the model-selection split is data.val_split)") from None
+        hint = " (the model-selection split is data.val_split)" if split != "train" else ""
+        raise LayoutError(f"{error}{hint}") from None
     video_ids = videos["video_id"]
     if not video_ids:
         raise LayoutError(f"{folder.root}: split {split!r} has no videos")
@@ -149,7 +147,22 @@ def load_split(
     if not available.any(1).all():
         lost = video_ids[int(np.flatnonzero(~available.any(1))[0])]
         raise LayoutError(f"{folder.root}: video {lost!r} ({split}) has none of the experts {experts}")
+    return VideoData(split, list(video_ids), list(experts), features, frame_masks, torch.from_numpy(available))
 
+
+def load_split(
+    folder: DatasetFolder,
+    split: str,
+    experts: list[str],
+    vocab: Vocabulary,
+    langs,
+    class_index: ClassIndex | None = None,
+    max_words: int = 30,
+    max_frames: int = 32,
+) -> SplitData:
+    """Read one split into tensors (captions restricted to ``langs``)."""
+    videos = load_videos(folder, split, experts, max_frames)
+    row_of = {v: i for i, v in enumerate(videos.video_ids)}
     captions = folder.captions(split).to_pydict()
     keep = [i for i, lang in enumerate(captions["lang"]) if lang in langs]
     if not keep:
@@ -164,7 +177,7 @@ def load_split(
     slot = np.empty(len(keep), dtype=int)
     slot[order] = np.arange(len(keep)) - np.searchsorted(owner[order], owner[order], side="left")
     num_slots = int(np.bincount(owner).max())
-    shape = (len(video_ids), num_slots)
+    shape = (videos.num_videos, num_slots)
     token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
     tokens, mask = vocab.batch(token_lists, max_len=max_words)
     grid_tokens = torch.zeros(*shape, tokens.shape[1], dtype=torch.long)
@@ -185,12 +198,7 @@ def load_split(
         nouns[owner, slot] = class_index.multi_hot([captions["noun_classes"][i] for i in keep]) > 0
         verbs[owner, slot] = class_index.multi_hot([captions["verb_classes"][i] for i in keep]) > 0
     return SplitData(
-        split=split,
-        video_ids=list(video_ids),
-        experts=list(experts),
-        features=features,
-        frame_masks=frame_masks,
-        available=torch.from_numpy(available),
+        **vars(videos),
         tokens=grid_tokens,
         token_mask=grid_mask,
         caption_mask=caption_mask,
