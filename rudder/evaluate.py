@@ -44,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2):
-    """Metrics of one run or a combination of runs on ``split``; returns (metrics, sims, data)."""
+    """Metrics of one run or a combination of runs on ``split``.
+
+    Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is ``sims`` except under rank
+    fusion, which ranks each direction separately.
+    """
     loaded = [load_run(p, device=device, dataset=dataset) for p in paths]
     first = loaded[0]
     for other in loaded[1:]:
@@ -64,7 +68,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         sims = torch.as_tensor(fusion.ensemble_sum(matrices), dtype=torch.float32)
     else:
         sims, sims_v2t = _fused(matrices, data.caption_mask.flatten(), how, hybrid_q)
-    return split_metrics(sims, data, first.config.supervision.rho, sims_v2t), sims, data
+    sims_v2t = sims if sims_v2t is None else sims_v2t
+    return split_metrics(sims, data, first.config.supervision.rho, sims_v2t), sims, sims_v2t, data
 
 
 def _fused(matrices, valid, how, hybrid_q):
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         build_parser().error("give at least one run directory or checkpoint")
     try:
         device = str(pick_device(args.device))
-        result, sims, data = evaluate_runs(paths, args.split, args.dataset, device, args.fusion, args.hybrid_q)
+        result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, args.fusion, args.hybrid_q)
     except (RunError, LayoutError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -93,9 +98,9 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths], "combination": args.fusion}
     atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2))
-    ranks = query_ranks(sims, data)
+    ranks_t2v, ranks_v2t = query_ranks(sims, data)["t2v"], query_ranks(sims_v2t, data)["v2t"]
     np.savez_compressed(out / "predictions.npz", sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
-                        ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"])
+                        ranks_t2v=ranks_t2v, ranks_v2t=ranks_v2t)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     print(f"\nwritten to {out}")
     return summary

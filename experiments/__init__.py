@@ -1,0 +1,2 @@
+"""experiments: suites of rudder TrainConfig YAMLs that reproduce the papers' tables, a
+resumable runner (``python -m experiments.run``), result tables and plots. See README.md."""

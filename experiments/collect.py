@@ -1,0 +1,242 @@
+"""Read finished runs into per-row results: test metrics per seed, per-query ranks, per-query
+nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
+
+Per-query values come from each run's ``predictions/test.npz`` (similarities of
+``checkpoints/best.pt`` on the test split, written by the trainer) and the test split's
+relevance (:func:`rudder.inference.relevance_matrix`, DESIGN.md's R with the run's ``rho``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rudder import fusion, metrics
+from rudder.data.loader import SplitData, build_class_index, load_split
+from rudder.inference import relevance_matrix
+from rudder.runs import LoadedRun, RunError, atomic_write_text, load_run, read_json
+
+DIRECTIONS = ("t2v", "v2t")
+
+
+@dataclass
+class RowResult:
+    """One table row over seeds. ``ranks[d]`` and ``scores[d][m]`` are ``(seeds, queries)``
+    arrays aligned by query (NaN = masked query); ``query_ids`` names the t2v queries."""
+
+    label: str
+    seeds: list[int]
+    metrics: list[dict]  # per seed: metrics.json["test"]
+    ranks: dict[str, np.ndarray]
+    scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    query_ids: np.ndarray | None = None
+    run_dirs: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class EvalSplit:
+    """The test split as a run sees it, and its caption-video relevance (None: no classes)."""
+
+    data: SplitData
+    relevance: np.ndarray | None
+
+
+class EvalSplits:
+    """Test splits loaded once per (dataset, languages, experts, vocabulary, sizes, rho)."""
+
+    def __init__(self):
+        self._cache: dict[str, EvalSplit] = {}
+
+    def get(self, run: LoadedRun) -> EvalSplit:
+        cfg = run.config
+        key = json.dumps(
+            [
+                str(run.dataset.root),
+                cfg.data.caption_langs,
+                run.experts,
+                cfg.data.max_words,
+                cfg.data.max_frames,
+                cfg.supervision.rho,
+                hashlib.sha256(
+                    json.dumps(run.vocab.to_dict(), sort_keys=True).encode()
+                ).hexdigest(),
+            ]
+        )
+        if key not in self._cache:
+            data = load_split(
+                run.dataset,
+                "test",
+                run.experts,
+                run.vocab,
+                cfg.data.caption_langs,
+                build_class_index(run.dataset),
+                cfg.data.max_words,
+                cfg.data.max_frames,
+            )
+            rel = relevance_matrix(data, cfg.supervision.rho)
+            self._cache[key] = EvalSplit(data, None if rel is None else rel.numpy())
+        return self._cache[key]
+
+
+def per_query(
+    sims: np.ndarray,
+    masks: np.ndarray,
+    relevance: np.ndarray | None,
+    sims_v2t: np.ndarray | None = None,
+) -> tuple[dict, dict]:
+    """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows, DESIGN.md).
+
+    Ranks: :func:`rudder.metrics.query_ranks` (t2v one per caption row, v2t one per video).
+    nDCG/mAP: :func:`rudder.metrics.ndcg` / ``mean_average_precision`` with
+    ``reduction="none"`` on the valid rows (t2v) or on the transposed valid block (v2t), as
+    :func:`rudder.inference.split_metrics` computes their means; fractions in [0, 1], NaN
+    on masked t2v rows. ``sims_v2t`` scores the v2t direction when it differs (rank fusion).
+    """
+    v2t = sims if sims_v2t is None else sims_v2t
+    ranks = {
+        "t2v": metrics.query_ranks(sims, masks, "t2v"),
+        "v2t": metrics.query_ranks(v2t, masks, "v2t"),
+    }
+    scores: dict[str, dict[str, np.ndarray]] = {}
+    if relevance is not None:
+        valid = masks.reshape(-1).astype(bool)
+        t2v = {}
+        for name, fn in (("nDCG", metrics.ndcg), ("mAP", metrics.mean_average_precision)):
+            values = np.full(len(valid), np.nan)
+            values[valid] = fn(sims[valid], relevance[valid], reduction="none")
+            t2v[name] = values
+        scores["t2v"] = t2v
+        scores["v2t"] = {
+            "nDCG": metrics.ndcg(v2t[valid].T, relevance[valid].T, reduction="none"),
+            "mAP": metrics.mean_average_precision(
+                v2t[valid].T, relevance[valid].T, reduction="none"
+            ),
+        }
+    return ranks, scores
+
+
+def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSplits) -> RowResult:
+    """A row from ``(seed, result_dir, model_dir)`` triples, in that order: ``result_dir`` holds
+    ``metrics.json`` and ``predictions/test.npz``; ``model_dir`` is a trained run of the same
+    data config (itself, or a fusion's first member) whose test split gives the relevance."""
+    seeds, tests, ranks, scores, ids = [], [], {d: [] for d in DIRECTIONS}, {}, None
+    for seed, run_dir, model_dir in run_dirs:
+        pred = np.load(run_dir / "predictions" / "test.npz")
+        query_ids = pred["caption_ids"].reshape(-1)
+        if ids is not None and not np.array_equal(ids, query_ids):
+            raise RunError(
+                f"{run_dir}: its test queries differ from the other seeds of row {label!r}"
+            )
+        ids = query_ids
+        relevance = splits.get(load_run(model_dir)).relevance if _needs_relevance(run_dir) else None
+        sims_v2t = pred["sims_v2t"] if "sims_v2t" in pred.files else None
+        r, s = per_query(pred["sims"], pred["query_masks"], relevance, sims_v2t)
+        _check_ranks(run_dir, r, pred)
+        seeds.append(seed)
+        tests.append(read_json(run_dir / "metrics.json")["test"])
+        for d in DIRECTIONS:
+            ranks[d].append(r[d])
+            for name, values in s.get(d, {}).items():
+                scores.setdefault(d, {}).setdefault(name, []).append(values)
+    return RowResult(
+        label,
+        seeds,
+        tests,
+        {d: np.stack(v) for d, v in ranks.items()},
+        {d: {m: np.stack(v) for m, v in ms.items()} for d, ms in scores.items()},
+        ids,
+        [p for _, p, _ in run_dirs],
+    )
+
+
+def _needs_relevance(run_dir: Path) -> bool:
+    return "nDCG" in read_json(run_dir / "metrics.json")["test"]["t2v"]
+
+
+def _check_ranks(run_dir: Path, ranks: dict, pred) -> None:
+    for d in DIRECTIONS:
+        if not np.allclose(ranks[d], pred[f"ranks_{d}"], equal_nan=True):
+            raise RunError(f"{run_dir}: recomputed {d} ranks differ from predictions/test.npz")
+
+
+def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path) -> Path:
+    """Rank-fuse one seed's member runs into ``out_dir`` (metrics.json + predictions/test.npz).
+
+    Metrics come from :func:`rudder.evaluate.evaluate_runs` (it re-scores every member's
+    ``best.pt`` on the test split and fuses t2v per caption query and v2t per video query);
+    the stored per-query ranks come from :func:`rudder.fusion.fuse_ranks` on the members'
+    saved test similarities, and must reproduce evaluate's R@K (checked). Cached: an
+    ``out_dir`` with both files is returned as is.
+    """
+    from rudder.evaluate import evaluate_runs
+
+    digest = hashlib.sha256(b"".join((Path(d) / "metrics.json").read_bytes() for d in member_dirs))
+    digest = digest.hexdigest()
+    done = out_dir / "metrics.json"
+    if (
+        done.is_file()
+        and (out_dir / "predictions" / "test.npz").is_file()
+        and read_json(done).get("members_digest") == digest
+    ):
+        return out_dir
+    preds = [np.load(Path(d) / "predictions" / "test.npz") for d in member_dirs]
+    masks = preds[0]["query_masks"]
+    for d, p in zip(member_dirs, preds):
+        if not np.array_equal(p["caption_ids"], preds[0]["caption_ids"]):
+            raise RunError(f"{d}: its test queries differ from {member_dirs[0]}; cannot fuse")
+    q = hybrid_q if method == "hybrid" else None
+    sims = [p["sims"] for p in preds]
+    valid = masks.reshape(-1).astype(bool)
+    t2v = fusion.fuse_ranks(sims, method, q)
+    v2t = np.full_like(t2v, -np.inf)
+    v2t[valid] = fusion.fuse_ranks([s[valid].T for s in sims], method, q).T
+    result, _, _, _ = evaluate_runs(member_dirs, "test", None, "cpu", method, hybrid_q)
+    ranks = {
+        "t2v": metrics.query_ranks(t2v, masks, "t2v"),
+        "v2t": metrics.query_ranks(v2t, masks, "v2t"),
+    }
+    for d in DIRECTIONS:
+        mine = metrics.metrics_from_ranks(ranks[d])
+        for key in ("R1", "R5", "R10", "R50", "MdR", "MnR"):
+            if not np.isclose(mine[key], result[d][key]):
+                raise RunError(
+                    f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "
+                    f"similarities differs from rudder.evaluate's {result[d][key]}"
+                )
+    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        out_dir / "predictions" / "test.npz",
+        sims=t2v.astype(np.float32),
+        sims_v2t=v2t.astype(np.float32),
+        query_masks=masks,
+        ranks_t2v=ranks["t2v"],
+        ranks_v2t=ranks["v2t"],
+        caption_ids=preds[0]["caption_ids"],
+        video_ids=preds[0]["video_ids"],
+    )
+    summary = {
+        "test": result,
+        "members": [str(d) for d in member_dirs],
+        "members_digest": digest,
+        "method": method,
+        "hybrid_q": q,
+    }
+    atomic_write_text(out_dir / "metrics.json", json.dumps(summary, indent=2))
+    return out_dir
+
+
+def run_sims(run_dir: Path, splits: EvalSplits) -> tuple[np.ndarray, EvalSplit, LoadedRun]:
+    """Test similarities recomputed from the run's ``best.pt`` (for the hard-negative plot)."""
+    from rudder.inference import similarity_matrix
+
+    run = load_run(run_dir)
+    split = splits.get(run)
+    sims = similarity_matrix(
+        run.model, split.data, torch.device("cpu"), run.config.data.eval_batch_size
+    )
+    return sims.numpy(), split, run

@@ -1,0 +1,217 @@
+"""``python -m experiments.run SUITE``: train every row of a suite over seeds, then write its
+tables (markdown + CSV) and plots.
+
+Resumable: a run whose ``metrics.json`` and ``predictions/test.npz`` exist is skipped, a run
+with ``checkpoints/last.pt`` continues from it (``rudder.train``'s resume gives the same
+metrics as an uninterrupted run), anything else starts again. Runs are trained one after the
+other in this process with :func:`rudder.train.run`; their directories are
+``<runs-dir>/<run_key>/seed-<s>`` (:func:`experiments.suites.run_key`), so equal rows of
+different suites share their runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.suites import (
+    SUITES_DIR,
+    Row,
+    Suite,
+    SuiteError,
+    config_changes,
+    load_suite,
+    row_config,
+    row_data,
+    run_key,
+    suite_names,
+)
+from rudder.config import ConfigError, TrainConfig
+from rudder.data.layout import LayoutError
+from rudder.losses import LossConfigError
+from rudder.runs import RunError, atomic_write_text, resolve_dataset
+
+DEFAULT_RUNS_DIR = Path("runs") / "experiments"
+DEFAULT_OUTPUT = Path("experiments") / "results"
+TIMING_FILE = "timing.json"
+
+
+@dataclass
+class Job:
+    """One training run: a row of the suite with one seed."""
+
+    row: Row
+    seed: int
+    config: TrainConfig
+    run_dir: Path
+
+    @property
+    def status(self) -> str:
+        """``done`` (test metrics written), ``resume`` (a last.pt exists), ``new``, or ``stale``
+        (the run's saved config.yaml differs from the row's config: see :meth:`changes`)."""
+        if self.changes():
+            return "stale"
+        if (self.run_dir / "metrics.json").is_file() and (
+            self.run_dir / "predictions" / "test.npz"
+        ).is_file():
+            return "done"
+        if (self.run_dir / "checkpoints" / "last.pt").is_file():
+            return "resume"
+        return "new"
+
+    def changes(self) -> list[str]:
+        saved = self.run_dir / "config.yaml"
+        if not saved.is_file():
+            return []
+        import yaml
+
+        return config_changes(yaml.safe_load(saved.read_text(encoding="utf-8")), self.config)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.run",
+        description="Reproduce a paper table: train each row over seeds (resuming finished runs), "
+        "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
+        epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
+    )
+    parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
+    parser.add_argument(
+        "--dataset",
+        help="dataset folder (required by the real-dataset suites; "
+        "replaces data.dataset of every row)",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
+    parser.add_argument(
+        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"folder for the tables and plots (default {DEFAULT_OUTPUT})",
+    )
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        help=f"folder of the run directories (default {DEFAULT_RUNS_DIR}, gitignored)",
+    )
+    parser.add_argument(
+        "--suites-dir",
+        type=Path,
+        default=SUITES_DIR,
+        help="folder of suite folders (default: experiments/suites)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the plan (runs and their status) and stop"
+    )
+    return parser
+
+
+def plan(
+    suite: Suite, seeds: int, runs_dir: Path, dataset: str | None = None, epochs: int | None = None
+) -> list[Job]:
+    """Every (row, seed) of the suite with its resolved config and run directory."""
+    if suite.requires_dataset and dataset is None:
+        raise SuiteError(
+            f"suite {suite.name!r} runs on a real dataset and needs --dataset DIR: "
+            f"{suite.requires_dataset}"
+        )
+    if seeds < 1:
+        raise SuiteError(f"--seeds must be at least 1, got {seeds}")
+    jobs, fingerprints = [], {}
+    for row in suite.rows:
+        spec = row_config(row, dataset, epochs, seed=0).data.dataset
+        if spec not in fingerprints:
+            fingerprints[spec] = resolve_dataset(spec).fingerprint()
+        key = run_key(row_data(row, dataset, epochs), fingerprints[spec])
+        for seed in range(seeds):
+            config = row_config(row, dataset, epochs, seed)
+            jobs.append(Job(row, seed, config, Path(runs_dir) / key / f"seed-{seed}"))
+    return jobs
+
+
+def train_job(job: Job) -> float:
+    """Train (or resume) one run; adds its wall-clock and CPU seconds (all threads of this
+    process) to ``timing.json``."""
+    from rudder.train import run
+
+    status = job.status
+    if status == "done":
+        return 0.0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    run(job.config, job.run_dir, resume=status == "resume", overwrite=status == "new")
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    timing_path = job.run_dir / TIMING_FILE
+    previous = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
+    timing = {
+        "seconds": previous.get("seconds", 0.0) + seconds,
+        "cpu_seconds": previous.get("cpu_seconds", 0.0) + cpu,
+        "sessions": previous.get("sessions", 0) + 1,
+    }
+    atomic_write_text(timing_path, json.dumps(timing))
+    return seconds
+
+
+def run_timing(job: Job) -> dict:
+    """Recorded ``seconds`` and ``cpu_seconds`` of a run (empty when trained outside the runner)."""
+    path = job.run_dir / TIMING_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def command_line(argv: list[str]) -> str:
+    return "python -m experiments.run " + " ".join(shlex.quote(a) for a in argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        suite = load_suite(args.suite, args.suites_dir)
+        jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs)
+    except (SuiteError, ConfigError, RunError, LayoutError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds")
+    for job in jobs:
+        print(f"  [{job.status:6}] {job.row.label:24} seed {job.seed}  {job.run_dir}")
+    if args.dry_run:
+        return 0
+    stale = [job for job in jobs if job.status == "stale"]
+    if stale:
+        details = "; ".join(f"{j.run_dir}: {', '.join(j.changes())}" for j in stale)
+        print(
+            f"error: {len(stale)} run(s) were trained with other settings than their row now has "
+            f"({details}); delete those run directories to train them again",
+            file=sys.stderr,
+        )
+        return 2
+    for i, job in enumerate(jobs, 1):
+        if job.status == "done":
+            continue
+        print(
+            f"[{i}/{len(jobs)}] training {job.row.label} seed {job.seed} -> {job.run_dir}",
+            flush=True,
+        )
+        try:
+            seconds = train_job(job)
+        except (ConfigError, RunError, LayoutError, LossConfigError) as error:
+            print(f"error: {job.row.path}: {error}", file=sys.stderr)
+            return 2
+        print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
+    from experiments.report import write_report
+
+    written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
+    for path in written:
+        print(f"written {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""Suites: one folder per paper table under ``experiments/suites/``.
+
+A suite folder holds one rudder ``TrainConfig`` YAML per table row (each usable directly
+with ``python -m rudder.train --config FILE``) and a ``suite.yaml`` that names the rows and
+says what the table compares::
+
+    title: "..."                 # the table's caption
+    source: "..."                # the paper and table it reproduces
+    requires_dataset: "..."      # optional: the suite needs --dataset DIR (what to build)
+    rows: [{config: 01-mm.yaml, label: MM}, ...]
+    comparisons: [{a: PO, b: MM}, ...]   # Wilcoxon tests; "best" = the best row of best_of
+    best_of: [RAN, ...]                  # optional
+    fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4}   # optional
+
+Run directories are keyed by :func:`run_key` (the config without its seed, plus the
+dataset's fingerprint), so a row that two suites share (same YAML content) is trained once.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+SUITE_FILE = "suite.yaml"
+FUSION_METHODS = ("avg", "max", "hybrid")
+BEST = "best"
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be loaded or run as asked."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: its label and its TrainConfig YAML (as read)."""
+
+    label: str
+    path: Path
+    data: dict
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Rank fusion of the runs of ``members`` (same seed), one table row per method."""
+
+    members: tuple[str, ...]
+    methods: tuple[str, ...]
+    hybrid_q: int
+
+    def label(self, method: str) -> str:
+        return f"Fusion {method.upper()}" + (f" (Q'={self.hybrid_q})" if method == "hybrid" else "")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    folder: Path
+    title: str
+    source: str
+    rows: tuple[Row, ...]
+    comparisons: tuple[tuple[str, str], ...]
+    best_of: tuple[str, ...] = ()
+    fusion: Fusion | None = None
+    requires_dataset: str | None = None
+    labels: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "labels", tuple(r.label for r in self.rows))
+
+
+def suite_names(root: Path = SUITES_DIR) -> list[str]:
+    """The suites found under ``root`` (folders holding a ``suite.yaml``), sorted."""
+    return sorted(p.parent.name for p in Path(root).glob(f"*/{SUITE_FILE}"))
+
+
+_KEYS = {"title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion"}
+
+
+def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
+    """Read and check ``<root>/<name>/suite.yaml`` and every row config it lists."""
+    folder = Path(root) / name
+    meta_path = folder / SUITE_FILE
+    if not meta_path.is_file():
+        raise SuiteError(f"unknown suite {name!r}; available: {', '.join(suite_names(root))}")
+    meta = _load(meta_path)
+    unknown = sorted(set(meta) - _KEYS)
+    if unknown:
+        raise SuiteError(f"{meta_path}: unknown key(s) {unknown}; valid keys: {sorted(_KEYS)}")
+    for key in ("title", "rows"):
+        if key not in meta:
+            raise SuiteError(f"{meta_path}: missing key {key!r}")
+    rows = []
+    for i, entry in enumerate(meta["rows"]):
+        if not isinstance(entry, dict) or set(entry) != {"config", "label"}:
+            raise SuiteError(
+                f"{meta_path}: rows[{i}] must be a mapping with exactly 'config' and 'label'"
+            )
+        path = folder / entry["config"]
+        rows.append(Row(str(entry["label"]), path, _load(path)))
+    labels = [r.label for r in rows]
+    if len(set(labels)) != len(labels):
+        raise SuiteError(f"{meta_path}: row labels must be unique, got {labels}")
+    best_of = tuple(str(x) for x in meta.get("best_of") or ())
+    _known(meta_path, "best_of", best_of, labels)
+    fusion = _fusion(meta_path, meta.get("fusion"), labels)
+    fusion_labels = [fusion.label(m) for m in fusion.methods] if fusion else []
+    comparisons = []
+    for i, entry in enumerate(meta.get("comparisons") or ()):
+        if not isinstance(entry, dict) or set(entry) != {"a", "b"}:
+            raise SuiteError(
+                f"{meta_path}: comparisons[{i}] must be a mapping with exactly 'a' and 'b'"
+            )
+        pair = (str(entry["a"]), str(entry["b"]))
+        allowed = labels + fusion_labels + ([BEST] if best_of else [])
+        _known(meta_path, f"comparisons[{i}]", pair, allowed)
+        comparisons.append(pair)
+    return Suite(
+        name,
+        folder,
+        str(meta["title"]),
+        str(meta.get("source", "")),
+        tuple(rows),
+        tuple(comparisons),
+        best_of,
+        fusion,
+        meta.get("requires_dataset"),
+    )
+
+
+def _load(path: Path) -> dict:
+    try:
+        return load_yaml(path)
+    except ConfigError as error:
+        raise SuiteError(str(error)) from None
+
+
+def _known(path: Path, where: str, names, allowed) -> None:
+    missing = [n for n in names if n not in allowed]
+    if missing:
+        raise SuiteError(f"{path}: {where} names unknown row(s) {missing}; rows: {list(allowed)}")
+
+
+def _fusion(path: Path, spec, labels) -> Fusion | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or set(spec) - {"members", "methods", "hybrid_q"}:
+        raise SuiteError(f"{path}: fusion must be a mapping of members, methods and hybrid_q")
+    members = tuple(str(m) for m in spec.get("members") or ())
+    _known(path, "fusion.members", members, labels)
+    if len(members) < 2:
+        raise SuiteError(f"{path}: fusion needs at least two members, got {list(members)}")
+    methods = tuple(spec.get("methods") or FUSION_METHODS)
+    bad = [m for m in methods if m not in FUSION_METHODS]
+    if bad:
+        raise SuiteError(f"{path}: fusion.methods {bad} unknown; use {list(FUSION_METHODS)}")
+    q = spec.get("hybrid_q", 2)
+    if not isinstance(q, int) or not 1 <= q <= len(members):
+        raise SuiteError(
+            f"{path}: fusion.hybrid_q must be an integer in [1, {len(members)}], got {q!r}"
+        )
+    return Fusion(members, methods, q)
+
+
+def row_data(row: Row, dataset: str | None = None, epochs: int | None = None) -> dict:
+    """The row's YAML content with the runner's overrides (dataset, epochs), as a dict."""
+    data = copy.deepcopy(row.data)
+    if dataset is not None:
+        apply_override(data, f"data.dataset={json.dumps(str(dataset))}")
+    if epochs is not None:
+        apply_override(data, f"epochs={int(epochs)}")
+    return data
+
+
+def row_config(
+    row: Row, dataset: str | None = None, epochs: int | None = None, seed: int = 0
+) -> TrainConfig:
+    """The row's TrainConfig with the runner's overrides (dataset, epochs, seed), checked."""
+    data = row_data(row, dataset, epochs)
+    apply_override(data, f"seed={int(seed)}")
+    try:
+        return from_dict(data)
+    except (ConfigError, ValueError) as error:
+        raise SuiteError(f"{row.path}: {error}") from None
+
+
+def run_key(data: dict, dataset_fingerprint: str) -> str:
+    """``<name>-<8 hex>``: SHA-256 of the row's explicit settings (:func:`row_data`, no seed)
+    and the dataset fingerprint.
+
+    Equal rows (across suites) share their runs. Only the explicit settings are hashed, so
+    a new TrainConfig field with a default keeps old runs usable; a changed default is caught
+    by :func:`config_changes` against the run's saved ``config.yaml``.
+    """
+    data = {k: v for k, v in data.items() if k != "seed"}
+    text = json.dumps({"config": data, "dataset": dataset_fingerprint}, sort_keys=True)
+    return f"{data.get('name', 'run')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def config_changes(saved: dict, config: TrainConfig, prefix: str = "") -> list[str]:
+    """Settings whose saved value (a run's ``config.yaml``) differs from ``config``'s, over the
+    keys both have (fields added to TrainConfig later, or filled in by the trainer, are not
+    differences)."""
+    current = to_dict(config) if isinstance(config, TrainConfig) else config
+    changes = []
+    for key in sorted(set(saved) & set(current)):
+        a, b = saved[key], current[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            changes += config_changes(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changes.append(f"{prefix}{key}: {a!r} in the run, {b!r} now")
+    return changes

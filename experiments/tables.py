@@ -1,0 +1,224 @@
+"""Result tables of a suite: mean ± std over seeds, 95% bootstrap intervals over queries, and
+Wilcoxon signed-rank tests paired by seed and query; markdown and CSV.
+
+Definitions:
+- mean ± std: over the seeds' test metrics as the trainer wrote them (``metrics.json``); std
+  is the sample standard deviation (ddof=1; 0 with one seed), as ``rudder.train --seeds``.
+- 95% interval: paired percentile bootstrap over test queries (:func:`rudder.metrics.bootstrap_ci`,
+  1000 resamples, seed 0): each resample draws query indices with replacement, the *same*
+  indices for every seed, computes the metric per seed and averages over seeds. It shows
+  the uncertainty due to the finite query set, given the trained models; the std shows
+  the seed-to-seed variation.
+- Metrics of per-query values (definitions of :func:`rudder.metrics.metrics_from_ranks`
+  on 0-based ranks): R@K = 100 * mean(rank < K), MdR = median(rank) + 1, MnR = mean(rank)
+  + 1; nDCG and mAP = 100 * mean of the per-query values.
+- Wilcoxon: :func:`rudder.metrics.wilcoxon_ranks` on the t2v ranks of two rows, pairing the
+  same query of the same seed (seeds both rows have), all pairs of all seeds in one test
+  (zero differences discarded, two-sided).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+import numpy as np
+
+from experiments.collect import RowResult
+from rudder import metrics
+
+RANK_METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR")
+SCORE_METRICS = ("nDCG", "mAP")
+COLUMNS = RANK_METRICS + SCORE_METRICS
+HEADERS = {"R1": "R@1", "R5": "R@5", "R10": "R@10", "R50": "R@50"}
+DIRECTION_TITLES = {"t2v": "Text → video", "v2t": "Video → text"}
+N_RESAMPLES = 1000
+
+
+def _statistic(name: str):
+    """Vectorised metric over the last axis of per-query values (see module docstring)."""
+    if name.startswith("R") and name[1:].isdigit():
+        k = int(name[1:])
+        return lambda r: 100.0 * np.mean(r < k, axis=-1)
+    if name == "MdR":
+        return lambda r: np.median(r, axis=-1) + 1
+    if name == "MnR":
+        return lambda r: np.mean(r, axis=-1) + 1
+    if name in SCORE_METRICS:
+        return lambda v: 100.0 * np.mean(v, axis=-1)
+    raise ValueError(f"no per-query statistic for metric {name!r}")
+
+
+def per_query_values(row: RowResult, direction: str, name: str) -> np.ndarray | None:
+    """``(seeds, valid queries)`` values behind metric ``name`` (None when not available)."""
+    if name in RANK_METRICS:
+        values = row.ranks[direction]
+    else:
+        values = row.scores.get(direction, {}).get(name)
+        if values is None:
+            return None
+    keep = ~np.isnan(values)
+    if not (keep == keep[0]).all():
+        raise ValueError(f"row {row.label!r}: seeds mask different {direction} queries")
+    return values[:, keep[0]]
+
+
+def seed_mean_ci(values: np.ndarray, name: str, n_resamples: int = N_RESAMPLES, seed: int = 0):
+    """Paired bootstrap 95% interval of the seed-averaged metric (module docstring)."""
+    stat = _statistic(name)
+
+    def statistic(index: np.ndarray) -> np.ndarray:  # (B, n) resampled query indices
+        return stat(values[:, index.astype(np.intp)]).mean(axis=0)
+
+    return metrics.bootstrap_ci(
+        np.arange(values.shape[1], dtype=float), statistic, n_resamples, 0.95, seed
+    )
+
+
+def summarise(row: RowResult, n_resamples: int = N_RESAMPLES) -> dict:
+    """``{direction: {metric: {mean, std, ci_low, ci_high}}}`` for the metrics the row has."""
+    out = {}
+    for d in DIRECTION_TITLES:
+        out[d] = {}
+        for name in COLUMNS:
+            seeds = [m[d][name] for m in row.metrics if name in m.get(d, {})]
+            if len(seeds) != len(row.metrics):
+                continue
+            entry = {
+                "mean": float(np.mean(seeds)),
+                "std": float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+            }
+            values = per_query_values(row, d, name)
+            if values is not None:
+                ci = seed_mean_ci(values, name, n_resamples)
+                if not np.isclose(ci.estimate, entry["mean"], atol=1e-6):
+                    raise ValueError(
+                        f"row {row.label!r}: {d} {name} from per-query values ({ci.estimate}) "
+                        f"differs from metrics.json ({entry['mean']})"
+                    )
+                entry["ci_low"], entry["ci_high"] = ci.low, ci.high
+            out[d][name] = entry
+    return out
+
+
+def compare(a: RowResult, b: RowResult, direction: str = "t2v") -> dict:
+    """Wilcoxon signed-rank test of a vs b on per-query ranks paired by (seed, query)."""
+    seeds = [s for s in a.seeds if s in b.seeds]
+    if not seeds:
+        raise ValueError(f"rows {a.label!r} and {b.label!r} share no seed")
+    if (
+        a.query_ids is not None
+        and b.query_ids is not None
+        and not np.array_equal(a.query_ids, b.query_ids)
+    ):
+        raise ValueError(f"rows {a.label!r} and {b.label!r} rank different test queries")
+    ra = np.concatenate([a.ranks[direction][a.seeds.index(s)] for s in seeds])
+    rb = np.concatenate([b.ranks[direction][b.seeds.index(s)] for s in seeds])
+    test = metrics.wilcoxon_ranks(ra, rb)
+    return {
+        "a": a.label,
+        "b": b.label,
+        "direction": direction,
+        "seeds": seeds,
+        "pairs": test.n_queries,
+        "nonzero": test.n_nonzero,
+        "mean_rank_a": float(np.nanmean(ra) + 1),
+        "mean_rank_b": float(np.nanmean(rb) + 1),
+        "statistic": test.statistic,
+        "pvalue": test.pvalue,
+    }
+
+
+def _cell(entry: dict, name: str) -> str:
+    text = f"{entry['mean']:.1f} ± {entry['std']:.1f}"
+    if not np.isnan(entry["ci_low"]):
+        text += f" [{entry['ci_low']:.1f}, {entry['ci_high']:.1f}]"
+    return text
+
+
+def markdown(summaries: dict[str, dict], tests: Sequence[dict], header: str = "") -> str:
+    """The suite's tables: one per direction (rows in order), then the Wilcoxon tests."""
+    lines = [header.rstrip(), ""] if header else []
+    for d, title in DIRECTION_TITLES.items():
+        names = [n for n in COLUMNS if any(n in s[d] for s in summaries.values())]
+        lines += [
+            f"## {title}",
+            "",
+            "| | " + " | ".join(HEADERS.get(n, n) for n in names) + " |",
+            "|---" * (len(names) + 1) + "|",
+        ]
+        for label, s in summaries.items():
+            cells = [_cell(s[d][n], n) if n in s[d] else "–" for n in names]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if tests:
+        lines += [
+            "## Wilcoxon signed-rank tests (text → video ranks, paired by seed and query)",
+            "",
+            "| A | B | pairs | nonzero | mean rank A | mean rank B | W | p |",
+            "|---" * 8 + "|",
+        ]
+        for t in tests:
+            lines.append(
+                f"| {t['a']} | {t['b']} | {t['pairs']} | {t['nonzero']} | {t['mean_rank_a']:.2f} | "
+                f"{t['mean_rank_b']:.2f} | {t['statistic']:.1f} | {_p(t['pvalue'])} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def metrics_csv(suite: str, summaries: dict[str, dict], n_seeds: dict[str, int]) -> str:
+    """Long CSV: suite,row,direction,metric,mean,std,ci_low,ci_high,seeds."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        ["suite", "row", "direction", "metric", "mean", "std", "ci_low", "ci_high", "seeds"]
+    )
+    for label, s in summaries.items():
+        for d in DIRECTION_TITLES:
+            for name, e in s[d].items():
+                writer.writerow(
+                    [
+                        suite,
+                        label,
+                        d,
+                        name,
+                        *(_num(e[k]) for k in ("mean", "std", "ci_low", "ci_high")),
+                        n_seeds[label],
+                    ]
+                )
+    return buffer.getvalue()
+
+
+def tests_csv(suite: str, tests: Sequence[dict]) -> str:
+    """CSV of the Wilcoxon tests."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    keys = [
+        "a",
+        "b",
+        "direction",
+        "pairs",
+        "nonzero",
+        "mean_rank_a",
+        "mean_rank_b",
+        "statistic",
+        "pvalue",
+    ]
+    writer.writerow(["suite", *keys, "seeds"])
+    for t in tests:
+        writer.writerow([suite, *(_num(t[k]) for k in keys), " ".join(map(str, t["seeds"]))])
+    return buffer.getvalue()
+
+
+def _num(value):
+    if isinstance(value, float):
+        return "" if np.isnan(value) else f"{value:.6g}"
+    return value

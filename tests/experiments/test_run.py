@@ -1,0 +1,178 @@
+"""The runner end to end on a tiny dataset: 3 rows x 2 seeds, 1 epoch, fusion, tables, plots;
+then a second invocation that must train nothing."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import run
+from experiments.suites import load_suite
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_suites, tiny_dataset, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    argv = [
+        "tiny",
+        "--seeds",
+        "2",
+        "--dataset",
+        str(tiny_dataset),
+        "--suites-dir",
+        str(tiny_suites),
+        "--runs-dir",
+        str(out / "runs"),
+        "--output",
+        str(out / "results"),
+    ]
+    assert run.main(argv) == 0
+    return out, argv
+
+
+def test_every_run_and_output_is_written(finished):
+    out, _ = finished
+    runs = sorted(p.parent for p in (out / "runs").glob("tiny-*/seed-*/metrics.json"))
+    assert len(runs) == 3 * 2
+    for r in runs:
+        assert json.loads((r / "timing.json").read_text())["sessions"] == 1
+        assert (r / "predictions" / "test.npz").is_file()
+    for name in ("tiny.md", "tiny.csv", "tiny-wilcoxon.csv", "tiny-recall.png", "tiny-hardneg.png"):
+        assert (out / "results" / name).is_file(), name
+    for png in (out / "results").glob("*.png"):
+        assert png.stat().st_size < 200_000
+
+
+def test_tables_agree_with_the_runs(finished):
+    out, _ = finished
+    rows = list(csv.DictReader((out / "results" / "tiny.csv").open()))
+    labels = {r["row"] for r in rows}
+    assert labels == {"MM", "PO(M)", "RAN", "Fusion AVG", "Fusion HYBRID (Q'=1)"}
+    mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/metrics.json"))
+    r1 = [json.loads(p.read_text())["test"]["t2v"]["R1"] for p in mm]
+    row = next(
+        r for r in rows if r["row"] == "MM" and r["direction"] == "t2v" and r["metric"] == "R1"
+    )
+    assert float(row["mean"]) == pytest.approx(np.mean(r1), abs=1e-4)
+    assert float(row["std"]) == pytest.approx(np.std(r1, ddof=1), abs=1e-4)
+    assert float(row["ci_low"]) <= float(row["mean"]) <= float(row["ci_high"])
+    assert {r["metric"] for r in rows} >= {"R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP"}
+    text = (out / "results" / "tiny.md").read_text()
+    assert "python -m experiments.run tiny --seeds 2" in text and "**Machine**:" in text
+    tests = list(csv.DictReader((out / "results" / "tiny-wilcoxon.csv").open()))
+    assert (tests[0]["a"], tests[0]["b"]) == ("PO(M)", "MM")
+    assert tests[1]["a"] in ("RAN", "PO(M)") and tests[1]["b"] == "MM"  # "best" resolved to a row
+    assert all(int(t["pairs"]) == 2 * 8 * 2 for t in tests)  # 2 seeds x 8 test videos x 2 captions
+
+
+def test_fusion_rows_match_rudder_evaluate(finished, tiny_suites):
+    from rudder.evaluate import evaluate_runs
+
+    out, _ = finished
+    ran = min((out / "runs").glob("tiny-ran-*/seed-0"))
+    po = min((out / "runs").glob("tiny-po-m-*/seed-0"))
+    expected, _, _, _ = evaluate_runs([ran, po], how="avg")
+    fused = json.loads(
+        next((out / "runs" / "fusion").glob("avg-*/seed-0/metrics.json")).read_text()
+    )
+    assert fused["test"]["t2v"]["R1"] == pytest.approx(expected["t2v"]["R1"])
+    assert fused["test"]["v2t"]["MnR"] == pytest.approx(expected["v2t"]["MnR"])
+
+
+def test_second_invocation_trains_nothing(finished, monkeypatch, capsys):
+    out, argv = finished
+    before = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("checkpoints/*.pt")}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr("rudder.train.run", refuse)
+    assert run.main(argv) == 0
+    assert {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("checkpoints/*.pt")} == before
+    assert capsys.readouterr().out.count("[done  ]") == 6
+
+
+def test_an_interrupted_run_resumes_from_last_checkpoint(
+    tiny_suites, tiny_dataset, tmp_path, monkeypatch
+):
+    from rudder.trainer import Trainer
+
+    job = run.plan(
+        load_suite("tiny", tiny_suites), 1, tmp_path / "runs", str(tiny_dataset), epochs=2
+    )[0]
+    save = Trainer._save
+
+    def save_then_stop(self, name):  # the process dies right after epoch 1's checkpoint
+        save(self, name)
+        if name == "last.pt" and self.epoch == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        run.train_job(job)
+    assert job.status == "resume"
+    monkeypatch.setattr(Trainer, "_save", save)
+    calls = []
+    from rudder import train
+
+    original = train.run
+    monkeypatch.setattr(
+        train,
+        "run",
+        lambda config, run_dir, resume, overwrite: (
+            calls.append((resume, overwrite)) or original(config, run_dir, resume, overwrite)
+        ),
+    )
+    run.train_job(job)
+    assert calls == [(True, False)]
+    lines = (job.run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["epoch"] for line in lines] == [1, 2]
+    assert job.status == "done"
+
+
+def test_real_dataset_suite_needs_dataset(capsys):
+    assert run.main(["charades-sta", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --dataset DIR" in err and "datasets_scripts build" in err
+
+
+def test_unknown_suite_lists_the_suites(capsys):
+    assert run.main(["nonsense", "--dry-run"]) == 2
+    assert "rudder-table1" in capsys.readouterr().err
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--seeds" in capsys.readouterr().out
+
+
+def test_a_run_trained_with_other_settings_is_refused(finished, capsys):
+    out, argv = finished
+    config_path = next((out / "runs").glob("tiny-mm-*/seed-0/config.yaml"))
+    original = config_path.read_text()
+    try:
+        config_path.write_text(original.replace("lr: 0.001", "lr: 0.5"))
+        assert run.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "optim.lr: 0.5 in the run, 0.001 now" in err and "delete" in err
+    finally:
+        config_path.write_text(original)
+
+
+def test_fusion_is_redone_when_a_member_changes(finished):
+    out, argv = finished
+    fused = next((out / "runs" / "fusion").glob("avg-*/seed-0/metrics.json"))
+    before = json.loads(fused.read_text())["members_digest"]
+    member = Path(json.loads(fused.read_text())["members"][0]) / "metrics.json"
+    original = member.read_text()
+    try:
+        member.write_text(original + "\n")  # same numbers, another file: as if retrained
+        assert run.main(argv) == 0
+        assert json.loads(fused.read_text())["members_digest"] != before
+    finally:
+        member.write_text(original)
+        assert run.main(argv) == 0

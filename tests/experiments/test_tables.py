@@ -1,0 +1,117 @@
+"""Table aggregation and the Wilcoxon pairing on hand-made results."""
+
+import numpy as np
+import pytest
+
+from experiments import tables
+from experiments.collect import RowResult, per_query
+
+NAN = np.nan
+
+
+def _row(label, seeds, t2v, v2t=None, metrics=None, ids=None):
+    t2v = np.asarray(t2v, dtype=float)
+    v2t = np.zeros((len(seeds), 1)) if v2t is None else np.asarray(v2t, dtype=float)
+    if metrics is None:
+        metrics = [{"t2v": _rank_metrics(r), "v2t": _rank_metrics(v)} for r, v in zip(t2v, v2t)]
+    return RowResult(label, list(seeds), metrics, {"t2v": t2v, "v2t": v2t}, query_ids=ids)
+
+
+def _rank_metrics(ranks):
+    r = ranks[~np.isnan(ranks)]
+    return {
+        "R1": 100 * np.mean(r < 1),
+        "R5": 100 * np.mean(r < 5),
+        "MdR": np.median(r) + 1,
+        "MnR": np.mean(r) + 1,
+    }
+
+
+def test_mean_std_and_interval_by_hand():
+    # seed 0 ranks (0, 1, 4), seed 1 ranks (0, 0, 2); the 4th query is masked in both.
+    row = _row("A", [0, 1], [[0, 1, 4, NAN], [0, 0, 2, NAN]])
+    s = tables.summarise(row, n_resamples=200)["t2v"]
+    assert s["R1"]["mean"] == pytest.approx(50.0)  # (33.3 + 66.7) / 2
+    assert s["R1"]["std"] == pytest.approx(np.sqrt(2 * (100 / 6) ** 2))  # ddof=1
+    assert s["MdR"]["mean"] == pytest.approx(1.5)  # (2 + 1) / 2
+    assert s["MnR"]["mean"] == pytest.approx((8 / 3 + 5 / 3) / 2)
+    assert (
+        s["R5"]["mean"] == 100 and s["R5"]["ci_low"] == s["R5"]["ci_high"] == 100
+    )  # no query can change it
+    assert 0 <= s["R1"]["ci_low"] <= 50 <= s["R1"]["ci_high"] <= 100
+    assert "nDCG" not in s  # not in metrics.json: left out
+
+
+def test_interval_resamples_queries_jointly_over_seeds():
+    # Seed 1 is seed 0 mirrored: per resample, mean R1 over seeds is always 50 when the same
+    # queries are drawn for both seeds, so the paired interval collapses to a point.
+    row = _row("A", [0, 1], [[0, 0, 9, 9], [9, 9, 0, 0]])
+    s = tables.summarise(row, n_resamples=300)["t2v"]["R1"]
+    assert (s["mean"], s["ci_low"], s["ci_high"]) == (50, 50, 50)
+    assert s["std"] == 0
+
+
+def test_metrics_json_disagreeing_with_the_ranks_is_an_error():
+    metrics = [{"t2v": {"R1": 10.0}, "v2t": {}}]
+    with pytest.raises(ValueError, match="differs from metrics.json"):
+        tables.summarise(_row("A", [0], [[0, 3]], metrics=metrics))
+
+
+def test_wilcoxon_pairs_by_seed_and_query():
+    # Differences a - b over (seed, query) pairs are 1, 2, 3, -4, 5, 6: T- = 4, and exactly 7 of
+    # the 64 sign patterns have a negative-rank sum <= 4, so the exact two-sided p = 14/64.
+    a = _row("A", [0, 1], [[2, 3, 4], [1, 6, 7]])
+    b = _row("B", [1, 0], [[5, 1, 1], [1, 1, 1]])  # seeds stored in the other order
+    t = tables.compare(a, b)
+    assert (t["pairs"], t["nonzero"], t["statistic"]) == (6, 6, 4.0)
+    assert t["pvalue"] == pytest.approx(14 / 64)
+    assert t["mean_rank_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
+    # Pairing seed 0 with seed 0 matters: mispaired rows give other differences.
+    assert tables.compare(a, _row("B", [0, 1], [[5, 1, 1], [1, 1, 1]]))["statistic"] != 4.0
+
+
+def test_wilcoxon_uses_only_shared_seeds_and_drops_masked_queries():
+    a = _row("A", [0, 1, 2], [[1, NAN, 2], [0, NAN, 0], [9, NAN, 9]])
+    b = _row("B", [2, 0], [[9, NAN, 9], [2, NAN, 1]])
+    t = tables.compare(a, b)
+    assert t["seeds"] == [0, 2] and t["pairs"] == 4 and t["nonzero"] == 2
+    with pytest.raises(ValueError, match="share no seed"):
+        tables.compare(a, _row("C", [7], [[1, NAN, 1]]))
+    with pytest.raises(ValueError, match="different test queries"):
+        tables.compare(
+            _row("A", [0], [[1]], ids=np.array(["x"])), _row("B", [0], [[1]], ids=np.array(["y"]))
+        )
+
+
+def test_markdown_and_csv():
+    rows = {
+        "MM": _row("MM", [0, 1], [[0, 1, 4], [0, 0, 2]]),
+        "PO": _row("PO", [0, 1], [[0, 0, 4], [0, 0, 1]]),
+    }
+    summaries = {k: tables.summarise(r, n_resamples=50) for k, r in rows.items()}
+    test = tables.compare(rows["PO"], rows["MM"])
+    text = tables.markdown(summaries, [test], "# Title")
+    assert text.startswith("# Title")
+    assert "| MM | 50.0 ± 23.6 [" in text and "## Video → text" in text
+    assert "| PO | MM | 6 | 2 |" in text
+    csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2})
+    assert csv_text.splitlines()[0] == "suite,row,direction,metric,mean,std,ci_low,ci_high,seeds"
+    assert "s,MM,t2v,R1,50,23.5702," in csv_text
+    assert tables.tests_csv("s", [test]).splitlines()[1].startswith("s,PO,MM,t2v,6,2,")
+
+
+def test_per_query_matches_the_metrics_module():
+    from rudder import metrics
+
+    rng = np.random.default_rng(0)
+    sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions, the last caption masked
+    masks = np.array([[1, 1], [1, 1], [1, 0]])
+    rel = rng.uniform(size=(6, 3)) * (rng.uniform(size=(6, 3)) > 0.5)
+    ranks, scores = per_query(sims, masks, rel)
+    valid = masks.reshape(-1).astype(bool)
+    assert np.isnan(ranks["t2v"][5]) and np.isnan(scores["t2v"]["nDCG"][5])
+    assert np.nanmean(scores["t2v"]["nDCG"]) == pytest.approx(metrics.ndcg(sims[valid], rel[valid]))
+    assert np.mean(scores["v2t"]["mAP"]) == pytest.approx(
+        metrics.mean_average_precision(sims[valid].T, rel[valid].T)
+    )
+    assert metrics.metrics_from_ranks(ranks["v2t"]) == metrics.retrieval_metrics(sims, masks, "v2t")
