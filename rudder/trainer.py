@@ -72,6 +72,8 @@ class Trainer:
         if ctx.enabled and self.device.type == "cuda":
             self.device = torch.device("cuda", ctx.local_rank)
             torch.cuda.set_device(self.device)
+        if self.device.type == "cpu" and config.cpu_threads > 0:
+            torch.set_num_threads(config.cpu_threads)
         if config.sync_batchnorm and self.device.type != "cuda":
             raise ConfigError("sync_batchnorm needs CUDA (torch's SyncBatchNorm has no CPU kernel)")
         torch.manual_seed(config.seed)
