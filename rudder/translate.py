@@ -174,4 +174,9 @@ async def _run(
                 progress(len(result), total)
             wait = interval - (time.monotonic() - started)
             if wait > 0 and i + batch_size < len(todo):
-                await asyncio.sleep(wait)
+                await _pause(wait)
+
+
+async def _pause(seconds: float) -> None:
+    """The rate limit's wait (one place, so tests can observe it without patching asyncio)."""
+    await asyncio.sleep(seconds)

@@ -135,7 +135,7 @@ def test_rate_limit_waits_between_batches(tmp_path, monkeypatch):
     async def fake_sleep(seconds):
         waits.append(seconds)
 
-    monkeypatch.setattr(rt.asyncio, "sleep", fake_sleep)
+    monkeypatch.setattr(rt, "_pause", fake_sleep)
     texts = [f"t{i}" for i in range(5)]
     result = translate_texts(
         texts,
