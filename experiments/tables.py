@@ -38,16 +38,9 @@ N_RESAMPLES = 1000
 
 def _statistic(name: str):
     """Vectorised metric over the last axis of per-query values (see module docstring)."""
-    if name.startswith("R") and name[1:].isdigit():
-        k = int(name[1:])
-        return lambda r: 100.0 * np.mean(r < k, axis=-1)
-    if name == "MdR":
-        return lambda r: np.median(r, axis=-1) + 1
-    if name == "MnR":
-        return lambda r: np.mean(r, axis=-1) + 1
     if name in SCORE_METRICS:
         return lambda v: 100.0 * np.mean(v, axis=-1)
-    raise ValueError(f"no per-query statistic for metric {name!r}")
+    return metrics.rank_statistic(name)
 
 
 def per_query_values(row: RowResult, direction: str, name: str) -> np.ndarray | None:

@@ -153,7 +153,7 @@ def query_ranks(sims, query_masks=None, direction: str = "t2v") -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- statistics
-def _rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
+def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
     """Vectorised statistic over the last axis of a (..., n) array of 0-based ranks."""
     if name in {f"R{k}" for k in RECALL_KS}:
         cut = int(name[1:])
@@ -187,7 +187,7 @@ def metrics_from_ranks(ranks) -> dict[str, float]:
     r = r[~np.isnan(r)]
     if r.size == 0:
         raise ValueError("no valid queries: every query is masked")
-    return {name: float(_rank_statistic(name)(r)) for name in RANK_STATISTICS}
+    return {name: float(rank_statistic(name)(r)) for name in RANK_STATISTICS}
 
 
 def retrieval_metrics(sims, query_masks=None, direction: str = "t2v") -> dict[str, float]:
@@ -388,7 +388,7 @@ def bootstrap_ci(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be positive, got {n_resamples}")
-    stat = statistic if callable(statistic) else _rank_statistic(statistic)
+    stat = statistic if callable(statistic) else rank_statistic(statistic)
     rng = np.random.default_rng(seed)
     step = max(1, _BLOCK // v.size)
     boot = np.concatenate(
