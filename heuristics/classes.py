@@ -1,0 +1,182 @@
+"""Class maps: noun and verb lemmas -> language-independent concept ids.
+
+Two file formats load into a :class:`ClassMap`:
+
+- the EPIC-KITCHENS-100 class CSV (``EPIC_100_noun_classes.csv``,
+  ``EPIC_100_verb_classes.csv``): header ``id,key,instances[,more columns]``, ``instances``
+  a Python-style list of strings (``"['tap', 'tap:water']"``); every instance and the key
+  map to ``id``. Its lemmas are English.
+- the multilingual lexicon TSV (``rudder/data/sample_lexicon.tsv``): header
+  ``concept_id<TAB>pos<TAB>lang<TAB>lemma`` with ``pos`` in {noun, verb}; lemmas of several
+  languages share a concept id, so relevance compares captions across languages. An
+  English multiword noun (``bamboo skewer``) is also entered in the compound form the
+  extraction produces (``skewer:bamboo``).
+
+Lookup (:meth:`ClassMap.classes`) backs off from a joined lemma to its base: a compound
+noun ``lid:frying:pan`` tries ``lid:frying:pan``, ``lid:pan``, ``lid`` (dropping the
+modifier farthest from the head first); a phrasal verb ``turn-on`` tries ``turn-on``,
+``turn``; a light-verb construction ``साफ+कर`` is looked up whole. A lemma none of whose
+forms is known gets a singleton class ``<pos>:<lang>:<base>`` of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from heuristics.nouns_verbs import normalise
+from rudder.languages import check_language
+
+POS = ("noun", "verb")
+
+
+class ClassFileError(ValueError):
+    """A malformed class CSV or lexicon TSV; the message names the file and line."""
+
+
+@dataclass
+class ClassMap:
+    """``(pos, lang, lemma) -> concept id``, remembering where each entry came from."""
+
+    entries: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)
+
+    def add(self, pos: str, lang: str, lemma: str, concept: str, source: str) -> None:
+        key = (pos, lang, normalise(lemma, lang))
+        old = self.entries.get(key)
+        if old is not None and old != concept:
+            raise ClassFileError(
+                f"{source}: {pos} {lemma!r} ({lang}) maps to class {concept!r}, but "
+                f"{self.sources[key]} maps it to {old!r}; keep one"
+            )
+        self.entries[key] = concept
+        self.sources.setdefault(key, source)
+
+    def update(self, other: ClassMap) -> ClassMap:
+        for key, concept in other.entries.items():
+            self.add(*key, concept, other.sources[key])
+        return self
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def lookup(self, pos: str, lang: str, lemma: str) -> str | None:
+        """The concept id of one exact lemma, or None."""
+        return self.entries.get((pos, lang, lemma))
+
+    def classes(self, pos: str, lang: str, lemmas) -> list[str]:
+        """Concept ids of ``lemmas`` (already normalised), in order, each once."""
+        if pos not in POS:
+            raise ValueError(f"pos must be one of {POS}, got {pos!r}")
+        out = []
+        for lemma in lemmas:
+            forms = _backoff(lemma, pos)
+            concept = next(
+                (c for c in (self.lookup(pos, lang, f) for f in forms) if c is not None), None
+            )
+            out.append(concept if concept is not None else f"{pos}:{lang}:{forms[-1]}")
+        return list(dict.fromkeys(out))
+
+
+def _backoff(lemma: str, pos: str) -> list[str]:
+    """The forms tried for a lemma, most specific first (see the module docstring)."""
+    if pos == "noun" and ":" in lemma:
+        head, *mods = lemma.split(":")
+        return [":".join([head] + mods[k:]) for k in range(len(mods))] + [head]
+    if pos == "verb" and "-" in lemma and "+" not in lemma:
+        return [lemma, lemma.split("-", 1)[0]]
+    return [lemma]
+
+
+def read_epic_classes(path, pos: str, lang: str = "en") -> ClassMap:
+    """Load an EPIC-KITCHENS-100 class CSV (``id,key,instances[,...]``) for ``pos``."""
+    path = Path(path)
+    if pos not in POS:
+        raise ValueError(f"pos must be one of {POS}, got {pos!r}")
+    check_language(lang, f"{path}")
+    if not path.is_file():
+        raise ClassFileError(f"{path}: no such class CSV")
+    out = ClassMap()
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header[:3]] != ["id", "key", "instances"]:
+            raise ClassFileError(
+                f"{path}:1: expected the header 'id,key,instances[,...]' of an EPIC-KITCHENS-100 "
+                f"class CSV, got {header!r}"
+            )
+        for row in reader:
+            line = reader.line_num
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if len(row) < 3:
+                raise ClassFileError(
+                    f"{path}:{line}: expected at least 3 columns (id,key,instances), got {len(row)}"
+                )
+            concept, key, raw = row[0].strip(), row[1].strip(), row[2]
+            if not concept or not key:
+                raise ClassFileError(f"{path}:{line}: empty id or key")
+            try:
+                instances = ast.literal_eval(raw)
+            except (ValueError, SyntaxError):
+                raise ClassFileError(
+                    f"{path}:{line}: instances must be a list literal like \"['tap', 'tap:water']\", got {raw[:60]!r}"
+                ) from None
+            if not isinstance(instances, (list, tuple)) or not all(
+                isinstance(i, str) and i.strip() for i in instances
+            ):
+                raise ClassFileError(
+                    f"{path}:{line}: instances must be a list of non-empty strings"
+                )
+            for lemma in dict.fromkeys([key, *instances]):
+                out.add(pos, lang, lemma, concept, f"{path}:{line}")
+    if not out:
+        raise ClassFileError(f"{path}: no classes in the file")
+    return out
+
+
+def read_lexicon(path) -> ClassMap:
+    """Load a multilingual lexicon TSV ``concept_id<TAB>pos<TAB>lang<TAB>lemma``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClassFileError(f"{path}: no such lexicon file")
+    out = ClassMap()
+    with path.open(encoding="utf-8") as handle:
+        for line, raw in enumerate(handle, start=1):
+            text = raw.rstrip("\n").rstrip("\r")
+            if line == 1:
+                if text.split("\t") != ["concept_id", "pos", "lang", "lemma"]:
+                    raise ClassFileError(
+                        f"{path}:1: expected the header 'concept_id<TAB>pos<TAB>lang<TAB>lemma', got {text!r}"
+                    )
+                continue
+            if not text.strip():
+                continue
+            cells = text.split("\t")
+            if len(cells) != 4:
+                raise ClassFileError(
+                    f"{path}:{line}: expected 4 tab-separated columns, got {len(cells)}"
+                )
+            concept, pos, lang, lemma = (c.strip() for c in cells)
+            if pos not in POS:
+                raise ClassFileError(f"{path}:{line}: pos must be 'noun' or 'verb', got {pos!r}")
+            try:
+                check_language(lang)
+            except ValueError as error:
+                raise ClassFileError(f"{path}:{line}: {error}") from None
+            if not concept or not lemma:
+                raise ClassFileError(f"{path}:{line}: empty concept_id or lemma")
+            out.add(pos, lang, lemma, concept, f"{path}:{line}")
+            words = lemma.split()
+            if pos == "noun" and lang == "en" and len(words) > 1:
+                out.add(pos, lang, ":".join([words[-1], *words[:-1]]), concept, f"{path}:{line}")
+    if not out:
+        raise ClassFileError(f"{path}: no entries in the lexicon")
+    return out
+
+
+def lexicon_entries(class_map: ClassMap) -> list[tuple[str, str, str]]:
+    """``(pos, lang, lemma)`` of every entry (what the lexicon tagger matches)."""
+    return sorted(class_map.entries)

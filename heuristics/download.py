@@ -1,0 +1,82 @@
+"""``python -m heuristics download``: Stanza's official models, all or nothing.
+
+The hosts Stanza downloads from (its ``resources.json`` on GitHub, the models on the
+Hugging Face Hub) are probed first with a short timeout, so a machine without a network
+gets a clear message within seconds. Models are downloaded into a temporary folder beside
+the target and moved into place only when every language has arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from rudder.languages import check_languages
+
+HOSTS = ("raw.githubusercontent.com", "huggingface.co")
+PROCESSORS = "tokenize,pos,lemma,depparse"
+
+
+class DownloadError(RuntimeError):
+    """The models could not be fetched; nothing was written."""
+
+
+def probe(host: str, timeout: float) -> None:
+    """Open (and close) a TCP connection to ``host:443``; raises OSError when unreachable."""
+    with socket.create_connection((host, 443), timeout=timeout):
+        pass
+
+
+def _offline_hint(model_dir: Path) -> str:
+    return (
+        "On a machine without a network, train models with `python -m heuristics train-tagger --lang LANG "
+        f"--train X.conllu --dev Y.conllu --out {model_dir}` or copy a downloaded Stanza resources folder there."
+    )
+
+
+def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list[str]:
+    """Download tokenize/pos/lemma/depparse models of ``langs`` into ``model_dir``."""
+    langs = check_languages(langs, "download --lang")
+    model_dir = Path(model_dir)
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
+        raise DownloadError(
+            f"HF_HUB_OFFLINE is set, and Stanza's models are on the Hugging Face Hub. "
+            f"Unset it to download. {_offline_hint(model_dir)}"
+        )
+    for host in HOSTS:
+        try:
+            check(host, timeout)
+        except OSError as error:
+            raise DownloadError(
+                f"cannot reach {host} within {timeout:g} s ({error}); Stanza's models cannot be "
+                f"downloaded from here. {_offline_hint(model_dir)}"
+            ) from None
+    import stanza
+
+    model_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".download.", dir=model_dir))
+    try:
+        for lang in langs:
+            try:
+                stanza.download(
+                    lang, model_dir=str(stage), processors=PROCESSORS, logging_level="WARN"
+                )
+            except Exception as error:  # network errors come from requests and huggingface_hub
+                raise DownloadError(
+                    f"downloading Stanza's {lang!r} models failed ({error}); nothing was written. "
+                    f"{_offline_hint(model_dir)}"
+                ) from error
+        for lang in langs:
+            target, old = model_dir / lang, model_dir / f".{lang}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if target.exists():
+                os.replace(target, old)
+            os.replace(stage / lang, target)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(stage / "resources.json", model_dir / "resources.json")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return langs

@@ -1,0 +1,120 @@
+"""Train and score a Stanza tagger per language on the UD treebanks in ../shared/data/ud.
+
+``python -m heuristics.experiments.ud_eval --ud ../shared/data/ud --out ~/.cache/rudder/stanza-ud``
+writes the train/dev/test files it uses under ``OUT/data`` (mr_ufal, te_mtg, ta_ttb: their
+own splits; hi_pud (test file only) and en_ewt (dev + test files, concatenated): split by
+sentence position, ``i % 10`` in 0-6 train, 7 dev, 8-9 test), trains each language with
+:func:`heuristics.stanza_training.train_tagger` into ``OUT/models`` (the same as
+``python -m heuristics train-tagger``), scores the test part with
+:func:`heuristics.evaluation.evaluate_tagger` (``python -m heuristics eval-tagger``), and
+prints a Markdown table; ``--report FILE`` also writes the numbers as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from heuristics.conllu import read_conllu, split_sentences, write_conllu
+from heuristics.evaluation import evaluate_tagger
+from heuristics.stanza_training import TrainOptions, train_tagger
+from heuristics.taggers import StanzaTagger
+
+OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
+POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}
+OWN_SPLIT_SOURCES = {
+    "hi": ("hi_pud-ud-test.conllu",),
+    "en": ("en_ewt-ud-dev.conllu", "en_ewt-ud-test.conllu"),
+}
+
+
+def write_splits(ud: Path, out: Path, lang: str) -> dict[str, Path]:
+    """The train/dev/test CoNLL-U files of ``lang`` (written under ``out``)."""
+    if lang in OWN_SPLITS:
+        name = OWN_SPLITS[lang]
+        return {part: ud / f"{name}-ud-{part}.conllu" for part in ("train", "dev", "test")}
+    sentences = [s for source in OWN_SPLIT_SOURCES[lang] for s in read_conllu(ud / source)]
+    parts = split_sentences(sentences, POSITION_SPLIT, modulus=10)
+    paths = {}
+    for part, chunk in parts.items():
+        paths[part] = out / f"{lang}-{part}.conllu"
+        write_conllu(chunk, paths[part])
+    return paths
+
+
+def markdown(results: dict) -> str:
+    lines = [
+        (
+            "| lang | train sents | test words | UPOS acc | lemma acc | noun P / R / F1 | noun F1 +lemma "
+            "| verb P / R / F1 | verb F1 +lemma | train wall s (POS + lemma) | train CPU s |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}"
+    for lang, r in results.items():
+        n, v, info = r["scores"]["noun"], r["scores"]["verb"], r["info"]
+        lines.append(
+            f"| {lang} | {info['train']['sentences']} | {r['scores']['words']} | {pct(r['scores']['upos_accuracy'])} "
+            f"| {pct(r['scores']['lemma_accuracy'])} | {pct(n['precision'])} / {pct(n['recall'])} / {pct(n['f1'])} "
+            f"| {pct(n['f1_with_lemma'])} | {pct(v['precision'])} / {pct(v['recall'])} / {pct(v['f1'])} "
+            f"| {pct(v['f1_with_lemma'])} | {info['seconds']['pos']:.0f} + {info['seconds']['lemma']:.0f} "
+            f"| {sum(info.get('cpu_seconds', {}).values()):.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m heuristics.experiments.ud_eval",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--ud", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(os.environ.get("RUDDER_CACHE", Path.home() / ".cache" / "rudder"))
+        / "stanza-ud",
+    )
+    parser.add_argument("--lang", nargs="+", default=["mr", "te", "ta", "hi", "en"])
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
+    parser.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
+    parser.add_argument("--report", type=Path)
+    args = parser.parse_args(argv)
+    options = TrainOptions(size=args.size, max_steps=args.max_steps, lemma_steps=args.lemma_steps)
+    results = {}
+    for lang in args.lang:
+        paths = write_splits(args.ud, args.out / "data", lang)
+        print(
+            f"[{lang}] python -m heuristics train-tagger --lang {lang} --train {paths['train']} --dev {paths['dev']} "
+            f"--out {args.out / 'models'} --size {options.size} --max-steps {options.max_steps} "
+            f"--lemma-steps {options.lemma_steps}",
+            flush=True,
+        )
+        start = time.perf_counter()
+        info = train_tagger(lang, paths["train"], paths["dev"], args.out / "models", options)
+        print(
+            f"[{lang}] trained in {time.perf_counter() - start:.0f} s; "
+            f"python -m heuristics eval-tagger --lang {lang} --conllu {paths['test']} --model {args.out / 'models'}",
+            flush=True,
+        )
+        scores = evaluate_tagger(StanzaTagger(args.out / "models"), paths["test"], lang)
+        results[lang] = {"info": info, "scores": scores, "test": str(paths["test"])}
+        print(markdown({lang: results[lang]}).splitlines()[-1], flush=True)
+        if args.report:
+            args.report.parent.mkdir(parents=True, exist_ok=True)
+            args.report.write_text(
+                json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
+            )
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,223 @@
+"""Nouns and verbs of a tagged caption: lemmas, normalised, with multiword verbs joined.
+
+``nouns`` are NOUN/PROPN lemmas and ``verbs`` VERB lemmas (Universal POS; AUX is never a
+verb here), in order of first mention, each once. Three configurable joins
+(:class:`ExtractionOptions`):
+
+- English phrasal verbs join their particle with ``-`` as EPIC-KITCHENS-100 names verbs
+  ('pick up' -> ``pick-up``). With dependency relations, the particle is the word with
+  ``compound:prt`` whose head is the verb (UD's annotation of particles); without them
+  (a tagger without a parser), it is the word right after the verb when its form is in
+  :data:`PARTICLES` and its UPOS is ADP, PART or ADV.
+- Hindi/Marathi light-verb constructions (noun + कर/करणे/करना, हो/होणे/होना) count as one
+  verb ``'<noun>+<light stem>'`` (``साफ+कर``), not as the light verb alone; the host word is
+  then not also a noun. With relations, the host is a word with ``compound:lvc`` on a
+  VERB (UD's annotation, any light verb); without, a NOUN or ADJ right before a VERB whose
+  lemma is in :data:`LIGHT_VERBS` (hi_pud annotates NOUN and ADJ hosts equally often).
+- English noun compounds: consecutive NOUN/PROPN words form one noun named
+  ``head:modifier[:modifier]`` in EPIC-KITCHENS-100's format (``water tap`` ->
+  ``tap:water``; ``frying pan lid`` -> ``lid:frying:pan``); with relations, the modifiers
+  are the ``compound`` dependents of the head noun.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from functools import cache
+
+from rudder.languages import check_language
+
+NOUN_UPOS = ("NOUN", "PROPN")
+PARTICLES = frozenset(
+    [
+        "up",
+        "down",
+        "on",
+        "off",
+        "in",
+        "out",
+        "away",
+        "back",
+        "over",
+        "around",
+        "about",
+        "through",
+        "along",
+        "apart",
+        "aside",
+        "together",
+        "forward",
+    ]
+)
+PARTICLE_UPOS = ("ADP", "PART", "ADV")
+# Light verbs (lemma -> stem used in the joined verb) per language.
+LIGHT_VERBS = {
+    "hi": {"करना": "कर", "कर": "कर", "होना": "हो", "हो": "हो"},
+    "mr": {"करणे": "कर", "कर": "कर", "होणे": "हो", "हो": "हो"},
+}
+# Infinitive endings stripped from a light verb found through compound:lvc.
+_INFINITIVE = {"hi": ("ना",), "mr": ("णे",)}
+
+
+@dataclass(frozen=True)
+class TaggedWord:
+    """One tagged word: surface text, lemma, UPOS, and (when a parser ran) head and relation.
+
+    ``head`` is 1-based within the caption (0 = root) as in CoNLL-U; None without a parser.
+    """
+
+    text: str
+    lemma: str
+    upos: str
+    head: int | None = None
+    deprel: str | None = None
+
+    def to_list(self) -> list:
+        return [self.text, self.lemma, self.upos, self.head, self.deprel]
+
+    @classmethod
+    def from_list(cls, values) -> TaggedWord:
+        return cls(*values)
+
+
+@dataclass(frozen=True)
+class ExtractionOptions:
+    """Which multiword joins :func:`extract` applies (see the module docstring)."""
+
+    phrasal_verbs: bool = True
+    particles: frozenset = PARTICLES
+    light_verbs: bool = True
+    light_verb_lemmas: dict = field(
+        default_factory=lambda: {k: dict(v) for k, v in LIGHT_VERBS.items()}
+    )
+    light_verb_hosts: tuple = ("NOUN", "ADJ")
+    noun_compounds: tuple = ("en",)
+
+
+@cache
+def _indic_normalizer(lang: str):
+    from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
+
+    return IndicNormalizerFactory().get_normalizer(lang)
+
+
+def normalise(lemma: str, lang: str) -> str:
+    """A lemma in canonical form: NFC and trimmed; lower-cased for English; the
+    indic-nlp script normaliser for mr/hi/ta/te (the one rudder's tokeniser applies)."""
+    check_language(lang, "heuristics.nouns_verbs.normalise")
+    text = unicodedata.normalize("NFC", lemma).strip()
+    if lang == "en":
+        return text.lower()
+    return _indic_normalizer(lang).normalize(text)
+
+
+def _light_stem(lemma: str, lang: str, table: dict) -> str:
+    if lemma in table:
+        return table[lemma]
+    for ending in _INFINITIVE.get(lang, ()):
+        if lemma.endswith(ending) and len(lemma) > len(ending):
+            return lemma[: -len(ending)]
+    return lemma
+
+
+def _has_relations(words) -> bool:
+    return any(w.deprel is not None for w in words)
+
+
+def _phrasal(words, lemmas, index: int, options: ExtractionOptions, parsed: bool) -> int | None:
+    """Index of the particle of the verb at ``index``, or None."""
+    if parsed:
+        return next(
+            (j for j, w in enumerate(words) if w.deprel == "compound:prt" and w.head == index + 1),
+            None,
+        )
+    nxt = index + 1
+    if nxt < len(words) and words[nxt].upos in PARTICLE_UPOS and lemmas[nxt] in options.particles:
+        return nxt
+    return None
+
+
+def _light_host(
+    words, index: int, lang: str, options: ExtractionOptions, parsed: bool
+) -> int | None:
+    """Index of the light-verb host of the verb at ``index``, or None."""
+    if parsed:
+        return next(
+            (j for j, w in enumerate(words) if w.deprel == "compound:lvc" and w.head == index + 1),
+            None,
+        )
+    prev = index - 1
+    if prev >= 0 and words[prev].upos in options.light_verb_hosts:
+        return prev
+    return None
+
+
+def _compounds(words, lang: str, options: ExtractionOptions, parsed: bool) -> dict[int, list[int]]:
+    """Head index -> modifier indices (surface order) for noun compounds."""
+    if lang not in options.noun_compounds:
+        return {}
+    out: dict[int, list[int]] = {}
+    if parsed:
+        for j, w in enumerate(words):
+            head = (w.head or 0) - 1
+            if (
+                w.deprel == "compound"
+                and w.upos in NOUN_UPOS
+                and 0 <= head < len(words)
+                and words[head].upos in NOUN_UPOS
+            ):
+                out.setdefault(head, []).append(j)
+        return out
+    run: list[int] = []
+    for j, w in enumerate(words + [TaggedWord("", "", "X")]):
+        if w.upos in NOUN_UPOS:
+            run.append(j)
+            continue
+        if len(run) > 1:
+            out[run[-1]] = run[:-1]
+        run = []
+    return out
+
+
+def extract(
+    words, lang: str, options: ExtractionOptions | None = None
+) -> tuple[list[str], list[str]]:
+    """``(nouns, verbs)`` lemma lists of one tagged caption (see the module docstring)."""
+    options = options or ExtractionOptions()
+    words = list(words)
+    lemmas = [normalise(w.lemma or w.text, lang) for w in words]
+    parsed = _has_relations(words)
+    used: set[int] = set()
+    verbs: dict[int, str] = {}
+    light_table = options.light_verb_lemmas.get(lang, {})
+    for i, w in enumerate(words):
+        if w.upos != "VERB" or not lemmas[i]:
+            continue
+        name = lemmas[i]
+        if (
+            options.light_verbs
+            and lang in options.light_verb_lemmas
+            and (parsed or name in light_table)
+        ):
+            host = _light_host(words, i, lang, options, parsed)
+            if host is not None and host not in used and lemmas[host]:
+                name = f"{lemmas[host]}+{_light_stem(name, lang, light_table)}"
+                used.add(host)
+        if options.phrasal_verbs and lang == "en":
+            particle = _phrasal(words, lemmas, i, options, parsed)
+            if particle is not None:
+                name = f"{name}-{lemmas[particle]}"
+                used.add(particle)
+        verbs[i] = name
+    compounds = _compounds(words, lang, options, parsed)
+    modifiers = {m for mods in compounds.values() for m in mods}
+    nouns: dict[int, str] = {}
+    for i, w in enumerate(words):
+        if w.upos not in NOUN_UPOS or i in used or i in modifiers or not lemmas[i]:
+            continue
+        parts = [lemmas[i]] + [
+            lemmas[m] for m in compounds.get(i, []) if m not in used and lemmas[m]
+        ]
+        nouns[i] = ":".join(parts)
+    return list(dict.fromkeys(nouns.values())), list(dict.fromkeys(verbs.values()))

@@ -1,0 +1,271 @@
+"""Caption-pair relations for the dataset's ``relations`` config.
+
+Two sources, both merged into ``relations/all.parquet`` (columns ``caption_id_a,
+caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 description):
+
+- RUDDER's video-based heuristic (:func:`video_relations`): each video has a set of
+  objects and a set of actions (e.g. Charades' ``objects`` and ``actions`` columns); for
+  videos ``a != b`` of the same split, the noun/verb heuristic of
+  :func:`rudder.supervision.partial_labels` with objects as nouns, actions as verbs and
+  thresholds ``alpha_o``, ``alpha_a`` labels ``a`` as query against ``b``; every caption
+  pair of a pair labelled partial or positive becomes a relation (negatives are left
+  implicit: a pair without a relation falls back to the caption heuristic).
+- manual annotations (:func:`read_manual`): the app's export (JSON lines
+  ``{"caption_id_a", "caption_id_b", "label", "annotator", "time"}``) or a CSV with header
+  ``caption_id_a,caption_id_b,label[,annotator][,time]``; ``label`` is a name
+  (negative/partial/positive/description) or its number. For a pair annotated several
+  times by one annotator the latest ``time`` wins (file order when times are equal or
+  absent).
+
+Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
+video heuristic (annotator ``video-heuristic``) replaces all its earlier rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import yaml
+
+from rudder.data.layout import PAIR_LABELS, RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
+
+VIDEO_ANNOTATOR = "video-heuristic"
+_CHARADES_ACTION = re.compile(r"(c\d{3})\s+[\d.]+\s+[\d.]+")
+
+
+class RelationError(ValueError):
+    """A malformed annotation file or one that does not fit the dataset."""
+
+
+def _items(cell: str) -> list[str]:
+    """``;``-separated items; a Charades action ``c092 11.90 21.20`` becomes ``c092``."""
+    out = []
+    for item in (cell or "").split(";"):
+        item = item.strip()
+        match = _CHARADES_ACTION.fullmatch(item)
+        if item:
+            out.append(match.group(1) if match else item)
+    return list(dict.fromkeys(out))
+
+
+def read_video_sets(path) -> dict[str, tuple[list[str], list[str]]]:
+    """``video_id -> (objects, actions)`` from a CSV with ``video_id`` (or Charades' ``id``),
+    ``objects`` and ``actions`` columns, items separated by ``;``."""
+    path = Path(path)
+    if not path.is_file():
+        raise RelationError(f"{path}: no such file")
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields = reader.fieldnames or []
+        key = "video_id" if "video_id" in fields else "id"
+        missing = [c for c in (key, "objects", "actions") if c not in fields]
+        if missing:
+            raise RelationError(
+                f"{path}:1: missing column(s) {missing}; expected video_id,objects,actions "
+                "(or Charades' id,...,objects,...,actions)"
+            )
+        for row in reader:
+            line = reader.line_num
+            video = (row.get(key) or "").strip()
+            if not video:
+                raise RelationError(f"{path}:{line}: empty {key}")
+            if video in out:
+                raise RelationError(f"{path}:{line}: video {video!r} listed twice")
+            out[video] = (_items(row.get("objects")), _items(row.get("actions")))
+    return out
+
+
+def _multi_hot(lists, ids: dict) -> np.ndarray:
+    out = np.zeros((len(lists), max(len(ids), 1)), np.float32)
+    for r, row in enumerate(lists):
+        out[r, [ids[x] for x in row]] = 1.0
+    return out
+
+
+def video_relations(
+    root, video_sets: dict, alpha_o: float, alpha_a: float, block: int = 512
+) -> pa.Table:
+    """Relations from the video heuristic (module docstring), split by split."""
+    import torch
+
+    from rudder.supervision import partial_labels
+
+    folder = DatasetFolder(root)
+    objects = {o: k for k, o in enumerate(sorted({o for s in video_sets.values() for o in s[0]}))}
+    actions = {a: k for k, a in enumerate(sorted({a for s in video_sets.values() for a in s[1]}))}
+    parts = []
+    for split in SPLITS:
+        if not (folder.root / "captions" / f"{split}.parquet").is_file():
+            continue
+        captions = folder.captions(split, columns=["caption_id", "video_id"])
+        caption_ids = np.asarray(captions.column("caption_id").to_pylist(), dtype=object)
+        caption_videos = np.asarray(captions.column("video_id").to_pylist(), dtype=object)
+        videos = sorted(v for v in set(caption_videos) if v in video_sets)
+        if len(videos) < 2:
+            continue
+        o = torch.from_numpy(_multi_hot([video_sets[v][0] for v in videos], objects))
+        a = torch.from_numpy(_multi_hot([video_sets[v][1] for v in videos], actions))
+        position = {v: k for k, v in enumerate(videos)}
+        order = np.argsort([position.get(v, len(videos)) for v in caption_videos], kind="stable")
+        sizes = np.bincount(
+            [position[v] for v in caption_videos if v in position], minlength=len(videos)
+        )
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        for start in range(0, len(videos), block):
+            labels = partial_labels(
+                o[start : start + block], a[start : start + block], o, a, alpha_o, alpha_a
+            )
+            labels[torch.arange(labels.shape[0]), torch.arange(start, start + labels.shape[0])] = 0
+            rows, cols = (labels >= 1).nonzero(as_tuple=True)
+            lab = labels[rows, cols].numpy()
+            qa, qb = rows.numpy() + start, cols.numpy()
+            count = sizes[qa] * sizes[qb]
+            pair = np.repeat(np.arange(len(qa)), count)
+            within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+            first = offsets[qa][pair] + within // sizes[qb][pair]
+            second = offsets[qb][pair] + within % sizes[qb][pair]
+            parts.append(
+                pa.table(
+                    {
+                        "caption_id_a": pa.array(caption_ids[order[first]].tolist(), pa.string()),
+                        "caption_id_b": pa.array(caption_ids[order[second]].tolist(), pa.string()),
+                        "label": pa.array(lab[pair], pa.int8()),
+                        "annotator": pa.array([VIDEO_ANNOTATOR] * len(pair), pa.string()),
+                    }
+                )
+            )
+    return pa.concat_tables(parts) if parts else RELATIONS_SCHEMA.empty_table()
+
+
+def _label(value, where: str) -> int:
+    if isinstance(value, str) and value.strip().lower() in PAIR_LABELS:
+        return PAIR_LABELS[value.strip().lower()]
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and value in PAIR_LABELS.values():
+        return value
+    names = ", ".join(f"{k} ({v})" for k, v in PAIR_LABELS.items())
+    raise RelationError(f"{where}: label {value!r} is not one of {names}")
+
+
+def _rows(path: Path):
+    """(line, a, b, label, annotator, time) of a JSONL or CSV annotation file."""
+    if path.suffix in (".jsonl", ".json"):
+        with path.open(encoding="utf-8") as handle:
+            for line, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise RelationError(f"{path}:{line}: not a JSON object ({error.msg})") from None
+                if not isinstance(record, dict):
+                    raise RelationError(f"{path}:{line}: expected a JSON object")
+                yield line, record
+        return
+    if path.suffix != ".csv":
+        raise RelationError(f"{path}: use a .jsonl (the app's export) or .csv file")
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        for row in reader:
+            yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
+
+
+def read_manual(paths, known_captions: set, default_annotator: str = "manual") -> pa.Table:
+    """Manual relations from annotation files (module docstring), validated against the dataset."""
+    latest: dict[tuple[str, str, str], tuple] = {}
+    for order, path in enumerate(Path(p) for p in paths):
+        if not path.is_file():
+            raise RelationError(f"{path}: no such annotation file")
+        for line, record in _rows(path):
+            where = f"{path}:{line}"
+            missing = [k for k in ("caption_id_a", "caption_id_b", "label") if k not in record]
+            if missing:
+                raise RelationError(f"{where}: missing field(s) {missing}")
+            a, b = str(record["caption_id_a"]), str(record["caption_id_b"])
+            for cid in (a, b):
+                if cid not in known_captions:
+                    raise RelationError(f"{where}: caption_id {cid!r} is not in the dataset")
+            if a == b:
+                raise RelationError(f"{where}: a caption cannot be related to itself ({a!r})")
+            annotator = str(record.get("annotator") or default_annotator)
+            time = record.get("time")
+            key = (a, b, annotator)
+            stamp = (str(time) if time is not None else "", order, line)
+            if key not in latest or stamp >= latest[key][0]:
+                latest[key] = (stamp, _label(record["label"], where))
+    keys = sorted(latest)
+    return pa.table(
+        {
+            "caption_id_a": pa.array([k[0] for k in keys], pa.string()),
+            "caption_id_b": pa.array([k[1] for k in keys], pa.string()),
+            "label": pa.array([latest[k][1] for k in keys], pa.int8()),
+            "annotator": pa.array([k[2] for k in keys], pa.string()),
+        }
+    )
+
+
+def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = None) -> pa.Table:
+    """``old`` rows not overridden by ``new`` (same pair and annotator), then ``new``."""
+    new = new.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
+    if old is None or old.num_rows == 0:
+        return new
+    old = old.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
+    taken = set(
+        zip(*(new.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")))
+    )
+    keys = zip(*(old.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")))
+    keep = [k not in taken and k[2] != replace_annotator for k in keys]
+    return pa.concat_tables([old.filter(pa.array(keep)), new])
+
+
+def _ensure_card_config(root: Path) -> None:
+    """Add the ``relations`` config to the README card's YAML when it is missing."""
+    card = root / "README.md"
+    if not card.is_file():
+        return
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---\n") or "\n---\n" not in text[4:]:
+        return
+    end = text.index("\n---\n", 4)
+    front = yaml.safe_load(text[4:end]) or {}
+    configs = front.setdefault("configs", [])
+    if any(c.get("config_name") == "relations" for c in configs):
+        return
+    configs.append(
+        {
+            "config_name": "relations",
+            "data_files": [{"split": "train", "path": "relations/all.parquet"}],
+        }
+    )
+    body = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip()
+    tmp = card.with_name(card.name + ".tmp")
+    tmp.write_text(f"---\n{body}{text[end:]}", encoding="utf-8")
+    os.replace(tmp, card)
+
+
+def write_relations(root, table: pa.Table, replace_annotator: str | None = None) -> pa.Table:
+    """Merge ``table`` into the dataset's relations and write them atomically."""
+    folder = DatasetFolder(root)
+    merged = merge(folder.relations(), table, replace_annotator)
+    replace_tables(folder.root, "relations", {"all": merged})
+    _ensure_card_config(folder.root)
+    return merged
+
+
+def caption_ids(root) -> set[str]:
+    """Every caption id of the dataset (all splits)."""
+    folder = DatasetFolder(root)
+    return {
+        cid
+        for split in SPLITS
+        if (folder.root / "captions" / f"{split}.parquet").is_file()
+        for cid in folder.captions(split, columns=["caption_id"]).column("caption_id").to_pylist()
+    }

@@ -1,0 +1,318 @@
+"""Taggers: Stanza on local models, and a disk cache of tagger output.
+
+Every tagger (this Stanza one, :class:`heuristics.lexicon_tagger.LexiconTagger`) has ``model_id(lang)`` (identifies the model, for the cache),
+``tag_tokens(token_lists, lang)`` (pretokenised captions -> :class:`TaggedWord` lists) and
+``tag(texts, lang)``, which tokenises with :func:`rudder.text.tokenize` first.
+:func:`tag_texts` tags a list of captions in bulk through a :class:`TagCache` (SQLite,
+keyed by model id, language and text), so re-tagging a dataset costs nothing; with
+``num_proc > 1`` the uncached captions are tagged with ``datasets.Dataset.map``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from heuristics.nouns_verbs import TaggedWord
+from rudder.languages import check_language
+
+MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's models
+_STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Document)
+
+
+def default_model_dir() -> Path:
+    """``$STANZA_RESOURCES_DIR``, else ``$RUDDER_CACHE/stanza`` (default ``~/.cache/rudder/stanza``)."""
+    if os.environ.get("STANZA_RESOURCES_DIR"):
+        return Path(os.environ["STANZA_RESOURCES_DIR"])
+    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder") / "stanza"
+
+
+class TaggerError(ValueError):
+    """Bad tagger input or a model directory without the model."""
+
+
+def check_texts(texts, lang: str, names=None) -> None:
+    """Refuse an unsupported language and empty or whitespace-only captions."""
+    check_language(lang, "tagger input")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            name = names[i] if names is not None else f"#{i}"
+            raise TaggerError(
+                f"caption {name} ({lang}) is empty or whitespace only: {text!r}; fix or drop it"
+            )
+
+
+def tokenize_all(texts, lang: str) -> list[list[str]]:
+    """Check captions (:func:`check_texts`) and split them with :func:`rudder.text.tokenize`."""
+    from rudder.text import tokenize
+
+    check_texts(texts, lang)
+    return [tokenize(text, lang) for text in texts]
+
+
+def _file_digest(paths) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).name.encode())
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class StanzaTagger:
+    """Stanza's POS tagger and lemmatizer on local models only (``download_method=None``).
+
+    ``model_dir`` (default :func:`default_model_dir`) holds either models trained by
+    ``python -m heuristics train-tagger`` (``<lang>/pos/default.pt``,
+    ``<lang>/lemma/default.pt``, ``<lang>/rudder_tagger.json``) or Stanza's official models
+    (``resources.json`` + ``<lang>/...`` from ``python -m heuristics download``). Without a
+    lemmatizer (a treebank without lemmas) a word's lemma is its form. Captions
+    are fed pretokenised (``tokenize_pretokenized=True``), one sentence per caption. The
+    dependency parser runs when the directory has one for the language (official models);
+    its relations then drive the particle and light-verb joins.
+    """
+
+    def __init__(self, model_dir=None):
+        self.model_dir = Path(model_dir) if model_dir else default_model_dir()
+        if not self.model_dir.is_dir():
+            raise TaggerError(
+                f"Stanza model directory {self.model_dir} does not exist; train models into it with "
+                "`python -m heuristics train-tagger` or pass --model-dir"
+            )
+        self._pipelines: dict = {}
+        self._ids: dict = {}
+
+    def __getstate__(self):  # pipelines are rebuilt in each worker process
+        return {**self.__dict__, "_pipelines": {}}
+
+    def _own_paths(self, lang: str) -> dict | None:
+        """Model paths of a train-tagger folder (``lemma`` None for an identity lemmatizer)."""
+        folder = self.model_dir / lang
+        if not (folder / MODEL_INFO).is_file():
+            return None
+        try:
+            info = json.loads((folder / MODEL_INFO).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise TaggerError(f"{folder / MODEL_INFO}: not valid JSON ({error})") from None
+        paths = {"pos": folder / "pos" / "default.pt", "lemma": folder / "lemma" / "default.pt"}
+        if info.get("lemmatizer") == "identity":
+            paths["lemma"] = None
+        for name, path in paths.items():
+            if path is not None and not path.is_file():
+                raise TaggerError(
+                    f"{self.model_dir}: the {name} model of {lang!r} is missing ({path}); retrain with "
+                    f"`python -m heuristics train-tagger --lang {lang} ... --out {self.model_dir}`"
+                )
+        return paths
+
+    def _check_official(self, lang: str) -> None:
+        resources = self.model_dir / "resources.json"
+        known = {}
+        if resources.is_file():
+            try:
+                known = json.loads(resources.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise TaggerError(f"{resources}: not valid JSON ({error})") from None
+        folder = self.model_dir / lang
+        if (
+            lang not in known
+            or not any((folder / "pos").glob("*.pt"))
+            or not any((folder / "lemma").glob("*.pt"))
+        ):
+            raise TaggerError(
+                f"{self.model_dir}: no Stanza POS/lemma model for {lang!r} (expected {folder}/pos/default.pt "
+                f"from `python -m heuristics train-tagger --lang {lang} --train X.conllu --dev Y.conllu "
+                f"--out {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
+                f"--model-dir {self.model_dir}`)"
+            )
+
+    def _use_parser(self, lang: str) -> bool:
+        return any((self.model_dir / lang / "depparse").glob("*.pt"))
+
+    def model_id(self, lang: str) -> str:
+        check_language(lang, "StanzaTagger")
+        if lang not in self._ids:
+            own = self._own_paths(lang)
+            if own is not None:
+                self._ids[lang] = "stanza-own:" + _file_digest(
+                    [p for p in own.values() if p is not None]
+                )
+            else:
+                self._check_official(lang)
+                digest = hashlib.sha256((self.model_dir / "resources.json").read_bytes())
+                for path in sorted((self.model_dir / lang).rglob("*.pt")):
+                    digest.update(
+                        f"{path.relative_to(self.model_dir)}:{path.stat().st_size}".encode()
+                    )
+                self._ids[lang] = (
+                    f"stanza-official:{digest.hexdigest()[:16]}:parser={self._use_parser(lang)}"
+                )
+        return self._ids[lang]
+
+    def _pipeline(self, lang: str):
+        if lang in self._pipelines:
+            return self._pipelines[lang]
+        import stanza
+
+        self.model_id(lang)  # validates the directory
+        common = {
+            "tokenize_pretokenized": True,
+            "download_method": None,
+            "logging_level": "ERROR",
+            "use_gpu": False,
+        }
+        own = self._own_paths(lang)
+        if own is not None:
+            if not (self.model_dir / "resources.json").is_file():
+                raise TaggerError(
+                    f"{self.model_dir}/resources.json is missing; write '{{}}' into it or retrain"
+                )
+            none = {
+                f"{p}_{d}_path": None
+                for p in ("pos", "lemma")
+                for d in ("pretrain", "forward_charlm", "backward_charlm")
+            }
+            paths = {"pos_model_path": str(own["pos"])}
+            if own["lemma"] is not None:
+                paths["lemma_model_path"] = str(own["lemma"])
+            processors = "tokenize,pos" + (",lemma" if own["lemma"] is not None else "")
+            pipeline = stanza.Pipeline(
+                lang,
+                dir=str(self.model_dir),
+                processors=processors,
+                allow_unknown_language=True,
+                **paths,
+                **none,
+                **common,
+            )
+        else:
+            processors = "tokenize,pos,lemma" + (",depparse" if self._use_parser(lang) else "")
+            pipeline = stanza.Pipeline(
+                lang, dir=str(self.model_dir), processors=processors, **common
+            )
+        self._pipelines[lang] = pipeline
+        return pipeline
+
+    def tag_tokens(self, token_lists, lang: str) -> list[list[TaggedWord]]:
+        token_lists = [list(tokens) for tokens in token_lists]
+        out: list[list[TaggedWord] | None] = [[] if not t else None for t in token_lists]
+        todo = [i for i, t in enumerate(token_lists) if t]
+        if not todo:
+            return [[] for _ in token_lists]
+        pipeline = self._pipeline(lang)
+        for start in range(0, len(todo), _STANZA_CHUNK):
+            chunk = todo[start : start + _STANZA_CHUNK]
+            doc = pipeline([token_lists[i] for i in chunk])
+            if len(doc.sentences) != len(chunk):
+                raise TaggerError(
+                    f"Stanza returned {len(doc.sentences)} sentences for {len(chunk)} captions"
+                )
+            for i, sentence in zip(chunk, doc.sentences):
+                out[i] = [
+                    TaggedWord(w.text, w.lemma or w.text, w.upos or "X", w.head, w.deprel)
+                    for w in sentence.words
+                ]
+        return out
+
+    def tag(self, texts, lang: str) -> list[list[TaggedWord]]:
+        return self.tag_tokens(tokenize_all(texts, lang), lang)
+
+
+def default_cache_path() -> Path:
+    """``$RUDDER_CACHE/tags.sqlite`` (default ``~/.cache/rudder/tags.sqlite``)."""
+    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder") / "tags.sqlite"
+
+
+class TagCache:
+    """Tagger output on disk: SQLite table ``tags(model, lang, text) -> JSON word list``."""
+
+    def __init__(self, path=None):
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS tags (model TEXT, lang TEXT, text TEXT, words TEXT, "
+                "PRIMARY KEY (model, lang, text))"
+            )
+
+    def _connect(self):
+        return sqlite3.connect(self.path, timeout=30)
+
+    def get_many(self, model: str, lang: str, texts) -> dict[str, list[TaggedWord]]:
+        texts, found = list(texts), {}
+        with self._connect() as db:
+            for start in range(0, len(texts), 500):
+                chunk = texts[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT text, words FROM tags WHERE model=? AND lang=? AND text IN ({marks})",
+                    [model, lang, *chunk],
+                )
+                for text, words in rows:
+                    found[text] = [TaggedWord.from_list(w) for w in json.loads(words)]
+        return found
+
+    def put_many(self, model: str, lang: str, tagged: dict) -> None:
+        rows = [
+            (model, lang, text, json.dumps([w.to_list() for w in words], ensure_ascii=False))
+            for text, words in tagged.items()
+        ]
+        with self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO tags VALUES (?, ?, ?, ?)", rows)
+
+
+class _TagBatch:
+    """``datasets.map`` function: tags a batch of texts, returns JSON word lists."""
+
+    def __init__(self, tagger, lang: str):
+        self.tagger, self.lang = tagger, lang
+
+    def __call__(self, batch):
+        tagged = self.tagger.tag(batch["text"], self.lang)
+        return {
+            "words": [
+                json.dumps([w.to_list() for w in words], ensure_ascii=False) for words in tagged
+            ]
+        }
+
+
+def tag_texts(
+    tagger,
+    texts,
+    lang: str,
+    cache: TagCache | None = None,
+    num_proc: int = 1,
+    batch_size: int = 256,
+) -> list[list[TaggedWord]]:
+    """Tag ``texts`` (one language) in bulk: each distinct text once, cached ones read back.
+
+    Uncached texts go to ``tagger.tag`` in one call, or with ``num_proc > 1`` through
+    ``datasets.Dataset.map(batched=True, num_proc=num_proc)`` (each worker builds its own
+    Stanza pipeline). New results are written to ``cache``.
+    """
+    texts = list(texts)
+    check_texts(texts, lang)
+    unique = list(dict.fromkeys(texts))
+    model = tagger.model_id(lang)
+    found = cache.get_many(model, lang, unique) if cache is not None else {}
+    missing = [text for text in unique if text not in found]
+    if missing:
+        if num_proc > 1 and len(missing) > batch_size:
+            import datasets
+
+            table = datasets.Dataset.from_dict({"text": missing})
+            mapped = table.map(
+                _TagBatch(tagger, lang), batched=True, batch_size=batch_size, num_proc=num_proc
+            )
+            new = {
+                t: [TaggedWord.from_list(w) for w in json.loads(j)]
+                for t, j in zip(missing, mapped["words"])
+            }
+        else:
+            new = dict(zip(missing, tagger.tag(missing, lang)))
+        if cache is not None:
+            cache.put_many(model, lang, new)
+        found.update(new)
+    return [found[text] for text in texts]

@@ -1,0 +1,118 @@
+"""Fixtures for the heuristics tests: a tiny lexicon, a tiny dataset, a tiny CoNLL-U corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+
+LEXICON = """concept_id\tpos\tlang\tlemma
+n:paper\tnoun\ten\tpaper
+n:paper\tnoun\thi\tकागज़
+n:card\tnoun\ten\tcard
+n:bottle\tnoun\ten\tbottle
+v:cut\tverb\ten\tcut
+v:cut\tverb\thi\tकाटना
+v:fold\tverb\ten\tfold
+"""
+
+# caption_id, video_id, lang, text
+CAPTIONS = [
+    ("c1", "v1", "en", "Cut the paper."),
+    ("c2", "v1", "hi", "कागज़ काटिए।"),
+    ("c3", "v2", "en", "Fold the paper and the card."),
+    ("c4", "v3", "en", "Take a bottle."),
+    ("c5", "v4", "en", "Cut the card."),
+    ("c6", "v5", "en", "Fold it."),
+]
+SPLIT = {"v1": "train", "v2": "train", "v3": "train", "v4": "test", "v5": "test"}
+
+
+def build_dataset(root, captions=CAPTIONS, extra_columns=None):
+    """Write a tiny dataset (one 4-d ``scene`` expert) with ``captions``."""
+    meta = DatasetMeta(
+        name="tiny", version="1.0", languages=["en", "hi"], experts={"scene": ExpertInfo(4)}
+    )
+    with DatasetWriter(
+        root, meta, Card(pretty_name="tiny", description="tiny test dataset")
+    ) as writer:
+        videos = sorted(SPLIT)
+        writer.write_videos(
+            pa.table(
+                {
+                    "video_id": videos,
+                    "duration": [10.0] * len(videos),
+                    "split": [SPLIT[v] for v in videos],
+                    "experts": [["scene"]] * len(videos),
+                }
+            )
+        )
+        columns = {
+            "caption_id": [c[0] for c in captions],
+            "video_id": [c[1] for c in captions],
+            "lang": [c[2] for c in captions],
+            "text": [c[3] for c in captions],
+            "start": pa.array([0.0] * len(captions), pa.float32()),
+            "end": pa.array([5.0] * len(captions), pa.float32()),
+            "kind": ["caption"] * len(captions),
+            "machine_translated": [False] * len(captions),
+        }
+        columns.update(extra_columns or {})
+        writer.write_captions(pa.table(columns))
+        writer.write_expert("scene", [(videos, np.eye(len(videos), 4, dtype=np.float32))])
+    return root
+
+
+@pytest.fixture
+def lexicon_path(tmp_path):
+    path = tmp_path / "lexicon.tsv"
+    path.write_text(LEXICON, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path):
+    return build_dataset(tmp_path / "tiny")
+
+
+def _sentence(sid: int, words) -> str:
+    """A CoNLL-U sentence; ``words`` are (form, lemma, upos, head, deprel)."""
+    lines = [f"# sent_id = {sid}", "# text = " + " ".join(w[0] for w in words)]
+    lines += [
+        f"{i}\t{f}\t{l}\t{u}\t_\t_\t{h}\t{d}\t_\t_"
+        for i, (f, l, u, h, d) in enumerate(words, start=1)
+    ]
+    return "\n".join(lines) + "\n\n"
+
+
+def tiny_corpus(count: int, offset: int = 0) -> str:
+    """A synthetic English treebank: imperative toy-making sentences with gold tags."""
+    verbs = [
+        ("cut", "cut"),
+        ("cutting", "cut"),
+        ("fold", "fold"),
+        ("folded", "fold"),
+        ("take", "take"),
+    ]
+    nouns = [("paper", "paper"), ("cards", "card"), ("bottle", "bottle"), ("straws", "straw")]
+    text = []
+    for k in range(offset, offset + count):
+        verb, noun = verbs[k % len(verbs)], nouns[(k // len(verbs)) % len(nouns)]
+        words = [
+            (verb[0], verb[1], "VERB", 0, "root"),
+            ("the", "the", "DET", 3, "det"),
+            (noun[0], noun[1], "NOUN", 1, "obj"),
+            (".", ".", "PUNCT", 1, "punct"),
+        ]
+        text.append(_sentence(k, words))
+    return "".join(text)
+
+
+@pytest.fixture(scope="session")
+def tiny_treebank(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("treebank")
+    (folder / "train.conllu").write_text(tiny_corpus(40), encoding="utf-8")
+    (folder / "dev.conllu").write_text(tiny_corpus(10, offset=40), encoding="utf-8")
+    return folder

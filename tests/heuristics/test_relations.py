@@ -1,0 +1,179 @@
+import json
+
+import pytest
+import yaml
+
+from heuristics.__main__ import main
+from heuristics.relations import RelationError, read_manual, read_video_sets, video_relations
+from rudder.data.layout import DatasetFolder
+
+SETS = """video_id,objects,actions
+v1,paper;scissors,cut
+v2,paper,fold
+v3,bottle,
+v4,card,c092 1.0 2.0;c001 0.0 1.0
+v5,card,c092 0.5 3.0
+"""
+
+
+def rows(table):
+    data = table.to_pydict()
+    return sorted(zip(data["caption_id_a"], data["caption_id_b"], data["label"], data["annotator"]))
+
+
+@pytest.fixture
+def sets_path(tmp_path):
+    path = tmp_path / "sets.csv"
+    path.write_text(SETS, encoding="utf-8")
+    return path
+
+
+def test_read_video_sets_parses_charades_actions(sets_path):
+    sets = read_video_sets(sets_path)
+    assert sets["v4"] == (["card"], ["c092", "c001"])
+    assert sets["v3"] == (["bottle"], [])
+
+
+def test_video_heuristic_by_hand(tiny_dataset, sets_path):
+    table = video_relations(tiny_dataset, read_video_sets(sets_path), alpha_o=0.5, alpha_a=0.5)
+    h = "video-heuristic"
+    # v1 -> v2: objects 1/2 shared -> partial; v2 -> v1: objects 1/1 but action 0/1 -> partial;
+    # v4 -> v5: objects 1/1, actions 1/2 -> partial; v5 -> v4: all shared -> positive; v3 shares nothing.
+    assert rows(table) == sorted(
+        [
+            ("c1", "c3", 1, h),
+            ("c2", "c3", 1, h),
+            ("c3", "c1", 1, h),
+            ("c3", "c2", 1, h),
+            ("c5", "c6", 1, h),
+            ("c6", "c5", 2, h),
+        ]
+    )
+    # stricter object threshold: v1 -> v2 (1/2) drops out, v2 -> v1 (1/1) stays partial
+    strict = video_relations(tiny_dataset, read_video_sets(sets_path), alpha_o=0.75, alpha_a=0.75)
+    assert ("c1", "c3", 1, h) not in rows(strict) and ("c3", "c1", 1, h) in rows(strict)
+
+
+def test_read_manual_csv_and_jsonl(tmp_path):
+    csv_path = tmp_path / "a.csv"
+    csv_path.write_text(
+        "caption_id_a,caption_id_b,label,annotator\nc1,c3,partial,ann1\nc1,c3,3,ann2\nc3,c1,negative,\n",
+        encoding="utf-8",
+    )
+    jsonl = tmp_path / "export.jsonl"
+    records = [
+        {
+            "caption_id_a": "c1",
+            "caption_id_b": "c3",
+            "label": "positive",
+            "annotator": "ann1",
+            "time": "2024-01-02T10:00:00",
+        },
+        {
+            "caption_id_a": "c1",
+            "caption_id_b": "c3",
+            "label": 0,
+            "annotator": "ann1",
+            "time": "2024-01-01T10:00:00",
+        },
+    ]
+    jsonl.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    known = {"c1", "c2", "c3"}
+    assert rows(read_manual([csv_path], known)) == [
+        ("c1", "c3", 1, "ann1"),
+        ("c1", "c3", 3, "ann2"),
+        ("c3", "c1", 0, "manual"),
+    ]
+    # the export's later time wins over the CSV row (no time) and over the older export row
+    assert rows(read_manual([csv_path, jsonl], known))[0] == ("c1", "c3", 2, "ann1")
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "a.csv",
+            "caption_id_a,caption_id_b,label\nc1,c9,partial\n",
+            r"a.csv:2: caption_id 'c9' is not in the dataset",
+        ),
+        (
+            "a.csv",
+            "caption_id_a,caption_id_b,label\nc1,c3,maybe\n",
+            r"a.csv:2: label 'maybe' is not one of negative \(0\)",
+        ),
+        ("a.csv", "caption_id_a,caption_id_b,label\nc1,c3,7\n", r"a.csv:2: label 7 is not one of"),
+        (
+            "a.csv",
+            "caption_id_a,caption_id_b,label\nc1,c1,partial\n",
+            r"a.csv:2: a caption cannot be related to itself",
+        ),
+        (
+            "a.csv",
+            "caption_id_a,label\nc1,partial\n",
+            r"a.csv:2: missing field\(s\) \['caption_id_b'\]",
+        ),
+        (
+            "a.jsonl",
+            '{"caption_id_a": "c1", "caption_id_b": "c3", "label": 1}\n{oops\n',
+            r"a.jsonl:2: not a JSON object",
+        ),
+        ("a.txt", "x", r"a.txt: use a .jsonl"),
+    ],
+)
+def test_manual_errors_name_file_and_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RelationError, match=message):
+        read_manual([path], {"c1", "c2", "c3"})
+
+
+def test_cli_merges_and_updates_the_card(tiny_dataset, sets_path, tmp_path, capsys):
+    assert DatasetFolder(tiny_dataset).relations() is None
+    assert main(["video-relations", "--dataset", str(tiny_dataset), "--sets", str(sets_path)]) == 0
+    assert DatasetFolder(tiny_dataset).relations().num_rows == 6
+    front = (tiny_dataset / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+    assert {
+        "config_name": "relations",
+        "data_files": [{"split": "train", "path": "relations/all.parquet"}],
+    } in yaml.safe_load(front)["configs"]
+    manual = tmp_path / "m.csv"
+    manual.write_text(
+        "caption_id_a,caption_id_b,label,annotator\nc1,c5,description,ann\n", encoding="utf-8"
+    )
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(manual)]) == 0
+    assert "now has 7 relations" in capsys.readouterr().out
+    # re-running the heuristic with other thresholds replaces only its own rows
+    assert (
+        main(
+            [
+                "video-relations",
+                "--dataset",
+                str(tiny_dataset),
+                "--sets",
+                str(sets_path),
+                "--alpha-o",
+                "0.75",
+                "--alpha-a",
+                "0.75",
+            ]
+        )
+        == 0
+    )
+    table = rows(DatasetFolder(tiny_dataset).relations())
+    assert ("c1", "c5", 3, "ann") in table and ("c1", "c3", 1, "video-heuristic") not in table
+    # a bad file changes nothing
+    before = DatasetFolder(tiny_dataset).relations()
+    manual.write_text("caption_id_a,caption_id_b,label\nc1,nope,1\n", encoding="utf-8")
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(manual)]) == 2
+    assert "m.csv:2: caption_id 'nope' is not in the dataset" in capsys.readouterr().err
+    assert DatasetFolder(tiny_dataset).relations().equals(before)
+
+
+def test_video_sets_errors(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text("video_id,objects\nv1,paper\n", encoding="utf-8")
+    with pytest.raises(RelationError, match=r"s.csv:1: missing column\(s\) \['actions'\]"):
+        read_video_sets(path)
+    path.write_text("video_id,objects,actions\nv1,paper,cut\nv1,card,fold\n", encoding="utf-8")
+    with pytest.raises(RelationError, match=r"s.csv:3: video 'v1' listed twice"):
+        read_video_sets(path)

@@ -1,0 +1,170 @@
+"""Train a tiny Stanza tagger + lemmatizer, load it, tag with it and score it (~10-20 s)."""
+
+import json
+
+import pytest
+
+from heuristics.__main__ import main
+from heuristics.conllu import ConlluError
+from heuristics.stanza_training import TrainOptions, prepare_treebank, train_tagger
+from heuristics.taggers import StanzaTagger, TaggerError
+
+TINY = TrainOptions(size="tiny", max_steps=30, batch_size=10, eval_interval=30, lemma_steps=5)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_treebank, tmp_path_factory):
+    out = tmp_path_factory.mktemp("models")
+    info = train_tagger(
+        "en", tiny_treebank / "train.conllu", tiny_treebank / "dev.conllu", out, TINY
+    )
+    return out, info
+
+
+def test_prepare_treebank_uses_rudder_tokens(tiny_treebank):
+    from heuristics.conllu import read_conllu
+
+    (first, *_) = prepare_treebank(read_conllu(tiny_treebank / "train.conllu"), "en")
+    # "cut the paper ." -> punctuation dropped (rudder's tokeniser drops it), tags kept
+    assert [(w.form, w.lemma, w.upos, w.head) for w in first.words] == [
+        ("cut", "cut", "VERB", 0),
+        ("the", "the", "DET", 3),
+        ("paper", "paper", "NOUN", 1),
+    ]
+
+
+def test_train_load_tag(tiny_model):
+    out, info = tiny_model
+    assert (
+        info["train"]["sentences"] == 40 and info["train"]["words"] == 120
+    )  # 3 words each after "." goes
+    assert info["lemmatizer"] == "stanza"
+    assert sorted(p.name for p in (out / "en").iterdir()) == ["lemma", "pos", "rudder_tagger.json"]
+    assert json.loads((out / "resources.json").read_text()) == {}
+    assert not list(out.glob(".en.*"))  # no staging folder left
+    tagger = StanzaTagger(out)
+    tagged = tagger.tag(["Cutting the cards!", "fold"], "en")
+    assert [[w.text for w in words] for words in tagged] == [["cutting", "the", "cards"], ["fold"]]
+    # the lemmatizer's dictionary holds every training pair, so seen words get their gold lemma
+    assert [w.lemma for w in tagged[0]] == ["cut", "the", "card"]
+    assert {w.upos for words in tagged for w in words} <= {"VERB", "DET", "NOUN"}
+    assert tagger.model_id("en").startswith("stanza-own:")
+
+
+def test_eval_tagger_cli(tiny_model, tiny_treebank, tmp_path, capsys):
+    out, _ = tiny_model
+    report = tmp_path / "scores.json"
+    assert (
+        main(
+            [
+                "eval-tagger",
+                "--conllu",
+                str(tiny_treebank / "dev.conllu"),
+                "--model",
+                str(out),
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
+    scores = json.loads(report.read_text())
+    assert scores["lang"] == "en" and scores["sentences"] == 10 and scores["words"] == 30
+    assert scores["noun"]["gold"] == 10 and scores["verb"]["gold"] == 10
+    assert "UPOS accuracy" in capsys.readouterr().out
+    # the same through the language folder itself
+    assert (
+        main(
+            [
+                "eval-tagger",
+                "--conllu",
+                str(tiny_treebank / "dev.conllu"),
+                "--model",
+                str(out / "en"),
+            ]
+        )
+        == 0
+    )
+
+
+def test_tag_cli(tiny_model, capsys):
+    out, _ = tiny_model
+    assert (
+        main(["tag", "--lang", "en", "--model-dir", str(out), "--no-cache", "cut the paper"]) == 0
+    )
+    line = json.loads(capsys.readouterr().out.strip())
+    assert [w[0] for w in line["words"]] == ["cut", "the", "paper"]
+
+
+def test_train_errors(tiny_treebank, tmp_path, capsys):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tcut\tcut\tVERB\t_\t_\t0\troot\t_\n\n", encoding="utf-8")
+    with pytest.raises(ConlluError, match=r"bad.conllu:1: expected 10 tab-separated columns"):
+        train_tagger("en", bad, tiny_treebank / "dev.conllu", tmp_path / "m", TINY)
+    assert (
+        main(
+            [
+                "train-tagger",
+                "--lang",
+                "xx",
+                "--train",
+                str(bad),
+                "--dev",
+                str(bad),
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 2
+    )
+    assert "unsupported language 'xx'" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "en").exists()
+
+
+def test_eval_tagger_without_model(tmp_path, tiny_treebank, capsys):
+    (tmp_path / "empty").mkdir()
+    assert (
+        main(
+            [
+                "eval-tagger",
+                "--conllu",
+                str(tiny_treebank / "dev.conllu"),
+                "--model",
+                str(tmp_path / "empty"),
+            ]
+        )
+        == 2
+    )
+    assert "holds models for no language; pass --lang" in capsys.readouterr().err
+    with pytest.raises(TaggerError, match="no Stanza POS/lemma model for 'en'"):
+        StanzaTagger(tmp_path / "empty").tag(["cut"], "en")
+
+
+def test_label_with_stanza(tiny_model, tmp_path, capsys):
+    from rudder.data.layout import DatasetFolder
+
+    from .conftest import CAPTIONS, build_dataset
+
+    out, _ = tiny_model
+    mixed = build_dataset(tmp_path / "mixed")  # has a Hindi caption; the model folder has only en
+    before = {p: p.read_bytes() for p in mixed.rglob("*") if p.is_file()}
+    args = [
+        "label",
+        "--dataset",
+        str(mixed),
+        "--model-dir",
+        str(out),
+        "--cache",
+        str(tmp_path / "c.sqlite"),
+    ]
+    assert main(args) == 2
+    assert "no Stanza POS/lemma model for 'hi'" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in mixed.rglob("*") if p.is_file()} == before
+    english = build_dataset(tmp_path / "en", [c for c in CAPTIONS if c[2] == "en"])
+    args[2] = str(english)
+    assert main(args) == 0
+    train = DatasetFolder(english).captions("train").to_pydict()
+    assert {"nouns", "verbs", "noun_classes", "verb_classes"} <= set(train)
+    # no class files: every class is a singleton named after its lemma
+    for lemmas, classes in zip(train["nouns"], train["noun_classes"]):
+        assert classes == list(dict.fromkeys(f"noun:en:{lemma.split(':')[0]}" for lemma in lemmas))
