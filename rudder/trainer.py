@@ -29,6 +29,7 @@ from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.models import CollaborativeExperts
 from rudder.runs import (
     CHECKPOINT_VERSION,
+    RunError,
     atomic_torch_save,
     atomic_write_text,
     environment_record,
@@ -87,6 +88,11 @@ class Trainer:
         self.state: dict | None = None
         if resume:
             self.state = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+            if not self.state["fingerprint"].startswith(self.fingerprint):
+                raise RunError(
+                    f"cannot resume {run_dir}: its dataset changed since it started "
+                    f"(fingerprint {self.fingerprint}, run {self.state['fingerprint'].split('-')[0]})"
+                )
             self.vocab = Vocabulary.from_dict(self.state["vocab"])
         else:
             self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)

@@ -83,3 +83,18 @@ def test_help(module, capsys):
         importlib.import_module(module).main(["--help"])
     assert exit_info.value.code == 0
     assert "usage" in capsys.readouterr().out
+
+
+def test_resume_refuses_a_changed_dataset(tiny_dataset, fast_args, tmp_path, capsys):
+    import shutil
+
+    from rudder.data.layout import DatasetFolder, replace_tables
+
+    data = tmp_path / "data"
+    shutil.copytree(tiny_dataset, data)
+    train.main(["--dataset", str(data), "--output-dir", str(tmp_path / "run"), *fast_args, "--epochs", "1"])
+    captions = DatasetFolder(data).captions("train")
+    replace_tables(data, "captions", {"train": captions.slice(0, captions.num_rows - 1)})
+    with pytest.raises(SystemExit):
+        train.main(["--output-dir", str(tmp_path / "run"), "--resume", "--epochs", "2"])
+    assert "its dataset changed" in capsys.readouterr().err
