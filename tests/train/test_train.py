@@ -98,3 +98,9 @@ def test_resume_refuses_a_changed_dataset(tiny_dataset, fast_args, tmp_path, cap
     with pytest.raises(SystemExit):
         train.main(["--output-dir", str(tmp_path / "run"), "--resume", "--epochs", "2"])
     assert "its dataset changed" in capsys.readouterr().err
+
+
+def test_tensorboard_logs(train_tiny, tmp_path):
+    pytest.importorskip("tensorboard")
+    train_tiny(tmp_path / "run", "--epochs", "1", "--set", "tensorboard=true")
+    assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
