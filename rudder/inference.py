@@ -43,8 +43,8 @@ def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batc
     videos = embed_videos(model, data, device, batch_size)
     available = data.available.to(device)
     valid = data.caption_mask.flatten()
-    tokens = data.tokens.flatten(0, 1)[valid]
-    mask = data.token_mask.flatten(0, 1)[valid]
+    videos_of, slots_of = torch.nonzero(data.caption_mask, as_tuple=True)  # row-major = video-major
+    tokens, mask = data.text_input(videos_of, slots_of)
     sims = torch.zeros(len(valid), data.num_videos)
     rows = []
     for start in range(0, len(tokens), batch_size):

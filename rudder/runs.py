@@ -114,6 +114,7 @@ class LoadedRun:
     checkpoint: Path
     fingerprint: str
     experts: list[str]
+    text_encoder: object = None  # loaded on first use when the run has one
 
 
 def resolve_dataset(spec: str) -> DatasetFolder:
@@ -188,7 +189,14 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
 
 
 def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids and masks of free-text queries, tokenised per language like training."""
+    """Model text inputs of free-text queries: token ids tokenised per language like training,
+    or token features of the run's frozen text encoder."""
+    if run.config.data.text_encoder:
+        if run.text_encoder is None:
+            from rudder.text.pretrained import load_text_encoder
+
+            run.text_encoder = load_text_encoder(run.config.data.text_encoder)
+        return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)
 

@@ -97,6 +97,12 @@ class Trainer:
         else:
             self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)
         self.class_index = build_class_index(self.folder)
+        self.text_encoder = None
+        if config.data.text_encoder:
+            from rudder.text.pretrained import load_text_encoder
+
+            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device))
+            config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
@@ -122,7 +128,7 @@ class Trainer:
         data = self.config.data
         return load_split(
             self.folder, split, self.experts, self.vocab, data.caption_langs,
-            self.class_index, data.max_words, data.max_frames,
+            self.class_index, data.max_words, data.max_frames, self.text_encoder,
         )
 
     def _prepare_supervision(self) -> None:
@@ -195,7 +201,8 @@ class Trainer:
         lv, ls = videos[local], slots[local]
         autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
         with autocast:
-            text, logits = self.model.encode_text(train.tokens[lv, ls].to(self.device), train.token_mask[lv, ls].to(self.device))
+            inputs, mask = train.text_input(lv, ls)
+            text, logits = self.model.encode_text(inputs.to(self.device), mask.to(self.device))
             features, masks, available = train.video_batch(lv, self.device)
             video = self.model.encode_video(features, masks, available)
         text, logits, video, available = (

@@ -47,6 +47,12 @@ class SplitData(VideoData):
     caption_texts: np.ndarray  # (V, K) object
     nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
     verbs: torch.Tensor | None
+    token_features: torch.Tensor | None = None  # (V, K, L, D) from a frozen text encoder
+
+    def text_input(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the model's text side reads for these captions: token features or ids, and masks."""
+        inputs = self.tokens if self.token_features is None else self.token_features
+        return inputs[videos, slots], self.token_mask[videos, slots]
 
 
 def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
@@ -159,8 +165,13 @@ def load_split(
     class_index: ClassIndex | None = None,
     max_words: int = 30,
     max_frames: int = 32,
+    text_encoder=None,
 ) -> SplitData:
-    """Read one split into tensors (captions restricted to ``langs``)."""
+    """Read one split into tensors (captions restricted to ``langs``).
+
+    With ``text_encoder`` (texts -> (features (N, L, D), mask (N, L))) the captions are
+    encoded once into ``token_features`` and the masks are the encoder's.
+    """
     videos = load_videos(folder, split, experts, max_frames)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
     captions = folder.captions(split).to_pydict()
@@ -178,8 +189,14 @@ def load_split(
     slot[order] = np.arange(len(keep)) - np.searchsorted(owner[order], owner[order], side="left")
     num_slots = int(np.bincount(owner).max())
     shape = (videos.num_videos, num_slots)
-    token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
-    tokens, mask = vocab.batch(token_lists, max_len=max_words)
+    if text_encoder is None:
+        token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
+        tokens, mask = vocab.batch(token_lists, max_len=max_words)
+    else:
+        features, mask = text_encoder([captions["text"][i] for i in keep])
+        tokens = torch.zeros(mask.shape, dtype=torch.long)
+        grid_features = torch.zeros(*shape, *features.shape[1:], dtype=features.dtype)
+        grid_features[owner, slot] = features
     grid_tokens = torch.zeros(*shape, tokens.shape[1], dtype=torch.long)
     grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
     grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
@@ -207,4 +224,5 @@ def load_split(
         caption_texts=grid("text"),
         nouns=nouns,
         verbs=verbs,
+        token_features=None if text_encoder is None else grid_features,
     )

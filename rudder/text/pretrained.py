@@ -109,3 +109,8 @@ def _token_dimension(module) -> int:
     raise RuntimeError(
         "SentenceTransformerTokens: cannot tell the token embedding size of this model"
     )
+
+
+def load_text_encoder(spec: str, device: str = "cpu") -> SentenceTransformerTokens:
+    """The encoder named by ``data.text_encoder``: ``"bundled"`` or a local model folder."""
+    return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec, device=device)

