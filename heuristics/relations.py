@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import yaml
 
+from rudder.data.card import ensure_config
 from rudder.data.layout import PAIR_LABELS, RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
 
 VIDEO_ANNOTATOR = "video-heuristic"
@@ -226,37 +225,12 @@ def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = N
     return pa.concat_tables([old.filter(pa.array(keep)), new])
 
 
-def _ensure_card_config(root: Path) -> None:
-    """Add the ``relations`` config to the README card's YAML when it is missing."""
-    card = root / "README.md"
-    if not card.is_file():
-        return
-    text = card.read_text(encoding="utf-8")
-    if not text.startswith("---\n") or "\n---\n" not in text[4:]:
-        return
-    end = text.index("\n---\n", 4)
-    front = yaml.safe_load(text[4:end]) or {}
-    configs = front.setdefault("configs", [])
-    if any(c.get("config_name") == "relations" for c in configs):
-        return
-    configs.append(
-        {
-            "config_name": "relations",
-            "data_files": [{"split": "train", "path": "relations/all.parquet"}],
-        }
-    )
-    body = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip()
-    tmp = card.with_name(card.name + ".tmp")
-    tmp.write_text(f"---\n{body}{text[end:]}", encoding="utf-8")
-    os.replace(tmp, card)
-
-
 def write_relations(root, table: pa.Table, replace_annotator: str | None = None) -> pa.Table:
     """Merge ``table`` into the dataset's relations and write them atomically."""
     folder = DatasetFolder(root)
     merged = merge(folder.relations(), table, replace_annotator)
     replace_tables(folder.root, "relations", {"all": merged})
-    _ensure_card_config(folder.root)
+    ensure_config(folder.root, "relations", [{"split": "train", "path": "relations/all.parquet"}])
     return merged
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
@@ -71,3 +73,27 @@ def render_card(meta, card: Card, counts: dict, has_relations: bool) -> str:
     if card.citation:
         lines += ["", "## Citation", "", "```bibtex", card.citation.strip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def ensure_config(root, config_name: str, data_files: list[dict]) -> None:
+    """Add a config to an existing card's ``configs:`` block when it is missing (atomic).
+
+    A folder without a card, or with one that has no YAML front matter, is left as it is
+    (rudder reads it either way; only ``datasets.load_dataset`` needs the block).
+    """
+    card = Path(root) / "README.md"
+    if not card.is_file():
+        return
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---\n") or "\n---\n" not in text[4:]:
+        return
+    end = text.index("\n---\n", 4)
+    front = yaml.safe_load(text[4:end]) or {}
+    configs = front.setdefault("configs", [])
+    if any(c.get("config_name") == config_name for c in configs):
+        return
+    configs.append({"config_name": config_name, "data_files": data_files})
+    body = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip()
+    tmp = card.with_name(card.name + ".tmp")
+    tmp.write_text(f"---\n{body}{text[end:]}", encoding="utf-8")
+    os.replace(tmp, card)
