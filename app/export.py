@@ -25,10 +25,10 @@ import csv
 import io
 import itertools
 import json
-import os
 from pathlib import Path
 
 from app.annotations_db import LABEL_NAMES, AnnotationStore
+from rudder.atomic import atomic_write_text
 
 COLUMNS = ("caption_id_a", "caption_id_b", "label", "annotator", "time", "dataset")
 
@@ -48,20 +48,13 @@ def relation_records(store: AnnotationStore, dataset: str | None = None) -> list
     ]
 
 
-def _atomic_write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    os.replace(tmp, path)
-    return path
-
 
 def write_jsonl(records: list[dict], path) -> Path:
     """Write records as JSONL (atomically)."""
     text = "".join(
         json.dumps({c: r[c] for c in COLUMNS}, ensure_ascii=False) + "\n" for r in records
     )
-    return _atomic_write(Path(path), text)
+    return atomic_write_text(Path(path), text, newline="")
 
 
 def write_csv(records: list[dict], path) -> Path:
@@ -70,7 +63,7 @@ def write_csv(records: list[dict], path) -> Path:
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(records)
-    return _atomic_write(Path(path), buffer.getvalue())
+    return atomic_write_text(Path(path), buffer.getvalue(), newline="")
 
 
 def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple[Path, Path]:

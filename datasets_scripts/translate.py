@@ -12,7 +12,6 @@ and the card. Offline, it stops at the first batch and writes nothing to the dat
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rudder.atomic import atomic_write_text
 from rudder.data.layout import (
     SPLITS,
     Card,
@@ -131,12 +131,6 @@ def _googletrans_version() -> str:
         return "googletrans"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _row_counts(root: Path, experts) -> dict:
     """``(config, split) -> rows`` from the parquet footers, as the card's contents table."""
     counts = {}
@@ -166,11 +160,11 @@ def _update_metadata(root: Path, folder: DatasetFolder, src, added, engine, stre
         card = Card(**card_fields)
         card.how_built = f"{card.how_built}\n- Machine translations added ({engine}): {note}."
         meta.extra["card"] = vars(card)
-    _atomic_write(root / "rudder.json", meta.to_json())
+    atomic_write_text(root / "rudder.json", meta.to_json())
     if card_fields:
         counts = _row_counts(root, meta.experts)
         text = render_card(meta, card, counts, has_relations=("relations", "train") in counts)
-        _atomic_write(root / "README.md", text)
+        atomic_write_text(root / "README.md", text)
     else:
         print(
             "note: rudder.json has no card fields (not built by datasets_scripts); README.md "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from heuristics.label import LabelError
 from heuristics.relations import RelationError
 from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
 from heuristics.taggers import MODEL_INFO, TaggerError
+from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
@@ -40,11 +40,7 @@ ERRORS = (
 def _write_report(path, data) -> None:
     if path is None:
         return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _tagger_args(parser) -> None:

@@ -8,10 +8,11 @@ line and says what the line should look like.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from rudder.atomic import atomic_write_text
 
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 UPOS_TAGS = frozenset(
@@ -247,11 +248,7 @@ def format_conllu(sentences) -> str:
 
 def write_conllu(sentences, path) -> None:
     """Write ``sentences`` to ``path`` atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(format_conllu(sentences), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, format_conllu(sentences))
 
 
 def _is_tree(heads: list[int]) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from rudder.atomic import atomic_write_text
 from rudder.config import TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.models import CollaborativeExperts
@@ -25,13 +26,6 @@ CHECKPOINT_VERSION = 1
 
 class RunError(ValueError):
     """A run directory or checkpoint that cannot be used as asked."""
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def atomic_torch_save(obj, path: Path) -> None:

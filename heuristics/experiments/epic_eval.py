@@ -25,11 +25,11 @@ import argparse
 import ast
 import csv
 import json
-import os
 import time
 from pathlib import Path
 
 from heuristics.classes import ClassFileError, read_epic_classes
+from rudder.atomic import atomic_write_text
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
 
@@ -178,9 +178,7 @@ def main(argv=None) -> int:
             f"| {100 * r['both_accuracy']:.1f} | {100 * r['noun_jaccard']:.1f} |"
         )
     if args.report:
-        tmp = args.report.with_name(args.report.name + ".tmp")
-        tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, args.report)
+        atomic_write_text(args.report, json.dumps(results, indent=2) + "\n")
     return 0
 
 

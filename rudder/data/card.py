@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from rudder.atomic import atomic_write_text
 
 SPLITS = ("train", "validation", "test")  # every config uses these split names
 
@@ -94,6 +95,4 @@ def ensure_config(root, config_name: str, data_files: list[dict]) -> None:
         return
     configs.append({"config_name": config_name, "data_files": data_files})
     body = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip()
-    tmp = card.with_name(card.name + ".tmp")
-    tmp.write_text(f"---\n{body}{text[end:]}", encoding="utf-8")
-    os.replace(tmp, card)
+    atomic_write_text(card, f"---\n{body}{text[end:]}")

@@ -94,12 +94,6 @@ def expert_config(expert: str) -> str:
     return f"features.{expert}"
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 @dataclass
 class ExpertInfo:
     """Dimension of an expert's features and whether each video has an (n, D) array."""
