@@ -8,7 +8,7 @@ import torch
 from rudder import metrics
 from rudder.data.loader import SplitData, VideoData
 from rudder.models import CollaborativeExperts
-from rudder.supervision import relevance, video_class_sets
+from rudder.supervision import relevance
 
 
 @torch.no_grad()
@@ -60,14 +60,11 @@ def relevance_matrix(data: SplitData, rho: float) -> torch.Tensor | None:
     """Relevance ``(V*K, V)`` of every caption slot to every video (DESIGN.md), or ``None``."""
     if data.nouns is None:
         return None
-    num_videos, num_slots, classes = data.nouns.shape
+    classes = data.nouns.shape[-1]
     valid = data.caption_mask.flatten()
-    owner = torch.arange(num_videos).repeat_interleave(num_slots)[valid]
-    nouns = data.nouns.reshape(-1, classes).float()
-    verbs = data.verbs.reshape(-1, classes).float()
-    video_nouns = video_class_sets(nouns[valid], owner, num_videos, rho)
-    video_verbs = video_class_sets(verbs[valid], owner, num_videos, rho)
-    out = relevance(nouns, verbs, video_nouns, video_verbs)
+    video_nouns, video_verbs = data.video_classes(rho)
+    out = relevance(data.nouns.reshape(-1, classes).float(), data.verbs.reshape(-1, classes).float(),
+                    video_nouns, video_verbs)
     out[~valid] = 0
     return out
 

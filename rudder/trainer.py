@@ -36,7 +36,7 @@ from rudder.runs import (
     resolve_dataset,
     write_config,
 )
-from rudder.supervision import RelationTable, batch_labels, batch_relevance, video_class_sets
+from rudder.supervision import RelationTable, batch_labels, batch_relevance
 from rudder.text import CaptionSimilarity, Vocabulary
 
 log = logging.getLogger("rudder.train")
@@ -141,10 +141,7 @@ class Trainer:
                 "no noun_classes/verb_classes columns; add them with `python -m heuristics label`"
             )
         if train.nouns is not None:
-            valid = train.caption_mask
-            owner = torch.arange(train.num_videos).unsqueeze(1).expand_as(valid)[valid]
-            self.video_nouns = video_class_sets(train.nouns[valid].float(), owner, train.num_videos, sup.rho)
-            self.video_verbs = video_class_sets(train.verbs[valid].float(), owner, train.num_videos, sup.rho)
+            self.video_nouns, self.video_verbs = train.video_classes(sup.rho)
         self.relations = None
         if sup.manual_relations:
             table = self.folder.relations()

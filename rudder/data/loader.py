@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
-from rudder.supervision import ClassIndex
+from rudder.supervision import ClassIndex, video_class_sets
 from rudder.text import Vocabulary, tokenize
 
 
@@ -48,6 +48,14 @@ class SplitData(VideoData):
     nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
     verbs: torch.Tensor | None
     token_features: torch.Tensor | None = None  # (V, K, L, D) from a frozen text encoder
+
+    def video_classes(self, rho: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
+        of its valid captions (DESIGN.md, Relevance)."""
+        valid = self.caption_mask
+        owner = torch.nonzero(valid)[:, 0]
+        nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)
+        return nouns, video_class_sets(self.verbs[valid].float(), owner, self.num_videos, rho)
 
     def text_input(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's text side reads for these captions: token features or ids, and masks."""
