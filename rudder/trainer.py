@@ -221,8 +221,8 @@ class Trainer:
         return float(loss.detach())
 
     # -- epochs, evaluation, checkpoints ----------------------------------------------------
-    def evaluate(self, split: str) -> tuple[dict, torch.Tensor]:
-        data = self.splits[split] if split in self.splits else self._load(split)
+    def _score(self, data) -> tuple[dict, torch.Tensor]:
+        """Metrics and the similarity matrix of the current model on a loaded split."""
         sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
         return split_metrics(sims, data, self.config.supervision.rho), sims
 
@@ -243,7 +243,7 @@ class Trainer:
             ]
             self.scheduler.step()
             self.epoch += 1
-            result, _ = self.evaluate(cfg.data.val_split)
+            result, _ = self._score(self.splits[cfg.data.val_split])
             score = selection_score(result, cfg.selection)
             improved = score > self.best_score
             if improved:
@@ -330,8 +330,7 @@ class Trainer:
         best = torch.load(self.run_dir / "checkpoints" / "best.pt", map_location=self.device, weights_only=False)
         self.model.load_state_dict(best["model"])
         data = self._load("test")
-        sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
-        result = split_metrics(sims, data, self.config.supervision.rho)
+        result, sims = self._score(data)
         if self.ctx.is_main:
             ranks = query_ranks(sims, data)
             np.savez_compressed(
