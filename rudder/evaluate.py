@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths], "combination": args.fusion}
     atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2))
-    ranks_t2v, ranks_v2t = query_ranks(sims, data)["t2v"], query_ranks(sims_v2t, data)["v2t"]
+    ranks = query_ranks(sims, data, sims_v2t)
     np.savez_compressed(out / "predictions.npz", sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
-                        ranks_t2v=ranks_t2v, ranks_v2t=ranks_v2t)
+                        ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"])
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     print(f"\nwritten to {out}")
     return summary

@@ -23,19 +23,6 @@ def embed_videos(model: CollaborativeExperts, data: VideoData, device, batch_siz
 
 
 @torch.no_grad()
-def embed_texts(model: CollaborativeExperts, tokens, mask, device, batch_size=512):
-    """Per-expert text embeddings ``(N, E, D)`` and mixture logits ``(N, E)``."""
-    embeddings, logits = [], []
-    for start in range(0, len(tokens), batch_size):
-        emb, logit = model.encode_text(
-            tokens[start : start + batch_size].to(device), mask[start : start + batch_size].to(device)
-        )
-        embeddings.append(emb)
-        logits.append(logit)
-    return torch.cat(embeddings), torch.cat(logits)
-
-
-@torch.no_grad()
 def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batch_size=512) -> torch.Tensor:
     """Caption-by-video similarities ``(V*K, V)``, rows video-major; empty slots score 0."""
     was_training = model.training
@@ -49,7 +36,7 @@ def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batc
     rows = []
     for start in range(0, len(tokens), batch_size):
         chunk = slice(start, start + batch_size)
-        text, logits = embed_texts(model, tokens[chunk], mask[chunk], device, batch_size)
+        text, logits = model.encode_text(tokens[chunk].to(device), mask[chunk].to(device))
         rows.append(CollaborativeExperts.similarity(text, logits, videos, available).float().cpu())
     sims[valid] = torch.cat(rows)
     model.train(was_training)
@@ -95,12 +82,14 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: tor
     return {k: _floats(v) for k, v in result.items()}
 
 
-def query_ranks(sims: torch.Tensor, data: SplitData) -> dict[str, np.ndarray]:
-    """Per-query 0-based ranks for both directions (for significance tests between runs)."""
+def query_ranks(sims: torch.Tensor, data: SplitData, sims_v2t: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+    """Per-query 0-based ranks for both directions (for significance tests between runs);
+    ``sims_v2t`` as in :func:`split_metrics`."""
     masks = data.caption_mask.numpy()
+    v2t = sims if sims_v2t is None else sims_v2t
     return {
-        direction: metrics.query_ranks(sims.numpy(), query_masks=masks, direction=direction)
-        for direction in ("t2v", "v2t")
+        "t2v": metrics.query_ranks(sims.numpy(), query_masks=masks, direction="t2v"),
+        "v2t": metrics.query_ranks(v2t.numpy(), query_masks=masks, direction="v2t"),
     }
 
 
