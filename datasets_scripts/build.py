@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -95,6 +96,14 @@ class RawDataset:
         got = Counter(f"videos/{v['split']}" for v in self.videos.values())
         got.update(f"captions/{self.videos[v]['split']}" for v in self.captions.columns["video_id"])
         return dict(got)
+
+
+def read_json(path: Path, what: str):
+    """Parse a JSON file, or stop with a BuildError naming the file and what it should hold."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise BuildError(f"{path}: cannot read {what} ({error})") from error
 
 
 def holdout_validation(video_ids, fraction: float) -> set[str]:

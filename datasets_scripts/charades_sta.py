@@ -14,12 +14,11 @@ Published counts: train 12,408 moments / 5,338 videos, test 3,720 moments / 1,33
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
-from datasets_scripts.build import CaptionRows, RawDataset, holdout_validation
+from datasets_scripts.build import CaptionRows, RawDataset, holdout_validation, read_json
 from datasets_scripts.report import BuildError, Reporter
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")
@@ -46,10 +45,7 @@ def add_arguments(parser) -> None:
 
 
 def read_durations(path: Path) -> dict[str, float]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise BuildError(f"{path}: cannot read durations ({error})") from error
+    data = read_json(path, "durations")
     if not isinstance(data, dict):
         raise BuildError(f"{path}: expected a JSON object {{video_id: duration}}")
     durations = {}

@@ -21,11 +21,10 @@ Experts split lists ``{train,val,test}_list.txt`` (8,392 / 1,065 / 1,004 video f
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
-from datasets_scripts.build import CaptionRows, RawDataset, read_id_list
+from datasets_scripts.build import CaptionRows, RawDataset, read_id_list, read_json
 from datasets_scripts.report import BuildError, Reporter
 
 SEGMENT_SECONDS = 5.0
@@ -65,10 +64,7 @@ def _consensus(pairs):
 
 def parse_file(path: Path, reporter: Reporter, seen_ids: set):
     """Moments of one data file: ``{file_name: {"segments": n, "moments": [...]}}``."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise BuildError(f"{path}: cannot read it as JSON ({error})") from error
+    data = read_json(path, "it as JSON")
     if not isinstance(data, list):
         raise BuildError(f"{path}: expected a JSON list of annotations")
     videos = {}
