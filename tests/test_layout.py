@@ -156,7 +156,8 @@ def test_load_dataset_sees_a_rewrite_in_place(tmp_path):
 
 
 def _dead_pid() -> int:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    code = "import os; print(os.getpid())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     return int(done.stdout)
 
 
