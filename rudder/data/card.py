@@ -156,11 +156,12 @@ def refresh_digests(root, folder: str | None = None) -> None:
 
 
 def ensure_config(root, config_name: str, data_files: list[dict]) -> None:
-    """Add a config (with its data digest) to an existing card's ``configs:`` block when it
-    is missing (atomic).
+    """Add a config to an existing card's ``configs:`` block when it is missing (atomic).
 
-    A folder without a card, or with one that has no YAML front matter, is left as it is
-    (rudder reads it either way; only ``datasets.load_dataset`` needs the block).
+    The new entry changes the card, so ``datasets`` caches afresh; its data digest comes
+    with the next rewrite of its files (:func:`refresh_digests`). A folder without a card,
+    or with one that has no YAML front matter, is left as it is (rudder reads it either
+    way; only ``datasets.load_dataset`` needs the block).
     """
     parts = _split_card(root)
     if parts is None:
@@ -169,9 +170,5 @@ def ensure_config(root, config_name: str, data_files: list[dict]) -> None:
     configs = front.setdefault("configs", [])
     if any(c.get("config_name") == config_name for c in configs):
         return
-    config = {"config_name": config_name, "data_files": data_files}
-    paths = _config_paths(config)
-    if paths and all((Path(root) / p).is_file() for p in paths):
-        config["description"] = data_digest(root, paths)
-    configs.append(config)
+    configs.append({"config_name": config_name, "data_files": data_files})
     _write_front(card, front, rest)
