@@ -89,23 +89,14 @@ def _read_json(paths, reporter: Reporter):
                 duration = float(item["end time"]) - float(item["start time"])
             except (KeyError, TypeError, ValueError):
                 duration = None
+            bad = None
             if duration is not None and not math.isfinite(duration):
-                reporter.problem(
-                    "duration is not a finite number",
-                    path,
-                    f"videos[{index}]",
-                    [item.get("start time"), item.get("end time")],
-                    "start time and end time must be numbers (JSON NaN or Infinity is not)",
-                )
-                continue
-            if duration is not None and duration <= 0:
-                reporter.problem(
-                    "time outside the video",
-                    path,
-                    f"videos[{index}]",
-                    [item.get("start time"), item.get("end time")],
-                    "end time must follow start time",
-                )
+                bad = ("duration is not a finite number", "JSON NaN or Infinity is no time")
+            elif duration is not None and duration <= 0:
+                bad = ("time outside the video", "end time must follow start time")
+            if bad:
+                times = [item.get("start time"), item.get("end time")]
+                reporter.problem(bad[0], path, f"videos[{index}]", times, bad[1])
                 continue
             videos[video_id] = {
                 "split": item.get("split"),
