@@ -123,12 +123,18 @@ def terminate_cleanly():
 
 
 def swap_into_place(staged: Path, target: Path) -> None:
-    """Rename ``staged`` to ``target``; an existing target is moved aside, then removed."""
-    old = None
-    with held_termination():
-        if target.exists():
-            old = staging_path(target, "old")
-            os.replace(target, old)
-        os.replace(staged, target)
-    if old is not None:
-        remove(old)
+    """Rename ``staged`` to ``target``; an existing target is moved aside, then removed
+    (or put back when the second rename fails)."""
+    old, swapped = None, False
+    try:
+        with held_termination():
+            if target.exists():
+                old = staging_path(target, "old")
+                os.replace(target, old)
+            os.replace(staged, target)
+            swapped = True
+    finally:
+        if old is not None and swapped:
+            remove(old)
+        elif old is not None:
+            os.replace(old, target)
