@@ -20,6 +20,7 @@ from rudder.config import TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
+from rudder.text.subwords import vocabulary_from_dict
 
 CHECKPOINT_VERSION = 1
 
@@ -165,8 +166,8 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         raise RunError(f"{checkpoint}: checkpoint version {state.get('version')} is not supported")
     config = from_dict(state["config"])
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
-    vocab = Vocabulary.from_dict(state["vocab"])
-    model = CollaborativeExperts(config.model, experts, len(vocab))
+    vocab = vocabulary_from_dict(state["vocab"])
+    model = CollaborativeExperts(config.model, experts, vocab.table_size)
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)

@@ -17,7 +17,8 @@ from tqdm import tqdm
 from rudder import losses
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
-from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
+from rudder.data.loader import build_class_index, load_split, select_experts
+from rudder.data.text_side import build_text_side
 from rudder.distributed import (
     DistContext,
     average_gradients,
@@ -37,7 +38,8 @@ from rudder.runs import (
     write_config,
 )
 from rudder.supervision import RelationTable, batch_labels, batch_relevance
-from rudder.text import CaptionSimilarity, Vocabulary
+from rudder.text import CaptionSimilarity
+from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
 
@@ -93,9 +95,14 @@ class Trainer:
                     f"cannot resume {run_dir}: its dataset changed since it started "
                     f"(fingerprint {self.fingerprint}, run {self.state['fingerprint'].split('-')[0]})"
                 )
-            self.vocab = Vocabulary.from_dict(self.state["vocab"])
+            self.vocab = vocabulary_from_dict(self.state["vocab"])
+            initial_embeddings = None
         else:
-            self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)
+            text_side = build_text_side(self.folder, config.data, config.seed)
+            self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
+            log.info(text_side.summary)
+            if initial_embeddings is not None:
+                config.model.word_dim = initial_embeddings.shape[1]
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
@@ -106,7 +113,10 @@ class Trainer:
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
-        self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
+        self.model = CollaborativeExperts(config.model, expert_info, self.vocab.table_size)
+        if initial_embeddings is not None:
+            with torch.no_grad():
+                self.model.word_embedding.weight.copy_(initial_embeddings)
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)

@@ -99,6 +99,15 @@ def build_class_index(folder: DatasetFolder) -> ClassIndex | None:
     return ClassIndex.build(lists)
 
 
+def caption_ordinals(video_ids) -> np.ndarray:
+    """``k`` for the ``k``-th caption of its video (or any grouping key), in table order."""
+    codes = np.unique(np.asarray(video_ids), return_inverse=True)[1].reshape(-1)
+    order = np.argsort(codes, kind="stable")
+    ordinals = np.empty(len(codes), dtype=np.int64)
+    ordinals[order] = np.arange(len(codes)) - np.searchsorted(codes[order], codes[order], side="left")
+    return ordinals
+
+
 def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
     info = folder.meta.experts[expert]
     table = folder.features(expert, split)
@@ -177,8 +186,9 @@ def load_split(
 ) -> SplitData:
     """Read one split into tensors (captions restricted to ``langs``).
 
-    With ``text_encoder`` (texts -> (features (N, L, D), mask (N, L))) the captions are
-    encoded once into ``token_features`` and the masks are the encoder's.
+    With ``text_encoder`` (texts, video_ids, ordinals -> (features (N, L, D), mask (N, L)))
+    the captions are encoded once into ``token_features`` and the masks are the encoder's;
+    ``ordinals`` number each video's captions in table order (for CE's feature pickles).
     """
     videos = load_videos(folder, split, experts, max_frames)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
@@ -192,20 +202,22 @@ def load_split(
             f"{folder.root}: caption {captions['caption_id'][keep[int(np.argmax(owner < 0))]]!r} "
             f"refers to a video that is not in the {split!r} videos"
         )
-    order = np.argsort(owner, kind="stable")
-    slot = np.empty(len(keep), dtype=int)
-    slot[order] = np.arange(len(keep)) - np.searchsorted(owner[order], owner[order], side="left")
+    slot = caption_ordinals(owner)
     num_slots = int(np.bincount(owner).max())
     shape = (videos.num_videos, num_slots)
     if text_encoder is None:
         token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
         tokens, mask = vocab.batch(token_lists, max_len=max_words)
     else:
-        features, mask = text_encoder([captions["text"][i] for i in keep])
+        features, mask = text_encoder(
+            [captions["text"][i] for i in keep],
+            video_ids=[captions["video_id"][i] for i in keep],
+            ordinals=caption_ordinals(captions["video_id"])[keep],
+        )
         tokens = torch.zeros(mask.shape, dtype=torch.long)
         grid_features = torch.zeros(*shape, *features.shape[1:], dtype=features.dtype)
         grid_features[owner, slot] = features
-    grid_tokens = torch.zeros(*shape, tokens.shape[1], dtype=torch.long)
+    grid_tokens = torch.zeros(*shape, *tokens.shape[1:], dtype=torch.long)
     grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
     grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
     caption_mask = torch.zeros(shape, dtype=torch.bool)

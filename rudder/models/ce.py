@@ -27,7 +27,8 @@ class CollaborativeExperts(nn.Module):
         experts: expert name -> info with ``.dim`` (D_e) and ``.variable_length``
             (``rudder.data.layout.ExpertInfo``). Experts are ordered by sorted name
             (``self.experts``); ``available`` columns follow that order.
-        vocab_size: size of the token vocabulary (PAD = 0); unused (may be None) when
+        vocab_size: rows of the word embedding table (``Vocabulary.table_size``: the
+            tokens, PAD = 0, plus any character n-gram buckets); unused (may be None) when
             ``config.text_input_dim`` is set.
 
     Video side, per expert e: fixed-size features (B, D_e), or variable-length ones
@@ -100,7 +101,8 @@ class CollaborativeExperts(nn.Module):
 
     # ------------------------------------------------------------------ text
     def encode_text(self, tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Token ids (B, L) long (or features (B, L, text_input_dim)) and mask (B, L) bool
+        """Token ids (B, L) long, subword rows (B, L, G) long (:mod:`rudder.text.subwords`;
+        a word is the mean of its non-PAD rows), or features (B, L, text_input_dim), and mask (B, L) bool
         -> (per-expert unit-norm embeddings (B, E, D), mixture logits (B, E))."""
         words = self._word_features(tokens, mask)
         pooled = self.dropout(self.text_pooling(words, mask))
@@ -117,9 +119,9 @@ class CollaborativeExperts(nn.Module):
                 )
             words = tokens.to(self.text_pooling.assign_weight.dtype)
         else:
-            if tokens.dtype != torch.long or tokens.dim() != 2:
+            if tokens.dtype != torch.long or tokens.dim() not in (2, 3):
                 raise ValueError(
-                    f"encode_text: expected token ids (B, L) int64, got {tokens.dtype} "
+                    f"encode_text: expected token ids (B, L) or subword rows (B, L, G) int64, got {tokens.dtype} "
                     f"{tuple(tokens.shape)} (set model.text_input_dim for token features)"
                 )
             vocab_size = self.word_embedding.num_embeddings
@@ -129,6 +131,9 @@ class CollaborativeExperts(nn.Module):
                     f"[{int(tokens.min())}, {int(tokens.max())}] (vocabulary/model mismatch?)"
                 )
             words = self.word_embedding(tokens)
+            if tokens.dim() == 3:  # fastText: the mean of a word's row and its n-gram rows
+                present = (tokens != 0).unsqueeze(-1).to(words.dtype)
+                words = (words * present).sum(dim=2) / present.sum(dim=2).clamp_min(1.0)
         if mask.dtype != torch.bool or mask.shape != words.shape[:2]:
             raise ValueError(
                 f"encode_text: expected a bool mask of shape {tuple(words.shape[:2])}, "
