@@ -109,31 +109,33 @@ def caption_ordinals(video_ids) -> np.ndarray:
 
 
 def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
+    """Features of one expert for the split's videos, read from Arrow without Python lists:
+    fixed-size features as one (n, D) view of the column's float buffer; variable-length
+    ones subsampled to ``max_frames`` by index arithmetic before anything is copied."""
     info = folder.meta.experts[expert]
     table = folder.features(expert, split)
     present = np.zeros(num_videos, dtype=bool)
+    if table is None:
+        shape = (num_videos, 1, info.dim) if info.variable_length else (num_videos, info.dim)
+        masks = torch.zeros(num_videos, 1, dtype=torch.bool) if info.variable_length else None
+        return torch.zeros(shape), masks, present
+    ids = table.column("video_id").to_numpy(zero_copy_only=False)
+    rows = np.array([row_of.get(v, -1) for v in ids], dtype=np.int64)
+    keep = np.flatnonzero(rows >= 0)
+    column = table.column("feature").combine_chunks()
     if info.variable_length:
-        feats = torch.zeros(num_videos, 1, info.dim)
-        masks = torch.zeros(num_videos, 1, dtype=torch.bool)
+        offsets = column.offsets.to_numpy()
+        frames = _float_matrix(column.flatten(), info.dim)
+        if not len(frames):  # only empty videos: index a zero row, masked out below
+            frames = np.zeros((1, info.dim), np.float32)
+        index, masks_np = _frame_index(offsets[keep], offsets[keep + 1], max_frames)
+        feats = torch.zeros(num_videos, index.shape[1], info.dim)
+        masks = torch.zeros(num_videos, index.shape[1], dtype=torch.bool)
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(frames[index] * masks_np[..., None])
+        masks[torch.from_numpy(rows[keep])] = torch.from_numpy(masks_np)
     else:
         feats, masks = torch.zeros(num_videos, info.dim), None
-    if table is None:
-        return feats, masks, present
-    ids = table.column("video_id").to_pylist()
-    rows = np.array([row_of.get(v, -1) for v in ids])
-    keep = rows >= 0
-    values = table.column("feature").to_pylist()
-    if info.variable_length:
-        arrays = [_subsample(np.asarray(values[i], np.float32), max_frames) for i in np.flatnonzero(keep)]
-        length = max((len(a) for a in arrays), default=1)
-        feats = torch.zeros(num_videos, length, info.dim)
-        masks = torch.zeros(num_videos, length, dtype=torch.bool)
-        for row, array in zip(rows[keep], arrays):
-            feats[row, : len(array)] = torch.from_numpy(array)
-            masks[row, : len(array)] = True
-    else:
-        matrix = np.asarray([values[i] for i in np.flatnonzero(keep)], np.float32).reshape(-1, info.dim)
-        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(matrix)
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(_float_matrix(column, info.dim)[keep])
     if not torch.isfinite(feats).all():
         bad = int(torch.nonzero(~torch.isfinite(feats.reshape(num_videos, -1)).all(1))[0])
         raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
@@ -141,11 +143,24 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
     return feats, masks, present
 
 
-def _subsample(array: np.ndarray, max_frames: int) -> np.ndarray:
-    """Keep at most ``max_frames`` frames, evenly spaced (deterministic)."""
-    if len(array) <= max_frames:
-        return array
-    return array[np.linspace(0, len(array) - 1, max_frames).round().astype(int)]
+def _float_matrix(fixed_size_lists, dim: int) -> np.ndarray:
+    """An Arrow FixedSizeList<float32, dim> array as an (n, dim) numpy view (no copy)."""
+    return fixed_size_lists.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+
+def _frame_index(starts: np.ndarray, ends: np.ndarray, max_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frame rows ``(n, T)`` and their mask for videos spanning ``[starts, ends)`` of the frame
+    table: every frame of a video with at most ``max_frames``, else ``max_frames`` evenly
+    spaced ones, ``round(j * (len - 1) / (max_frames - 1))`` as ``np.linspace`` places them."""
+    lengths = ends - starts
+    width = max(1, min(int(lengths.max(initial=0)), max_frames))
+    j = np.arange(width)[None, :]
+    step = (lengths[:, None] - 1) / max(max_frames - 1, 1)
+    spaced = np.round(j * step).astype(np.int64)
+    long = lengths[:, None] > max_frames
+    offset = np.where(long, spaced, j)
+    mask = long | (j < lengths[:, None])
+    return np.where(mask, starts[:, None] + offset, 0), mask
 
 
 def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frames: int = 32) -> VideoData:
