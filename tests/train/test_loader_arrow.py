@@ -1,7 +1,6 @@
 """rudder.data.loader reads features from Arrow buffers: same values as a plain Python read."""
 
 import numpy as np
-import pyarrow as pa
 import pytest
 import torch
 
