@@ -69,8 +69,8 @@ def main(argv=None) -> int:
     folder = DatasetFolder(write_dataset(Path(tempfile.mkdtemp(prefix="rudder-feat-")) / "d", args.videos))
     ok = True
     for expert in ("appearance", "audio"):
-        ours = best_of(args.repeat, lambda: load_videos(folder, "train", [expert], max_frames=32))
-        floor = best_of(args.repeat, lambda: pyarrow_floor(folder, expert))
+        ours = best_of(args.repeat, lambda e=expert: load_videos(folder, "train", [e], max_frames=32))
+        floor = best_of(args.repeat, lambda e=expert: pyarrow_floor(folder, e))
         ratio = floor / ours
         ok &= ratio >= TARGET
         print(f"{expert}: load_videos {ours * 1e3:.1f} ms, pyarrow zero-copy read {floor * 1e3:.1f} ms, "
