@@ -47,6 +47,10 @@ class CollaborativeExperts(nn.Module):
         if not experts:
             raise ValueError("CollaborativeExperts needs at least one expert")
         self.config = config
+        # Value checks (token ids in range, every video with an available expert and
+        # frames) read tensors back to the host, which stalls a GPU step; a caller whose
+        # data were validated when loaded (the Trainer) may turn them off.
+        self.check_values = True
         self.experts = sorted(experts)
         self.expert_info = {name: experts[name] for name in self.experts}
         for name, info in self.expert_info.items():
@@ -125,7 +129,7 @@ class CollaborativeExperts(nn.Module):
                     f"{tuple(tokens.shape)} (set model.text_input_dim for token features)"
                 )
             vocab_size = self.word_embedding.num_embeddings
-            if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+            if self.check_values and tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
                 raise ValueError(
                     f"encode_text: token ids must lie in [0, {vocab_size}); got "
                     f"[{int(tokens.min())}, {int(tokens.max())}] (vocabulary/model mismatch?)"
@@ -176,6 +180,8 @@ class CollaborativeExperts(nn.Module):
                 f"encode_video: expected available as bool (B, {len(self.experts)}) in the "
                 f"order {self.experts}, got {available.dtype} {tuple(available.shape)}"
             )
+        if not self.check_values:
+            return available
         empty = (~available.any(dim=1)).nonzero().flatten().tolist()
         if empty:
             raise ValueError(
@@ -212,7 +218,7 @@ class CollaborativeExperts(nn.Module):
                 f"got {frames.dtype} {tuple(frames.shape)}"
             )
         frames = frames & available.unsqueeze(-1)
-        no_frames = (available & ~frames.any(dim=1)).nonzero().flatten().tolist()
+        no_frames = (available & ~frames.any(dim=1)).nonzero().flatten().tolist() if self.check_values else []
         if no_frames:
             raise ValueError(
                 f"encode_video: expert {name!r} is marked available for batch rows "
@@ -223,7 +229,8 @@ class CollaborativeExperts(nn.Module):
     # ------------------------------------------------------------ similarity
     @staticmethod
     def similarity(
-        text_emb: Tensor, text_logits: Tensor, video_emb: Tensor, available: Tensor
+        text_emb: Tensor, text_logits: Tensor, video_emb: Tensor, available: Tensor,
+        check_values: bool = True,
     ) -> Tensor:
         """Mixture-of-experts similarity (Bt, Bv), captions x videos.
 
@@ -233,6 +240,7 @@ class CollaborativeExperts(nn.Module):
         ``keep_missing_modalities=False``). With unit-norm embeddings <.,.> is the cosine.
         The denominator is clamped to the smallest positive float, so a video whose
         available experts all get underflowed weights scores 0 rather than NaN.
+        ``check_values=False`` skips the one check that reads a value back to the host.
         """
         if available.dtype != torch.bool or available.shape != video_emb.shape[:2]:
             raise ValueError(
@@ -244,7 +252,7 @@ class CollaborativeExperts(nn.Module):
                 f"similarity: shapes do not match: text {tuple(text_emb.shape)}, logits "
                 f"{tuple(text_logits.shape)}, video {tuple(video_emb.shape)}"
             )
-        if not available.any(dim=1).all():
+        if check_values and not available.any(dim=1).all():
             raise ValueError("similarity: some videos have no available expert")
         weights = torch.softmax(text_logits, dim=-1)
         avail = available.to(weights.dtype)
