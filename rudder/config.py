@@ -99,11 +99,15 @@ class OptimConfig:
     step_size: int = 10
     gamma: float = 0.5
     grad_clip: float | None = None
-    foreach: bool = True
+    # "fused" (one kernel per step; torch's fused Adam/AdamW/SGD run on CPU and CUDA),
+    # "foreach" (multi-tensor ops), or "loop" (one parameter at a time). On 2 CPU threads
+    # at CE's MSR-VTT shapes fused Adam takes ~24 ms a step against ~80 ms for foreach.
+    implementation: str = "fused"
 
     def check(self) -> None:
         _choice("optim.name", self.name, ("adam", "adamw", "sgd"))
         _choice("optim.scheduler", self.scheduler, ("step", "cosine", "none"))
+        _choice("optim.implementation", self.implementation, ("fused", "foreach", "loop"))
 
 
 @dataclass

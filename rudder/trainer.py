@@ -165,10 +165,11 @@ class Trainer:
 
     def _optimizer(self) -> torch.optim.Optimizer:
         opt, params = self.config.optim, self.model.parameters()
+        how = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}[opt.implementation]
         if opt.name == "sgd":
-            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, foreach=opt.foreach)
+            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, **how)
         cls = torch.optim.AdamW if opt.name == "adamw" else torch.optim.Adam
-        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, foreach=opt.foreach)
+        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, **how)
 
     def _scheduler(self):
         opt = self.config.optim
