@@ -29,12 +29,12 @@ import pyarrow as pa
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_ce import CENetReference, reference_step  # noqa: E402
+from reference_ce import CENetReference, reference_step
 
-from rudder.config import TrainConfig, apply_override, from_dict, to_dict  # noqa: E402
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo  # noqa: E402
-from rudder.distributed import DistContext  # noqa: E402
-from rudder.trainer import Trainer  # noqa: E402
+from rudder.config import TrainConfig, apply_override, from_dict, to_dict
+from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.distributed import DistContext
+from rudder.trainer import Trainer
 
 FIXED = {"scene": 2208, "object": 2048, "action": 1024, "motion": 512}
 AUDIO_FRAMES, AUDIO_DIM, WORDS, WORD_DIM = 16, 128, 30, 300

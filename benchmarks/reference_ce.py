@@ -36,7 +36,7 @@ class NetVLADReference(nn.Module):
 
     def forward(self, x):  # (B, N, D), padding included
         b, n, d = x.shape
-        assignment = self.bn((x.reshape(-1, d) @ self.clusters)).softmax(1).view(b, n, -1)
+        assignment = self.bn(x.reshape(-1, d) @ self.clusters).softmax(1).view(b, n, -1)
         a = assignment.sum(1, keepdim=True) * self.clusters2
         vlad = (assignment.transpose(1, 2) @ x).transpose(1, 2) - a
         vlad = F.normalize(vlad, dim=1).reshape(b, -1)
