@@ -19,13 +19,7 @@ from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
-from rudder.distributed import (
-    DistContext,
-    average_gradients,
-    barrier,
-    gather_with_grad,
-    shard,
-)
+from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.models import CollaborativeExperts
 from rudder.runs import (
@@ -120,6 +114,8 @@ class Trainer:
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
+        self.model.check_values = False  # load_split validated the data; checks would sync the GPU
+        self.encoder = wrap_encoder(self.model, ctx, self.device)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
@@ -203,33 +199,29 @@ class Trainer:
             extra["generator"] = self.loss_rng
         return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
 
-    def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> float:
+    def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         train = self.splits["train"]
         local = shard(torch.arange(len(videos)), self.ctx)
         lv, ls = videos[local], slots[local]
         autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
         with autocast:
             inputs, mask = train.text_input(lv, ls)
-            text, logits = self.model.encode_text(inputs.to(self.device), mask.to(self.device))
             features, masks, available = train.video_batch(lv, self.device)
-            video = self.model.encode_video(features, masks, available)
+            text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device), features, masks, available)
         text, logits, video, available = (
             gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
             for t in (text, logits, video, available)
         )
         sims = CollaborativeExperts.similarity(text, logits, video, available)
         loss = self.loss_fn(sims, **self._supervision(videos, slots))
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at epoch {self.epoch + 1}; lower optim.lr")
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)
-        average_gradients(self.model.parameters(), self.ctx)
         if self.config.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.grad_clip)
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return float(loss.detach())
+        return loss.detach()  # read back once per epoch, not per step (no host sync here)
 
     # -- epochs, evaluation, checkpoints ----------------------------------------------------
     def _score(self, data) -> tuple[dict, torch.Tensor]:
@@ -252,6 +244,9 @@ class Trainer:
                 self._step(videos, slots)
                 for videos, slots in tqdm(batches, desc=f"epoch {self.epoch + 1}/{cfg.epochs}", leave=False, disable=quiet)
             ]
+            train_loss = float(torch.stack(losses_seen).mean()) if losses_seen else float("nan")
+            if losses_seen and not math.isfinite(train_loss):
+                raise FloatingPointError(f"the training loss became {train_loss} in epoch {self.epoch + 1}; lower optim.lr")
             self.scheduler.step()
             self.epoch += 1
             result, _ = self._score(self.splits[cfg.data.val_split])
@@ -261,7 +256,6 @@ class Trainer:
                 self.best_score, self.best_epoch, self.bad_evals = score, self.epoch, 0
             else:
                 self.bad_evals += 1
-            train_loss = float(np.mean(losses_seen)) if losses_seen else float("nan")
             if self.ctx.is_main:
                 self._log_epoch(train_loss, result, score, improved, writer)
                 if improved:

@@ -133,6 +133,7 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         masks = torch.zeros(num_videos, index.shape[1], dtype=torch.bool)
         feats[torch.from_numpy(rows[keep])] = torch.from_numpy(frames[index] * masks_np[..., None])
         masks[torch.from_numpy(rows[keep])] = torch.from_numpy(masks_np)
+        keep = keep[offsets[keep + 1] > offsets[keep]]  # an empty array means the expert is missing
     else:
         feats, masks = torch.zeros(num_videos, info.dim), None
         feats[torch.from_numpy(rows[keep])] = torch.from_numpy(_float_matrix(column, info.dim)[keep])
