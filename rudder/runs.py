@@ -190,7 +190,7 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         if run.text_encoder is None:
             from rudder.text.pretrained import load_text_encoder
 
-            run.text_encoder = load_text_encoder(run.config.data.text_encoder)
+            run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset)
         return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

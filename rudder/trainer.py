@@ -102,7 +102,7 @@ class Trainer:
         if config.data.text_encoder:
             from rudder.text.pretrained import load_text_encoder
 
-            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device))
+            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device), self.folder)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()

@@ -9,8 +9,10 @@ import numpy as np
 import torch
 
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
+from rudder.data.token_store import TokenStore, store_from_arrow, store_from_encoder
 from rudder.supervision import ClassIndex, video_class_sets
 from rudder.text import Vocabulary, tokenize
+from rudder.text.caption_features import DatasetTextFeatures
 
 
 @dataclass
@@ -47,7 +49,7 @@ class SplitData(VideoData):
     caption_texts: np.ndarray  # (V, K) object
     nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
     verbs: torch.Tensor | None
-    token_features: torch.Tensor | None = None  # (V, K, L, D) from a frozen text encoder
+    token_features: TokenStore | None = None  # per-token vectors from a frozen text encoder
 
     def video_classes(self, rho: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
@@ -59,8 +61,9 @@ class SplitData(VideoData):
 
     def text_input(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's text side reads for these captions: token features or ids, and masks."""
-        inputs = self.tokens if self.token_features is None else self.token_features
-        return inputs[videos, slots], self.token_mask[videos, slots]
+        if self.token_features is not None:
+            return self.token_features.gather(videos, slots)
+        return self.tokens[videos, slots], self.token_mask[videos, slots]
 
 
 def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
@@ -203,8 +206,10 @@ def load_split(
     """Read one split into tensors (captions restricted to ``langs``).
 
     With ``text_encoder`` (texts, video_ids, ordinals -> (features (N, L, D), mask (N, L)))
-    the captions are encoded once into ``token_features`` and the masks are the encoder's;
-    ``ordinals`` number each video's captions in table order (for CE's feature pickles).
+    the captions are encoded once into ``token_features`` (a ragged :class:`TokenStore`) and
+    the masks are the encoder's; ``ordinals`` number each video's captions in table order
+    (for CE's feature pickles). A :class:`DatasetTextFeatures` encoder reads the dataset's
+    own ``text_features`` config instead.
     """
     videos = load_videos(folder, split, experts, max_frames)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
@@ -221,21 +226,16 @@ def load_split(
     slot = caption_ordinals(owner)
     num_slots = int(np.bincount(owner).max())
     shape = (videos.num_videos, num_slots)
+    store = None
     if text_encoder is None:
         token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
         tokens, mask = vocab.batch(token_lists, max_len=max_words)
+        grid_tokens = torch.zeros(*shape, *tokens.shape[1:], dtype=torch.long)
+        grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
+        grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
     else:
-        features, mask = text_encoder(
-            [captions["text"][i] for i in keep],
-            video_ids=[captions["video_id"][i] for i in keep],
-            ordinals=caption_ordinals(captions["video_id"])[keep],
-        )
-        tokens = torch.zeros(mask.shape, dtype=torch.long)
-        grid_features = torch.zeros(*shape, *features.shape[1:], dtype=features.dtype)
-        grid_features[owner, slot] = features
-    grid_tokens = torch.zeros(*shape, *tokens.shape[1:], dtype=torch.long)
-    grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
-    grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
+        store = _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder)
+        grid_tokens, grid_mask = torch.zeros(*shape, 1, dtype=torch.long), store.mask
     caption_mask = torch.zeros(shape, dtype=torch.bool)
     caption_mask[owner, slot] = True
 
@@ -260,5 +260,27 @@ def load_split(
         caption_texts=grid("text"),
         nouns=nouns,
         verbs=verbs,
-        token_features=None if text_encoder is None else grid_features,
+        token_features=store,
+    )
+
+
+def _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder) -> TokenStore:
+    """Token features of the kept captions: the dataset's ``text_features`` config read from
+    Arrow (cut to ``max_words``), or the encoder's output (its own length)."""
+    if isinstance(text_encoder, DatasetTextFeatures):
+        table = folder.text_features(split)
+        if table is None:
+            raise LayoutError(f"{folder.root}: the text_features config has no {split!r} split")
+        row_of = {c: r for r, c in enumerate(table.column("caption_id").to_pylist())}
+        rows = np.array([row_of.get(captions["caption_id"][i], -1) for i in keep], dtype=np.int64)
+        if (rows < 0).any():
+            missing = captions["caption_id"][keep[int(np.argmax(rows < 0))]]
+            raise LayoutError(f"{folder.root}: caption {missing!r} ({split}) has no row in the text_features config")
+        return store_from_arrow(table.column("feature"), rows, text_encoder.dim, owner, slot, shape, max_words)
+    return store_from_encoder(
+        text_encoder,
+        [captions["text"][i] for i in keep],
+        [captions["video_id"][i] for i in keep],
+        caption_ordinals(captions["video_id"])[keep],
+        owner, slot, shape,
     )

@@ -102,3 +102,21 @@ class CaptionFeatureFile:
                 f"got {array.shape}"
             )
         return array[: self.max_tokens]
+
+
+class DatasetTextFeatures:
+    """``data.text_encoder: dataset``: the dataset's own ``text_features`` config (token
+    vectors stored at build time, e.g. from a CE pickle with ``--text-features``), read by
+    :func:`rudder.data.loader.load_split` straight from Arrow."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.dim = folder.meta.text_features_dim
+        if not self.dim:
+            folder.text_features("train")  # raises the error that says how to add them
+
+    def __call__(self, texts, video_ids=None, ordinals=None):
+        raise CaptionFeatureError(
+            f"{self.folder.root}: this run reads the dataset's stored caption features, so it cannot "
+            "encode free text; train with word embeddings or another data.text_encoder for text queries"
+        )

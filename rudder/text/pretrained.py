@@ -112,10 +112,17 @@ def _token_dimension(module) -> int:
     )
 
 
-def load_text_encoder(spec: str, device: str = "cpu"):
-    """The encoder named by ``data.text_encoder``: ``"bundled"``, a local model folder, or a
+def load_text_encoder(spec: str, device: str = "cpu", folder=None):
+    """The encoder named by ``data.text_encoder``: ``"bundled"``, a local model folder, a
     Collaborative Experts text-feature pickle (``*.pickle``/``*.pkl``,
-    :class:`rudder.text.caption_features.CaptionFeatureFile`)."""
+    :class:`rudder.text.caption_features.CaptionFeatureFile`), or ``"dataset"`` (the
+    dataset ``folder``'s own ``text_features`` config)."""
+    if spec == "dataset":
+        from rudder.text.caption_features import DatasetTextFeatures
+
+        if folder is None:
+            raise ValueError("data.text_encoder=dataset needs the dataset folder")
+        return DatasetTextFeatures(folder)
     if str(spec).endswith((".pickle", ".pkl")):
         from rudder.text.caption_features import CaptionFeatureFile
 
