@@ -50,10 +50,10 @@ class _SafeUnpickler(pickle.Unpickler):
 class CaptionFeatureFile:
     """Token features ``(N, L, D)`` and masks ``(N, L)`` of dataset captions from a CE pickle.
 
-    ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``).
+    ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``; None keeps all).
     """
 
-    def __init__(self, path, max_tokens: int = 30):
+    def __init__(self, path, max_tokens: int | None = 30):
         self.path = Path(path).expanduser()
         try:
             with self.path.open("rb") as handle:
@@ -77,7 +77,7 @@ class CaptionFeatureFile:
                 f"{self.path}: this run reads precomputed caption features, so it cannot encode "
                 "free text; train with word embeddings or data.text_encoder for text queries"
             )
-        arrays = [self._array(v, int(k)) for v, k in zip(video_ids, ordinals)]
+        arrays = [self.array(v, int(k)) for v, k in zip(video_ids, ordinals)]
         width = max(1, max(len(a) for a in arrays))
         features = torch.zeros(len(arrays), width, self.dim)
         mask = torch.zeros(len(arrays), width, dtype=torch.bool)
@@ -86,7 +86,8 @@ class CaptionFeatureFile:
             mask[row, : len(array)] = True
         return features, mask
 
-    def _array(self, video_id: str, ordinal: int) -> np.ndarray:
+    def array(self, video_id: str, ordinal: int) -> np.ndarray:
+        """The ``(tokens, D)`` features of caption ``ordinal`` of ``video_id`` (cut to ``max_tokens``)."""
         captions = self.table.get(video_id)
         if captions is None:
             raise CaptionFeatureError(f"{self.path}: no features for video {video_id!r}")

@@ -135,3 +135,27 @@ def test_bad_json_records(tmp_path, build, capsys):
     ):
         assert message in err
     assert DatasetFolder(out).captions("train")["text"].to_pylist() == ["a cat"]
+
+
+def test_text_feature_pickle_becomes_the_text_features_config(msrvtt_src, build, loads, tmp_path):
+    import pickle
+
+    import numpy as np
+
+    src, _ = msrvtt_src
+    # CE's layout: video id -> the video's captions' (tokens, D) arrays, in release (sen_id) order.
+    table = {f"video{i}": [np.full((1 + k, 3), 10.0 * i + k, np.float32) for k in range(2)] for i in range(10000)}
+    pickle_path = tmp_path / "w2v_MSRVTT.pickle"
+    pickle_path.write_bytes(pickle.dumps(table))
+    code, out = build("msrvtt", src, "--split", "full", "--text-features", pickle_path)
+    assert code == 0
+    rows = loads(out, "text_features")["train"]
+    by_id = {r["caption_id"]: np.array(r["feature"]) for r in rows.select(range(4))}
+    captions = DatasetFolder(out).captions("train").slice(0, 2).to_pylist()
+    assert [c["caption_id"] for c in captions] == ["video0/0", "video0/20000"]  # sen_id order
+    assert by_id["video0/0"].shape == (1, 3) and (by_id["video0/0"] == 0.0).all()
+    assert by_id["video0/20000"].shape == (2, 3) and (by_id["video0/20000"] == 1.0).all()
+    del table["video7"]
+    pickle_path.write_bytes(pickle.dumps(table))
+    code, _ = build("msrvtt", src, "--split", "full", "--text-features", pickle_path, out=tmp_path / "again")
+    assert code == 2 and not (tmp_path / "again").exists()
