@@ -412,14 +412,17 @@ class DatasetFolder:
             raise LayoutError(f"{self.root}: no expert {expert!r}; available: {self.experts}")
         return self._read(f"features/{expert}", split)
 
-    def text_features(self, split: str) -> pa.Table | None:
-        """The ``text_features`` config of a split (caption_id, feature), or ``None``."""
+    def text_features_file(self, split: str) -> pq.ParquetFile:
+        """The ``text_features`` parquet file of a split, opened for reading row group by row group."""
         if not self.meta.text_features_dim:
             raise LayoutError(
                 f"{self.root} has no text_features config; build it with --text-features "
                 "(datasets_scripts build) or choose another data.text_encoder"
             )
-        return self._read("text_features", split)
+        path = self.root / "text_features" / f"{split}.parquet"
+        if not path.is_file():
+            raise LayoutError(f"{path} is missing: the text_features config has no {split!r} split")
+        return pq.ParquetFile(path)
 
     def relations(self) -> pa.Table | None:
         path = self.root / "relations" / "all.parquet"

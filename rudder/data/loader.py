@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
-from rudder.data.token_store import TokenStore, store_from_arrow, store_from_encoder
+from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
 from rudder.supervision import ClassIndex, video_class_sets
 from rudder.text import Vocabulary, tokenize
 from rudder.text.caption_features import DatasetTextFeatures
@@ -265,18 +265,17 @@ def load_split(
 
 
 def _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder) -> TokenStore:
-    """Token features of the kept captions: the dataset's ``text_features`` config read from
-    Arrow (cut to ``max_words``), or the encoder's output (its own length)."""
+    """Token features of the kept captions: the dataset's ``text_features`` config (cut to
+    ``max_words``), or the encoder's output (its own length)."""
     if isinstance(text_encoder, DatasetTextFeatures):
-        table = folder.text_features(split)
-        if table is None:
-            raise LayoutError(f"{folder.root}: the text_features config has no {split!r} split")
-        row_of = {c: r for r, c in enumerate(table.column("caption_id").to_pylist())}
-        rows = np.array([row_of.get(captions["caption_id"][i], -1) for i in keep], dtype=np.int64)
-        if (rows < 0).any():
-            missing = captions["caption_id"][keep[int(np.argmax(rows < 0))]]
-            raise LayoutError(f"{folder.root}: caption {missing!r} ({split}) has no row in the text_features config")
-        return store_from_arrow(table.column("feature"), rows, text_encoder.dim, owner, slot, shape, max_words)
+        file = folder.text_features_file(split)
+        wanted = [captions["caption_id"][i] for i in keep]
+        try:
+            return store_from_parquet(file, wanted, text_encoder.dim, owner, slot, shape, max_words)
+        except KeyError as error:
+            raise LayoutError(
+                f"{folder.root}: caption {error.args[0]!r} ({split}) has no row in the text_features config"
+            ) from None
     return store_from_encoder(
         text_encoder,
         [captions["text"][i] for i in keep],

@@ -2,8 +2,8 @@
 and a (V, K, L) index into it, so padding costs 8 bytes a slot instead of D floats.
 
 At MSR-VTT scale (200,000 captions, ~9 tokens each, 300-d word2vec) the padded grid would
-be ~7 GB; the ragged store is the tokens alone. Features kept in a dataset's
-``text_features`` config are used straight from Arrow's buffer (no copy).
+be ~7 GB; the ragged store is the tokens alone. A dataset's ``text_features`` config is
+decoded row group by row group into the store.
 """
 
 from __future__ import annotations
@@ -63,14 +63,33 @@ def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape, 
     return store_from_lengths(torch.cat(parts), starts, lengths, owner, slot, shape, None)
 
 
-def store_from_arrow(column, rows: np.ndarray, dim: int, owner, slot, shape, max_tokens: int) -> TokenStore:
-    """A store over a ``list<fixed_size_list<float32, dim>>`` Arrow column; caption ``n`` is
-    row ``rows[n]``. The values buffer is shared, not copied (it is never written)."""
-    column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    values = column.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-    with warnings.catch_warnings():  # Arrow buffers are read-only; the store only reads them
-        warnings.simplefilter("ignore", UserWarning)
-        flat = torch.from_numpy(values)
+def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape, max_tokens: int) -> TokenStore:
+    """A store over a ``text_features`` parquet file (caption_id, feature: list<fixed_size_list
+    <float32, dim>>) for the captions ``wanted_ids`` (in grid order ``owner``/``slot``).
+
+    Row groups are decoded one at a time into one preallocated (T, dim) matrix, sized from
+    the file's metadata, so the peak is that matrix plus one row group (reading the whole
+    table first and concatenating its chunks would hold the data twice).
+    Raises ``KeyError`` with the first wanted caption id that the file lacks.
+    """
+    row_of = {c: r for r, c in enumerate(file.read(columns=["caption_id"]).column(0).to_pylist())}
+    rows = np.array([row_of.get(c, -1) for c in wanted_ids], dtype=np.int64)
+    if (rows < 0).any():
+        raise KeyError(wanted_ids[int(np.argmax(rows < 0))])
+    meta = file.metadata
+    leaf = [file.schema.column(j).path.startswith("feature") for j in range(meta.num_columns)].index(True)
+    capacity = sum(meta.row_group(i).column(leaf).num_values for i in range(meta.num_row_groups)) // dim
+    flat = torch.empty(capacity, dim)
+    offsets, written = [np.zeros(1, np.int64)], 0
+    for i in range(meta.num_row_groups):
+        for chunk in file.read_row_group(i, columns=["feature"]).column(0).chunks:
+            ends = chunk.offsets.to_numpy().astype(np.int64)
+            values = chunk.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+            with warnings.catch_warnings():  # a read-only Arrow buffer, only read here
+                warnings.simplefilter("ignore", UserWarning)
+                flat[written : written + len(values)] = torch.from_numpy(values)
+            offsets.append(ends[1:] - ends[0] + written)
+            written += len(values)
+    offsets = np.concatenate(offsets)
     starts, ends = offsets[rows], offsets[rows + 1]
-    return store_from_lengths(flat, starts, ends - starts, owner, slot, shape, max_tokens)
+    return store_from_lengths(flat[:written], starts, ends - starts, owner, slot, shape, max_tokens)

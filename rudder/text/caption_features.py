@@ -108,13 +108,13 @@ class CaptionFeatureFile:
 class DatasetTextFeatures:
     """``data.text_encoder: dataset``: the dataset's own ``text_features`` config (token
     vectors stored at build time, e.g. from a CE pickle with ``--text-features``), read by
-    :func:`rudder.data.loader.load_split` straight from Arrow."""
+    :func:`rudder.data.loader.load_split`."""
 
     def __init__(self, folder):
         self.folder = folder
         self.dim = folder.meta.text_features_dim
         if not self.dim:
-            folder.text_features("train")  # raises the error that says how to add them
+            folder.text_features_file("train")  # raises the error that says how to add them
 
     def __call__(self, texts, video_ids=None, ordinals=None):
         raise CaptionFeatureError(
