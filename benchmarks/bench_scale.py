@@ -31,7 +31,7 @@ import numpy as np
 SHARED_LISTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "msrvtt"
 FIXED = {"densenet161-avg": 2208, "senet154-avg": 2048, "i3d-avg": 1024, "r2p1d-avg": 512}
 CAPTIONS, WORD_DIM, MAX_RSS_GB = 20, 300, 4.0
-WORDS = "a man woman person is are playing cooking talking showing song car game video people the of".split()
+WORDS = ["a", "man", "woman", "person", "is", "are", "playing", "cooking", "talking", "showing", "song", "car", "game", "video", "people", "the", "of"]
 
 
 def split_of(videos: int) -> dict[str, str]:
