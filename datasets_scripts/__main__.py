@@ -55,6 +55,12 @@ def _add_build(commands) -> None:
         )
         parser.add_argument("--strict", action="store_true", help="stop at the first bad record")
         parser.add_argument(
+            "--text-features", type=Path, metavar="PICKLE",
+            help="Collaborative Experts text-feature pickle (video id -> per-caption (tokens, D) arrays, "
+            "captions in release order) stored as the text_features config (train with "
+            "--set data.text_encoder=dataset)",
+        )
+        parser.add_argument(
             "--overwrite", action="store_true", help="replace an existing --out folder"
         )
         module.add_arguments(parser)
@@ -87,6 +93,7 @@ def run_build(args, argv) -> int:
         command=command,
         overwrite=args.overwrite,
         keep_zeros=args.keep_zero_features,
+        text_features=args.text_features,
     )
     return 0
 

@@ -159,8 +159,10 @@ def write_dataset(
     keep_zeros: bool = False,
     batch_size: int = 512,
     stream=None,
+    text_features: Path | None = None,
 ) -> Path:
-    """Scan the features, then write ``out`` atomically; returns ``out``."""
+    """Scan the features, then write ``out`` atomically; returns ``out``. ``text_features``,
+    a CE text-feature pickle, becomes the ``text_features`` config."""
     stream = stream or sys.stderr
     if not raw.videos:
         raise BuildError(f"{raw.source}: no videos were read; nothing to build")
@@ -203,6 +205,9 @@ def write_dataset(
         writer.write_captions(captions)
         if raw.relations is not None:
             writer.write_relations(raw.relations)
+        if text_features is not None:
+            print(f"writing text features ({text_features})", file=stream)
+            writer.write_text_features(*_text_feature_batches(text_features, captions, batch_size))
         for expert, (source, scan) in sorted(scans.items()):
             print(f"writing expert {expert} ({len(scan.video_ids)} videos)", file=stream)
             writer.write_expert(expert, feature_batches(source, scan, batch_size, keep_zeros))
@@ -216,6 +221,32 @@ def write_dataset(
     )
     print(reporter.summary(), file=stream)
     return out
+
+
+def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int):
+    """``(dim, batches)`` of a CE text-feature pickle: entry ``k`` of a video belongs to its
+    ``k``-th caption in the release order (CE's ``text_features[vid][k]``)."""
+    from rudder.data.loader import caption_ordinals
+    from rudder.text.caption_features import CaptionFeatureError, CaptionFeatureFile
+
+    try:
+        source = CaptionFeatureFile(path, max_tokens=None)
+    except CaptionFeatureError as error:
+        raise BuildError(str(error)) from None
+    ids = captions.column("caption_id").to_pylist()
+    videos = captions.column("video_id").to_pylist()
+    ordinals = caption_ordinals(videos)
+
+    def batches():
+        for start in range(0, len(ids), batch_size):
+            part = slice(start, start + batch_size)
+            try:
+                arrays = [source.array(v, int(k)) for v, k in zip(videos[part], ordinals[part])]
+            except CaptionFeatureError as error:
+                raise BuildError(str(error)) from None
+            yield ids[part], arrays
+
+    return source.dim, batches()
 
 
 def _how_built(raw: RawDataset, command: str, reporter: Reporter) -> str:

@@ -1,11 +1,13 @@
-"""Multi-process training with torchrun: process groups, gathers with gradients, and
-gradient averaging (NCCL on CUDA, gloo on CPU).
+"""Multi-process training with torchrun: process groups, the DDP-wrapped encoder, gathers
+with gradients (NCCL on CUDA, gloo on CPU).
 
-Each process embeds its share of the global batch; embeddings are all-gathered *with
-gradients* so every process computes the same B x B loss as a single process would. The
-gather's backward sums every process's gradient for the local slice, i.e. ``world_size``
-times the gradient of the (identical) loss; averaging the parameter gradients over the
-processes afterwards gives exactly the single-process gradient.
+Each process embeds its share of the global batch through ``DistributedDataParallel``;
+embeddings are all-gathered *with gradients* (the open_clip pattern) so every process
+computes the same B x B loss as a single process would. The gather's backward sums every
+process's gradient for the local slice, i.e. ``world_size`` times the gradient of the
+(identical) loss; DDP's bucketed all-reduce averages the parameter gradients over the
+processes, overlapping with the backward pass, which gives exactly the single-process
+gradient. Each process uses the GPU of its ``LOCAL_RANK``.
 """
 
 from __future__ import annotations
@@ -32,14 +34,55 @@ class DistContext:
         return self.world_size > 1
 
 
+class DistributedSetupError(RuntimeError):
+    """A torchrun launch that cannot work on this machine; the message says how to launch it."""
+
+
 def init_distributed(device: torch.device) -> DistContext:
-    """Join the torchrun process group when launched by torchrun; otherwise one process."""
+    """Join the torchrun process group when launched by torchrun; otherwise one process.
+
+    On CUDA each process takes ``cuda:LOCAL_RANK``; more processes on a machine than GPUs
+    is an error that names the fix (fewer processes, or ``--device cpu`` for gloo).
+    """
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistContext()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.type == "cuda":
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        gpus = torch.cuda.device_count()
+        if local_world > gpus:
+            raise DistributedSetupError(
+                f"{local_world} processes on this machine but {gpus} GPU(s): launch torchrun with "
+                f"--nproc_per_node={gpus}, or train on the CPU with --device cpu (gloo backend)"
+            )
+        torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    return DistContext(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+    return DistContext(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+class PairEncoder(torch.nn.Module):
+    """``model``'s text and video encoders behind one ``forward`` (what DDP wraps)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens, mask, features, frame_masks, available):
+        text, logits = self.model.encode_text(tokens, mask)
+        return text, logits, self.model.encode_video(features, frame_masks, available)
+
+
+def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device) -> torch.nn.Module:
+    """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed."""
+    encoder = PairEncoder(model)
+    if not ctx.enabled:
+        return encoder
+    from torch.nn.parallel import DistributedDataParallel
+
+    ids = [device.index if device.index is not None else ctx.local_rank] if device.type == "cuda" else None
+    return DistributedDataParallel(encoder, device_ids=ids)
 
 
 def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:
@@ -59,23 +102,6 @@ def gather_with_grad(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     padded = torch.cat([tensor, tensor.new_zeros(longest - len(tensor), *tensor.shape[1:])])
     parts = all_gather(padded)
     return torch.cat([part[: int(size.item())] for part, size in zip(parts, sizes)])
-
-
-def average_gradients(parameters, ctx: DistContext) -> None:
-    """All-reduce the gradients (missing ones count as zero) and divide by the world size."""
-    if not ctx.enabled:
-        return
-    params = [p for p in parameters if p.requires_grad]
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    dist.all_reduce(flat)
-    flat /= ctx.world_size
-    offset = 0
-    for p in params:
-        p.grad.copy_(flat[offset : offset + p.numel()].view_as(p))
-        offset += p.numel()
 
 
 def broadcast_object(obj, ctx: DistContext):

@@ -62,7 +62,7 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         if cfg.text_encoder:
             from rudder.text.pretrained import load_text_encoder
 
-            encoder = load_text_encoder(cfg.text_encoder, device)
+            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset)
         data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device), cfg.eval_batch_size))

@@ -31,14 +31,13 @@ def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batc
     available = data.available.to(device)
     valid = data.caption_mask.flatten()
     videos_of, slots_of = torch.nonzero(data.caption_mask, as_tuple=True)  # row-major = video-major
-    tokens, mask = data.text_input(videos_of, slots_of)
+    rows_of = torch.nonzero(valid).squeeze(1)
     sims = torch.zeros(len(valid), data.num_videos)
-    rows = []
-    for start in range(0, len(tokens), batch_size):
+    for start in range(0, len(videos_of), batch_size):
         chunk = slice(start, start + batch_size)
-        text, logits = model.encode_text(tokens[chunk].to(device), mask[chunk].to(device))
-        rows.append(CollaborativeExperts.similarity(text, logits, videos, available).float().cpu())
-    sims[valid] = torch.cat(rows)
+        tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])  # per chunk: features stay ragged
+        text, logits = model.encode_text(tokens.to(device), mask.to(device))
+        sims[rows_of[chunk]] = CollaborativeExperts.similarity(text, logits, videos, available).float().cpu()
     model.train(was_training)
     return sims
 

@@ -20,6 +20,7 @@ from rudder.config import TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
+from rudder.text.subwords import vocabulary_from_dict
 
 CHECKPOINT_VERSION = 1
 
@@ -165,8 +166,8 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         raise RunError(f"{checkpoint}: checkpoint version {state.get('version')} is not supported")
     config = from_dict(state["config"])
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
-    vocab = Vocabulary.from_dict(state["vocab"])
-    model = CollaborativeExperts(config.model, experts, len(vocab))
+    vocab = vocabulary_from_dict(state["vocab"])
+    model = CollaborativeExperts(config.model, experts, vocab.table_size)
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)
@@ -189,7 +190,7 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         if run.text_encoder is None:
             from rudder.text.pretrained import load_text_encoder
 
-            run.text_encoder = load_text_encoder(run.config.data.text_encoder)
+            run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset)
         return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

@@ -17,14 +17,9 @@ from tqdm import tqdm
 from rudder import losses
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
-from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
-from rudder.distributed import (
-    DistContext,
-    average_gradients,
-    barrier,
-    gather_with_grad,
-    shard,
-)
+from rudder.data.loader import build_class_index, load_split, select_experts
+from rudder.data.text_side import build_text_side
+from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.models import CollaborativeExperts
 from rudder.runs import (
@@ -37,7 +32,8 @@ from rudder.runs import (
     write_config,
 )
 from rudder.supervision import RelationTable, batch_labels, batch_relevance
-from rudder.text import CaptionSimilarity, Vocabulary
+from rudder.text import CaptionSimilarity
+from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
 
@@ -93,23 +89,33 @@ class Trainer:
                     f"cannot resume {run_dir}: its dataset changed since it started "
                     f"(fingerprint {self.fingerprint}, run {self.state['fingerprint'].split('-')[0]})"
                 )
-            self.vocab = Vocabulary.from_dict(self.state["vocab"])
+            self.vocab = vocabulary_from_dict(self.state["vocab"])
+            initial_embeddings = None
         else:
-            self.vocab = build_vocabulary(self.folder, config.data.caption_langs, config.data.min_word_count)
+            text_side = build_text_side(self.folder, config.data, config.seed)
+            self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
+            log.info(text_side.summary)
+            if initial_embeddings is not None:
+                config.model.word_dim = initial_embeddings.shape[1]
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
             from rudder.text.pretrained import load_text_encoder
 
-            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device))
+            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device), self.folder)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
-        self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
+        self.model = CollaborativeExperts(config.model, expert_info, self.vocab.table_size)
+        if initial_embeddings is not None:
+            with torch.no_grad():
+                self.model.word_embedding.weight.copy_(initial_embeddings)
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
+        self.model.check_values = False  # load_split validated the data; checks would sync the GPU
+        self.encoder = wrap_encoder(self.model, ctx, self.device)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
@@ -155,10 +161,11 @@ class Trainer:
 
     def _optimizer(self) -> torch.optim.Optimizer:
         opt, params = self.config.optim, self.model.parameters()
+        how = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}[opt.implementation]
         if opt.name == "sgd":
-            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, foreach=opt.foreach)
+            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, **how)
         cls = torch.optim.AdamW if opt.name == "adamw" else torch.optim.Adam
-        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, foreach=opt.foreach)
+        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, **how)
 
     def _scheduler(self):
         opt = self.config.optim
@@ -192,33 +199,29 @@ class Trainer:
             extra["generator"] = self.loss_rng
         return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
 
-    def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> float:
+    def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         train = self.splits["train"]
         local = shard(torch.arange(len(videos)), self.ctx)
         lv, ls = videos[local], slots[local]
         autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
         with autocast:
             inputs, mask = train.text_input(lv, ls)
-            text, logits = self.model.encode_text(inputs.to(self.device), mask.to(self.device))
             features, masks, available = train.video_batch(lv, self.device)
-            video = self.model.encode_video(features, masks, available)
+            text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device), features, masks, available)
         text, logits, video, available = (
             gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
             for t in (text, logits, video, available)
         )
         sims = CollaborativeExperts.similarity(text, logits, video, available)
         loss = self.loss_fn(sims, **self._supervision(videos, slots))
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at epoch {self.epoch + 1}; lower optim.lr")
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)
-        average_gradients(self.model.parameters(), self.ctx)
         if self.config.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.grad_clip)
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return float(loss.detach())
+        return loss.detach()  # read back once per epoch, not per step (no host sync here)
 
     # -- epochs, evaluation, checkpoints ----------------------------------------------------
     def _score(self, data) -> tuple[dict, torch.Tensor]:
@@ -241,6 +244,9 @@ class Trainer:
                 self._step(videos, slots)
                 for videos, slots in tqdm(batches, desc=f"epoch {self.epoch + 1}/{cfg.epochs}", leave=False, disable=quiet)
             ]
+            train_loss = float(torch.stack(losses_seen).mean()) if losses_seen else float("nan")
+            if losses_seen and not math.isfinite(train_loss):
+                raise FloatingPointError(f"the training loss became {train_loss} in epoch {self.epoch + 1}; lower optim.lr")
             self.scheduler.step()
             self.epoch += 1
             result, _ = self._score(self.splits[cfg.data.val_split])
@@ -250,7 +256,6 @@ class Trainer:
                 self.best_score, self.best_epoch, self.bad_evals = score, self.epoch, 0
             else:
                 self.bad_evals += 1
-            train_loss = float(np.mean(losses_seen)) if losses_seen else float("nan")
             if self.ctx.is_main:
                 self._log_epoch(train_loss, result, score, improved, writer)
                 if improved:

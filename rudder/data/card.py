@@ -52,6 +52,8 @@ def _configs_block(experts, has_relations: bool, counts: dict, digests: dict) ->
         {"config_name": f"features.{e}", "data_files": per_split(f"features.{e}", f"features/{e}")}
         for e in sorted(experts)
     ]
+    if any(counts.get(("text_features", s), 0) for s in SPLITS):
+        configs.append({"config_name": "text_features", "data_files": per_split("text_features", "text_features")})
     if has_relations:
         configs.append(
             {"config_name": "relations", "data_files": [{"split": "train", "path": "relations/all.parquet"}]}

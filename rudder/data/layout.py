@@ -8,6 +8,9 @@ rudder.json                       metadata: name, version, languages, experts {n
 captions/{train,validation,test}.parquet
 videos/{train,validation,test}.parquet
 features/<expert>/{train,validation,test}.parquet    config ``features.<expert>``
+text_features/{train,validation,test}.parquet         optional config ``text_features``: per-token
+                                  vectors of each caption (caption_id, feature (n, D)), e.g. CE's
+                                  word2vec/GPT token features
 relations/all.parquet             optional config ``relations`` (split ``train``)
 ```
 
@@ -121,6 +124,7 @@ class DatasetMeta:
     experts: dict[str, ExpertInfo] = field(default_factory=dict)
     simulated: bool = False
     extra: dict = field(default_factory=dict)
+    text_features_dim: int | None = None  # D of the optional text_features config
 
     def to_json(self) -> str:
         data = {
@@ -130,6 +134,7 @@ class DatasetMeta:
             "experts": {k: vars(v) for k, v in sorted(self.experts.items())},
             "simulated": self.simulated,
             "extra": self.extra,
+            **({"text_features_dim": self.text_features_dim} if self.text_features_dim else {}),
         }
         return json.dumps(data, indent=2, ensure_ascii=False)
 
@@ -145,6 +150,7 @@ class DatasetMeta:
                 experts=experts,
                 simulated=bool(data.get("simulated", False)),
                 extra=data.get("extra", {}),
+                text_features_dim=data.get("text_features_dim"),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as error:
             raise LayoutError(f"{source}: not a valid rudder.json ({error})") from error
@@ -171,6 +177,7 @@ class DatasetWriter:
         self.counts: dict[tuple[str, str], int] = {}
         self.has_relations = False
         self._signals = ExitStack()
+        self.caption_split: dict[str, str] = {}
 
     def __enter__(self):
         self._signals.enter_context(terminate_cleanly())
@@ -232,6 +239,40 @@ class DatasetWriter:
                 check_language(lang, where=f"captions row {i} (caption_id {ids[i]!r})")
         splits = self._splits_of(captions.column("video_id").to_pylist(), "captions")
         self._write_split_tables("captions", "captions", captions, splits)
+        self.caption_split = dict(zip(ids, splits))
+
+    def write_text_features(self, dim: int, batches) -> None:
+        """Stream ``(caption_ids, arrays)`` batches into the ``text_features`` config: one
+        ``(n_i, dim)`` float array of token vectors per caption (captions written first)."""
+        if not self.caption_split:
+            raise LayoutError("write_captions must be called before write_text_features")
+        info = ExpertInfo(dim, variable_length=True)
+        feature_type = pa.list_(pa.list_(pa.float32(), dim))
+        schema = pa.schema([("caption_id", pa.string()), ("feature", feature_type)])
+        folder = self.tmp / "text_features"
+        folder.mkdir(parents=True, exist_ok=True)
+        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=False) for s in SPLITS}
+        counts = dict.fromkeys(SPLITS, 0)
+        try:
+            for caption_ids, arrays in batches:
+                caption_ids = list(caption_ids)
+                try:
+                    splits = np.asarray([self.caption_split[c] for c in caption_ids], dtype=object)
+                except KeyError as error:
+                    raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
+                column = _feature_column("text_features", caption_ids, arrays, info, feature_type)
+                table = pa.table({"caption_id": pa.array(caption_ids, pa.string()), "feature": column})
+                for split in SPLITS:
+                    part = table.filter(pa.array(splits == split))
+                    if part.num_rows:
+                        writers[split].write_table(part)
+                        counts[split] += part.num_rows
+        finally:
+            for writer in writers.values():
+                writer.close()
+        for split, rows in counts.items():
+            self.counts[("text_features", split)] = rows
+        self.meta.text_features_dim = dim
 
     def write_expert(self, expert: str, batches) -> None:
         """Stream ``(video_ids, features)`` batches of one expert into its config.
@@ -379,6 +420,18 @@ class DatasetFolder:
         if expert not in self.meta.experts:
             raise LayoutError(f"{self.root}: no expert {expert!r}; available: {self.experts}")
         return self._read(f"features/{expert}", split)
+
+    def text_features_file(self, split: str) -> pq.ParquetFile:
+        """The ``text_features`` parquet file of a split, opened for reading row group by row group."""
+        if not self.meta.text_features_dim:
+            raise LayoutError(
+                f"{self.root} has no text_features config; build it with --text-features "
+                "(datasets_scripts build) or choose another data.text_encoder"
+            )
+        path = self.root / "text_features" / f"{split}.parquet"
+        if not path.is_file():
+            raise LayoutError(f"{path} is missing: the text_features config has no {split!r} split")
+        return pq.ParquetFile(path)
 
     def relations(self) -> pa.Table | None:
         path = self.root / "relations" / "all.parquet"

@@ -9,8 +9,10 @@ import numpy as np
 import torch
 
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
+from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
 from rudder.supervision import ClassIndex, video_class_sets
 from rudder.text import Vocabulary, tokenize
+from rudder.text.caption_features import DatasetTextFeatures
 
 
 @dataclass
@@ -47,7 +49,7 @@ class SplitData(VideoData):
     caption_texts: np.ndarray  # (V, K) object
     nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
     verbs: torch.Tensor | None
-    token_features: torch.Tensor | None = None  # (V, K, L, D) from a frozen text encoder
+    token_features: TokenStore | None = None  # per-token vectors from a frozen text encoder
 
     def video_classes(self, rho: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
@@ -59,8 +61,9 @@ class SplitData(VideoData):
 
     def text_input(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's text side reads for these captions: token features or ids, and masks."""
-        inputs = self.tokens if self.token_features is None else self.token_features
-        return inputs[videos, slots], self.token_mask[videos, slots]
+        if self.token_features is not None:
+            return self.token_features.gather(videos, slots)
+        return self.tokens[videos, slots], self.token_mask[videos, slots]
 
 
 def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
@@ -99,32 +102,44 @@ def build_class_index(folder: DatasetFolder) -> ClassIndex | None:
     return ClassIndex.build(lists)
 
 
+def caption_ordinals(video_ids) -> np.ndarray:
+    """``k`` for the ``k``-th caption of its video (or any grouping key), in table order."""
+    codes = np.unique(np.asarray(video_ids), return_inverse=True)[1].reshape(-1)
+    order = np.argsort(codes, kind="stable")
+    ordinals = np.empty(len(codes), dtype=np.int64)
+    ordinals[order] = np.arange(len(codes)) - np.searchsorted(codes[order], codes[order], side="left")
+    return ordinals
+
+
 def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
+    """Features of one expert for the split's videos, read from Arrow without Python lists:
+    fixed-size features as one (n, D) view of the column's float buffer; variable-length
+    ones subsampled to ``max_frames`` by index arithmetic before anything is copied."""
     info = folder.meta.experts[expert]
     table = folder.features(expert, split)
     present = np.zeros(num_videos, dtype=bool)
+    if table is None:
+        shape = (num_videos, 1, info.dim) if info.variable_length else (num_videos, info.dim)
+        masks = torch.zeros(num_videos, 1, dtype=torch.bool) if info.variable_length else None
+        return torch.zeros(shape), masks, present
+    ids = table.column("video_id").to_numpy(zero_copy_only=False)
+    rows = np.array([row_of.get(v, -1) for v in ids], dtype=np.int64)
+    keep = np.flatnonzero(rows >= 0)
+    column = table.column("feature").combine_chunks()
     if info.variable_length:
-        feats = torch.zeros(num_videos, 1, info.dim)
-        masks = torch.zeros(num_videos, 1, dtype=torch.bool)
+        offsets = column.offsets.to_numpy()
+        frames = _float_matrix(column.flatten(), info.dim)
+        if not len(frames):  # only empty videos: index a zero row, masked out below
+            frames = np.zeros((1, info.dim), np.float32)
+        index, masks_np = _frame_index(offsets[keep], offsets[keep + 1], max_frames)
+        feats = torch.zeros(num_videos, index.shape[1], info.dim)
+        masks = torch.zeros(num_videos, index.shape[1], dtype=torch.bool)
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(frames[index] * masks_np[..., None])
+        masks[torch.from_numpy(rows[keep])] = torch.from_numpy(masks_np)
+        keep = keep[offsets[keep + 1] > offsets[keep]]  # an empty array means the expert is missing
     else:
         feats, masks = torch.zeros(num_videos, info.dim), None
-    if table is None:
-        return feats, masks, present
-    ids = table.column("video_id").to_pylist()
-    rows = np.array([row_of.get(v, -1) for v in ids])
-    keep = rows >= 0
-    values = table.column("feature").to_pylist()
-    if info.variable_length:
-        arrays = [_subsample(np.asarray(values[i], np.float32), max_frames) for i in np.flatnonzero(keep)]
-        length = max((len(a) for a in arrays), default=1)
-        feats = torch.zeros(num_videos, length, info.dim)
-        masks = torch.zeros(num_videos, length, dtype=torch.bool)
-        for row, array in zip(rows[keep], arrays):
-            feats[row, : len(array)] = torch.from_numpy(array)
-            masks[row, : len(array)] = True
-    else:
-        matrix = np.asarray([values[i] for i in np.flatnonzero(keep)], np.float32).reshape(-1, info.dim)
-        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(matrix)
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(_float_matrix(column, info.dim)[keep])
     if not torch.isfinite(feats).all():
         bad = int(torch.nonzero(~torch.isfinite(feats.reshape(num_videos, -1)).all(1))[0])
         raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
@@ -132,11 +147,24 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
     return feats, masks, present
 
 
-def _subsample(array: np.ndarray, max_frames: int) -> np.ndarray:
-    """Keep at most ``max_frames`` frames, evenly spaced (deterministic)."""
-    if len(array) <= max_frames:
-        return array
-    return array[np.linspace(0, len(array) - 1, max_frames).round().astype(int)]
+def _float_matrix(fixed_size_lists, dim: int) -> np.ndarray:
+    """An Arrow FixedSizeList<float32, dim> array as an (n, dim) numpy view (no copy)."""
+    return fixed_size_lists.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+
+def _frame_index(starts: np.ndarray, ends: np.ndarray, max_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frame rows ``(n, T)`` and their mask for videos spanning ``[starts, ends)`` of the frame
+    table: every frame of a video with at most ``max_frames``, else ``max_frames`` evenly
+    spaced ones, ``round(j * (len - 1) / (max_frames - 1))`` as ``np.linspace`` places them."""
+    lengths = ends - starts
+    width = max(1, min(int(lengths.max(initial=0)), max_frames))
+    j = np.arange(width)[None, :]
+    step = (lengths[:, None] - 1) / max(max_frames - 1, 1)
+    spaced = np.round(j * step).astype(np.int64)
+    long = lengths[:, None] > max_frames
+    offset = np.where(long, spaced, j)
+    mask = long | (j < lengths[:, None])
+    return np.where(mask, starts[:, None] + offset, 0), mask
 
 
 def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frames: int = 32) -> VideoData:
@@ -177,8 +205,11 @@ def load_split(
 ) -> SplitData:
     """Read one split into tensors (captions restricted to ``langs``).
 
-    With ``text_encoder`` (texts -> (features (N, L, D), mask (N, L))) the captions are
-    encoded once into ``token_features`` and the masks are the encoder's.
+    With ``text_encoder`` (texts, video_ids, ordinals -> (features (N, L, D), mask (N, L)))
+    the captions are encoded once into ``token_features`` (a ragged :class:`TokenStore`) and
+    the masks are the encoder's; ``ordinals`` number each video's captions in table order
+    (for CE's feature pickles). A :class:`DatasetTextFeatures` encoder reads the dataset's
+    own ``text_features`` config instead.
     """
     videos = load_videos(folder, split, experts, max_frames)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
@@ -192,22 +223,19 @@ def load_split(
             f"{folder.root}: caption {captions['caption_id'][keep[int(np.argmax(owner < 0))]]!r} "
             f"refers to a video that is not in the {split!r} videos"
         )
-    order = np.argsort(owner, kind="stable")
-    slot = np.empty(len(keep), dtype=int)
-    slot[order] = np.arange(len(keep)) - np.searchsorted(owner[order], owner[order], side="left")
+    slot = caption_ordinals(owner)
     num_slots = int(np.bincount(owner).max())
     shape = (videos.num_videos, num_slots)
+    store = None
     if text_encoder is None:
         token_lists = [tokenize(captions["text"][i], captions["lang"][i]) for i in keep]
         tokens, mask = vocab.batch(token_lists, max_len=max_words)
+        grid_tokens = torch.zeros(*shape, *tokens.shape[1:], dtype=torch.long)
+        grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
+        grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
     else:
-        features, mask = text_encoder([captions["text"][i] for i in keep])
-        tokens = torch.zeros(mask.shape, dtype=torch.long)
-        grid_features = torch.zeros(*shape, *features.shape[1:], dtype=features.dtype)
-        grid_features[owner, slot] = features
-    grid_tokens = torch.zeros(*shape, tokens.shape[1], dtype=torch.long)
-    grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
-    grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
+        store = _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder)
+        grid_tokens, grid_mask = torch.zeros(*shape, 1, dtype=torch.long), store.mask
     caption_mask = torch.zeros(shape, dtype=torch.bool)
     caption_mask[owner, slot] = True
 
@@ -232,5 +260,26 @@ def load_split(
         caption_texts=grid("text"),
         nouns=nouns,
         verbs=verbs,
-        token_features=None if text_encoder is None else grid_features,
+        token_features=store,
+    )
+
+
+def _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder) -> TokenStore:
+    """Token features of the kept captions: the dataset's ``text_features`` config (cut to
+    ``max_words``), or the encoder's output (its own length)."""
+    if isinstance(text_encoder, DatasetTextFeatures):
+        file = folder.text_features_file(split)
+        wanted = [captions["caption_id"][i] for i in keep]
+        try:
+            return store_from_parquet(file, wanted, text_encoder.dim, owner, slot, shape, max_words)
+        except KeyError as error:
+            raise LayoutError(
+                f"{folder.root}: caption {error.args[0]!r} ({split}) has no row in the text_features config"
+            ) from None
+    return store_from_encoder(
+        text_encoder,
+        [captions["text"][i] for i in keep],
+        [captions["video_id"][i] for i in keep],
+        caption_ordinals(captions["video_id"])[keep],
+        owner, slot, shape,
     )

@@ -27,7 +27,8 @@ class CollaborativeExperts(nn.Module):
         experts: expert name -> info with ``.dim`` (D_e) and ``.variable_length``
             (``rudder.data.layout.ExpertInfo``). Experts are ordered by sorted name
             (``self.experts``); ``available`` columns follow that order.
-        vocab_size: size of the token vocabulary (PAD = 0); unused (may be None) when
+        vocab_size: rows of the word embedding table (``Vocabulary.table_size``: the
+            tokens, PAD = 0, plus any character n-gram buckets); unused (may be None) when
             ``config.text_input_dim`` is set.
 
     Video side, per expert e: fixed-size features (B, D_e), or variable-length ones
@@ -46,6 +47,10 @@ class CollaborativeExperts(nn.Module):
         if not experts:
             raise ValueError("CollaborativeExperts needs at least one expert")
         self.config = config
+        # Value checks (token ids in range, every video with an available expert and
+        # frames) read tensors back to the host, which stalls a GPU step; a caller whose
+        # data were validated when loaded (the Trainer) may turn them off.
+        self.check_values = True
         self.experts = sorted(experts)
         self.expert_info = {name: experts[name] for name in self.experts}
         for name, info in self.expert_info.items():
@@ -100,7 +105,8 @@ class CollaborativeExperts(nn.Module):
 
     # ------------------------------------------------------------------ text
     def encode_text(self, tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Token ids (B, L) long (or features (B, L, text_input_dim)) and mask (B, L) bool
+        """Token ids (B, L) long, subword rows (B, L, G) long (:mod:`rudder.text.subwords`;
+        a word is the mean of its non-PAD rows), or features (B, L, text_input_dim), and mask (B, L) bool
         -> (per-expert unit-norm embeddings (B, E, D), mixture logits (B, E))."""
         words = self._word_features(tokens, mask)
         pooled = self.dropout(self.text_pooling(words, mask))
@@ -117,18 +123,21 @@ class CollaborativeExperts(nn.Module):
                 )
             words = tokens.to(self.text_pooling.assign_weight.dtype)
         else:
-            if tokens.dtype != torch.long or tokens.dim() != 2:
+            if tokens.dtype != torch.long or tokens.dim() not in (2, 3):
                 raise ValueError(
-                    f"encode_text: expected token ids (B, L) int64, got {tokens.dtype} "
+                    f"encode_text: expected token ids (B, L) or subword rows (B, L, G) int64, got {tokens.dtype} "
                     f"{tuple(tokens.shape)} (set model.text_input_dim for token features)"
                 )
             vocab_size = self.word_embedding.num_embeddings
-            if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+            if self.check_values and tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
                 raise ValueError(
                     f"encode_text: token ids must lie in [0, {vocab_size}); got "
                     f"[{int(tokens.min())}, {int(tokens.max())}] (vocabulary/model mismatch?)"
                 )
             words = self.word_embedding(tokens)
+            if tokens.dim() == 3:  # fastText: the mean of a word's row and its n-gram rows
+                present = (tokens != 0).unsqueeze(-1).to(words.dtype)
+                words = (words * present).sum(dim=2) / present.sum(dim=2).clamp_min(1.0)
         if mask.dtype != torch.bool or mask.shape != words.shape[:2]:
             raise ValueError(
                 f"encode_text: expected a bool mask of shape {tuple(words.shape[:2])}, "
@@ -171,6 +180,8 @@ class CollaborativeExperts(nn.Module):
                 f"encode_video: expected available as bool (B, {len(self.experts)}) in the "
                 f"order {self.experts}, got {available.dtype} {tuple(available.shape)}"
             )
+        if not self.check_values:
+            return available
         empty = (~available.any(dim=1)).nonzero().flatten().tolist()
         if empty:
             raise ValueError(
@@ -207,7 +218,7 @@ class CollaborativeExperts(nn.Module):
                 f"got {frames.dtype} {tuple(frames.shape)}"
             )
         frames = frames & available.unsqueeze(-1)
-        no_frames = (available & ~frames.any(dim=1)).nonzero().flatten().tolist()
+        no_frames = (available & ~frames.any(dim=1)).nonzero().flatten().tolist() if self.check_values else []
         if no_frames:
             raise ValueError(
                 f"encode_video: expert {name!r} is marked available for batch rows "
@@ -218,7 +229,8 @@ class CollaborativeExperts(nn.Module):
     # ------------------------------------------------------------ similarity
     @staticmethod
     def similarity(
-        text_emb: Tensor, text_logits: Tensor, video_emb: Tensor, available: Tensor
+        text_emb: Tensor, text_logits: Tensor, video_emb: Tensor, available: Tensor,
+        check_values: bool = True,
     ) -> Tensor:
         """Mixture-of-experts similarity (Bt, Bv), captions x videos.
 
@@ -228,6 +240,7 @@ class CollaborativeExperts(nn.Module):
         ``keep_missing_modalities=False``). With unit-norm embeddings <.,.> is the cosine.
         The denominator is clamped to the smallest positive float, so a video whose
         available experts all get underflowed weights scores 0 rather than NaN.
+        ``check_values=False`` skips the one check that reads a value back to the host.
         """
         if available.dtype != torch.bool or available.shape != video_emb.shape[:2]:
             raise ValueError(
@@ -239,7 +252,7 @@ class CollaborativeExperts(nn.Module):
                 f"similarity: shapes do not match: text {tuple(text_emb.shape)}, logits "
                 f"{tuple(text_logits.shape)}, video {tuple(video_emb.shape)}"
             )
-        if not available.any(dim=1).all():
+        if check_values and not available.any(dim=1).all():
             raise ValueError("similarity: some videos have no available expert")
         weights = torch.softmax(text_logits, dim=-1)
         avail = available.to(weights.dtype)

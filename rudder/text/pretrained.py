@@ -72,7 +72,8 @@ class SentenceTransformerTokens:
         self.dim = _token_dimension(self.model[0])
 
     @torch.no_grad()
-    def __call__(self, texts) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, texts, video_ids=None, ordinals=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encode ``texts``; ``video_ids``/``ordinals`` (caption keys) are not needed here."""
         texts = list(texts)
         if not texts or any(not isinstance(t, str) for t in texts):
             raise ValueError("SentenceTransformerTokens: expected a non-empty list of str")
@@ -111,6 +112,19 @@ def _token_dimension(module) -> int:
     )
 
 
-def load_text_encoder(spec: str, device: str = "cpu") -> SentenceTransformerTokens:
-    """The encoder named by ``data.text_encoder``: ``"bundled"`` or a local model folder."""
+def load_text_encoder(spec: str, device: str = "cpu", folder=None):
+    """The encoder named by ``data.text_encoder``: ``"bundled"``, a local model folder, a
+    Collaborative Experts text-feature pickle (``*.pickle``/``*.pkl``,
+    :class:`rudder.text.caption_features.CaptionFeatureFile`), or ``"dataset"`` (the
+    dataset ``folder``'s own ``text_features`` config)."""
+    if spec == "dataset":
+        from rudder.text.caption_features import DatasetTextFeatures
+
+        if folder is None:
+            raise ValueError("data.text_encoder=dataset needs the dataset folder")
+        return DatasetTextFeatures(folder)
+    if str(spec).endswith((".pickle", ".pkl")):
+        from rudder.text.caption_features import CaptionFeatureFile
+
+        return CaptionFeatureFile(spec)
     return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec, device=device)

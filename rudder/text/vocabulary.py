@@ -51,6 +51,11 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    @property
+    def table_size(self) -> int:
+        """Rows of the model's embedding table for this vocabulary (one per token)."""
+        return len(self.tokens)
+
     def __contains__(self, token: str) -> bool:
         return token in self._ids
 

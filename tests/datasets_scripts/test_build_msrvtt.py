@@ -191,3 +191,27 @@ def test_unterminated_quote_in_the_csv_is_named(shared_data, tmp_path, build, ca
     err = capsys.readouterr().err
     assert "MSRVTT_JSFUSION_test.csv, line 16: a quoted field runs over lines 16-1001" in err
     assert "unterminated quote" in err and not out.exists()
+
+
+def test_text_feature_pickle_becomes_the_text_features_config(msrvtt_src, build, loads, tmp_path):
+    import pickle
+
+    import numpy as np
+
+    src, _ = msrvtt_src
+    # CE's layout: video id -> the video's captions' (tokens, D) arrays, in release (sen_id) order.
+    table = {f"video{i}": [np.full((1 + k, 3), 10.0 * i + k, np.float32) for k in range(2)] for i in range(10000)}
+    pickle_path = tmp_path / "w2v_MSRVTT.pickle"
+    pickle_path.write_bytes(pickle.dumps(table))
+    code, out = build("msrvtt", src, "--split", "full", "--text-features", pickle_path)
+    assert code == 0
+    rows = loads(out, "text_features")["train"]
+    by_id = {r["caption_id"]: np.array(r["feature"]) for r in rows.select(range(4))}
+    captions = DatasetFolder(out).captions("train").slice(0, 2).to_pylist()
+    assert [c["caption_id"] for c in captions] == ["video0/0", "video0/20000"]  # sen_id order
+    assert by_id["video0/0"].shape == (1, 3) and (by_id["video0/0"] == 0.0).all()
+    assert by_id["video0/20000"].shape == (2, 3) and (by_id["video0/20000"] == 1.0).all()
+    del table["video7"]
+    pickle_path.write_bytes(pickle.dumps(table))
+    code, _ = build("msrvtt", src, "--split", "full", "--text-features", pickle_path, out=tmp_path / "again")
+    assert code == 2 and not (tmp_path / "again").exists()

@@ -222,3 +222,14 @@ def test_precomputed_token_features():
     assert model.text_pooling.assign_weight.grad is not None
     with pytest.raises(ValueError, match=r"expected float token features \(B, L, 12\)"):
         model.encode_text(torch.zeros(6, 5, dtype=torch.long), mask)
+
+
+def test_value_checks_can_be_turned_off_for_validated_data():
+    config = ModelConfig(shared_dim=4, word_dim=3, text_vlad_clusters=2, video_vlad_clusters=2)
+    model = CollaborativeExperts(config, {"object": ExpertInfo(5)}, 6).eval()
+    tokens, mask = torch.tensor([[9]]), torch.tensor([[True]])
+    with pytest.raises(ValueError, match="token ids must lie in"):
+        model.encode_text(tokens, mask)
+    model.check_values = False  # ids out of range are then torch's own IndexError
+    with pytest.raises(IndexError):
+        model.encode_text(tokens, mask)

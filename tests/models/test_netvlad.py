@@ -94,3 +94,16 @@ def test_masked_batch_norm_with_fewer_than_two_rows_uses_running_stats():
     assert torch.equal(empty, torch.zeros(2, 2))
     empty.sum().backward()  # parameters stay in the graph (DDP needs every one used)
     assert bn.weight.grad is not None and bn.bias.grad is not None
+
+
+def test_masked_batch_norm_ignores_nan_in_masked_rows_and_keeps_dtype():
+    bn, reference = torch.nn.BatchNorm1d(2), torch.nn.BatchNorm1d(2)
+    x = torch.tensor([[1.0, 2.0], [float("nan"), 0.0], [3.0, -2.0], [0.0, 1.0]])
+    mask = torch.tensor([True, False, True, True])
+    out = masked_batch_norm(bn, x, mask)
+    assert torch.allclose(out[mask], reference(x[mask]), atol=1e-6)
+    assert torch.equal(out[1], torch.zeros(2))
+    assert torch.allclose(bn.running_var, reference.running_var)
+    assert bn.num_batches_tracked == 1
+    half = masked_batch_norm(bn.eval(), x.to(torch.bfloat16), mask)
+    assert half.dtype == torch.bfloat16

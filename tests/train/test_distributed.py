@@ -1,5 +1,6 @@
-"""Two CPU processes under torchrun (gloo) train exactly like one process on the same
-global batches. BatchNorm is off: its statistics are per process (SyncBatchNorm is CUDA-only)."""
+"""Two CPU processes under torchrun (gloo, DistributedDataParallel) train exactly like one
+process on the same global batches; on a GPU machine the test still runs both on the CPU.
+BatchNorm is off: its statistics are per process (SyncBatchNorm is CUDA-only)."""
 
 import json
 import os
@@ -7,14 +8,27 @@ import subprocess
 import sys
 
 import pytest
+import torch
+import torch.distributed as dist
 
 from rudder import train
+from rudder.distributed import DistributedSetupError, init_distributed
 
-pytestmark = pytest.mark.slow
-
-NO_BN = ["--set", "model.use_batchnorm=false", "--epochs", "2"]
+NO_BN = ["--set", "model.use_batchnorm=false", "--epochs", "2", "--device", "cpu"]
 
 
+def test_more_processes_than_gpus_names_the_fix(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(DistributedSetupError, match=r"--nproc_per_node=1, or train on the CPU with --device cpu"):
+        init_distributed(torch.device("cuda"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                    reason="this torch build has no gloo backend for CPU processes")
 def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
     single = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "one"), *fast_args, *NO_BN])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

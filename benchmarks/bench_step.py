@@ -1,0 +1,127 @@
+"""Targets (issue 13): rudder's real training step against Collaborative Experts' step.
+
+At CE's MSR-VTT shapes (experts of 2,208 / 2,048 / 1,024 / 512 dims plus a 16 x 128 audio
+expert pooled by NetVLAD-8, 30 x 300-d word features pooled by NetVLAD-20, shared dim 768,
+g with 3 layers and Mish: about 36.6 M parameters) this times
+- rudder: ``Trainer._step`` (text and video encoding, similarity, supervision, loss,
+  backward, optimiser) on a dataset written in rudder's layout with a CE text-feature
+  pickle, the trainer configured as ``--set`` would;
+- the reference: ``benchmarks/reference_ce.py`` (CE's CENet + MaxMarginRankingLoss + Adam).
+Targets: CPU (2 threads) rudder <= 0.7x the reference at B = 64; GPU with AMP <= 0.25x at
+B = 128 and 256. Prints a table (median ms per step over ``--steps`` after warm-up).
+
+Usage: python benchmarks/bench_step.py [--device cpu|cuda] [--batch-sizes 64] [--steps 10]
+       [--threads 2] [--set optim.fused=true ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference_ce import CENetReference, reference_step
+
+from rudder.config import TrainConfig, apply_override, from_dict, to_dict
+from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.distributed import DistContext
+from rudder.trainer import Trainer
+
+FIXED = {"scene": 2208, "object": 2048, "action": 1024, "motion": 512}
+AUDIO_FRAMES, AUDIO_DIM, WORDS, WORD_DIM = 16, 128, 30, 300
+
+
+def write_dataset(root: Path, videos: int) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    ids = [f"video{i}" for i in range(videos)]
+    split = ["train"] * (videos - 64) + ["validation"] * 32 + ["test"] * 32
+    experts = {**{k: ExpertInfo(d) for k, d in FIXED.items()}, "audio": ExpertInfo(AUDIO_DIM, True)}
+    has_audio = rng.random(videos) < 0.9
+    with DatasetWriter(root / "data", DatasetMeta("bench", "1", ["en"], experts), Card("Bench", "Step benchmark.")) as w:
+        w.write_videos(pa.table({"video_id": ids, "duration": [10.0] * videos, "split": split,
+                                 "experts": [[*FIXED, "audio"] if a else list(FIXED) for a in has_audio]}))
+        w.write_captions(pa.Table.from_pylist([
+            {"caption_id": f"{v}-0", "video_id": v, "lang": "en", "text": "a person is cooking", "start": 0.0,
+             "end": 1.0, "kind": "describing", "machine_translated": False} for v in ids]))
+        for name, dim in FIXED.items():
+            w.write_expert(name, [(ids, rng.normal(size=(videos, dim)).astype(np.float32))])
+        audio_ids = [v for v, a in zip(ids, has_audio) if a]
+        w.write_expert("audio", [(audio_ids, [rng.normal(size=(AUDIO_FRAMES, AUDIO_DIM)).astype(np.float32)
+                                              for _ in audio_ids])])
+    text = {v: [rng.normal(size=(WORDS, WORD_DIM)).astype(np.float32)] for v in ids}
+    (root / "text.pickle").write_bytes(pickle.dumps(text))
+    return root / "data", root / "text.pickle"
+
+
+def rudder_config(data: Path, text: Path, device: str, threads: int, overrides) -> TrainConfig:
+    values = to_dict(TrainConfig())
+    for assignment in [
+        f"data.dataset={data}", f"data.text_encoder={text}", f"device={device}", f"cpu_threads={threads}",
+        f"data.max_words={WORDS}", f"data.max_frames={AUDIO_FRAMES}", "model.shared_dim=768",
+        "model.text_vlad_clusters=20", "model.video_vlad_clusters=8", "model.gating_g_layers=3",
+        "model.gating_activation=mish", "loss.name=mm", "loss.params={margin: 0.09}", *overrides,
+    ]:
+        apply_override(values, assignment)
+    return from_dict(values)
+
+
+def median_ms(step, steps: int, device) -> float:
+    times = []
+    for i in range(steps + 3):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if i >= 3:
+            times.append(1e3 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="rudder-step-"))
+    data, text = write_dataset(root, max(args.batch_sizes) + 64 + 8)
+    config = rudder_config(data, text, args.device, args.threads, args.overrides)
+    trainer = Trainer(config, root / "run", DistContext(), resume=False)
+    trainer.model.train()
+    device = trainer.device
+    torch.manual_seed(0)
+    reference = CENetReference(FIXED, (AUDIO_DIM, 8), WORD_DIM, 20, 768, 3).to(device)
+    optimizer = torch.optim.Adam(reference.parameters())
+    ours_params = sum(p.numel() for p in trainer.model.parameters())
+    ref_params = sum(p.numel() for p in reference.parameters())
+    print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else f'{torch.get_num_threads()} threads'}), "
+          f"torch {torch.__version__}; parameters: rudder {ours_params / 1e6:.1f} M, reference {ref_params / 1e6:.1f} M")
+    print("| B | rudder step (ms) | reference step (ms) | ratio |")
+    print("|---|---|---|---|")
+    for batch in args.batch_sizes:
+        videos, slots = torch.arange(batch), torch.zeros(batch, dtype=torch.long)
+        ours = median_ms(lambda v=videos, s=slots: trainer._step(v, s), args.steps, device)
+        inputs = (torch.randn(batch, WORDS, WORD_DIM, device=device),
+                  {k: torch.randn(batch, d, device=device) for k, d in FIXED.items()},
+                  torch.randn(batch, AUDIO_FRAMES, AUDIO_DIM, device=device),
+                  (torch.rand(batch, len(FIXED) + 1, device=device) < 0.95).float().index_fill_(1, torch.tensor([0], device=device), 1.0))
+        ref = median_ms(lambda x=inputs: reference_step(reference, optimizer, x), args.steps, device)
+        print(f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

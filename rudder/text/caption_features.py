@@ -1,0 +1,123 @@
+"""Precomputed per-token text features in Collaborative Experts' release format.
+
+CE's feature release ships the text side as a pickle (e.g. ``w2v_MSRVTT_openAIGPT.pickle``):
+a dict ``video_id -> list of per-caption arrays (tokens, D)``, the captions in the order of
+the dataset's annotation file (albanie/collaborative-experts, ``data_loader/MSRVTT_dataset.py``
+reads ``text_features[vid][caption_index]``). rudder matches the ``k``-th caption of a
+video in the built ``captions`` table (the builders keep the release order) to entry ``k``.
+
+Pickles can run code when loaded, so this reader unpickles with an allow-list: plain
+containers, numbers, strings and numpy arrays; anything else is refused naming the file.
+Free-text queries cannot be encoded from such a file (it holds features of the dataset's
+own captions only), which is said when it is asked to.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import torch
+
+_ALLOWED = {
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("collections", "OrderedDict"), ("builtins", "list"), ("builtins", "dict"),
+}
+
+
+class CaptionFeatureError(ValueError):
+    """A caption-feature file that cannot be used; the message names the file."""
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def __init__(self, handle, path):
+        super().__init__(handle)
+        self.path = path
+
+    def find_class(self, module, name):
+        if (module, name) not in _ALLOWED:
+            raise CaptionFeatureError(
+                f"{self.path}: refusing to unpickle {module}.{name}: a text-feature pickle may "
+                "only hold dicts, lists and numpy arrays"
+            )
+        return super().find_class(module, name)
+
+
+class CaptionFeatureFile:
+    """Token features ``(N, L, D)`` and masks ``(N, L)`` of dataset captions from a CE pickle.
+
+    ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``; None keeps all).
+    """
+
+    def __init__(self, path, max_tokens: int | None = 30):
+        self.path = Path(path).expanduser()
+        try:
+            with self.path.open("rb") as handle:
+                table = _SafeUnpickler(handle, self.path).load()
+        except OSError as error:
+            raise CaptionFeatureError(f"{self.path}: cannot read ({error})") from None
+        except (pickle.UnpicklingError, EOFError) as error:
+            raise CaptionFeatureError(f"{self.path}: not a readable pickle ({error})") from None
+        if not isinstance(table, dict) or not table:
+            raise CaptionFeatureError(f"{self.path}: expected a dict video_id -> list of arrays")
+        first = next(iter(table.values()))
+        if not isinstance(first, (list, tuple)) or not first or np.ndim(first[0]) != 2:
+            raise CaptionFeatureError(
+                f"{self.path}: expected each video to map to a list of (tokens, D) arrays"
+            )
+        self.table, self.dim, self.max_tokens = table, int(np.shape(first[0])[1]), max_tokens
+
+    def __call__(self, texts, video_ids=None, ordinals=None) -> tuple[torch.Tensor, torch.Tensor]:
+        if video_ids is None or ordinals is None:
+            raise CaptionFeatureError(
+                f"{self.path}: this run reads precomputed caption features, so it cannot encode "
+                "free text; train with word embeddings or data.text_encoder for text queries"
+            )
+        arrays = [self.array(v, int(k)) for v, k in zip(video_ids, ordinals)]
+        width = max(1, max(len(a) for a in arrays))
+        features = torch.zeros(len(arrays), width, self.dim)
+        mask = torch.zeros(len(arrays), width, dtype=torch.bool)
+        for row, array in enumerate(arrays):
+            features[row, : len(array)] = torch.from_numpy(array)
+            mask[row, : len(array)] = True
+        return features, mask
+
+    def array(self, video_id: str, ordinal: int) -> np.ndarray:
+        """The ``(tokens, D)`` features of caption ``ordinal`` of ``video_id`` (cut to ``max_tokens``)."""
+        captions = self.table.get(video_id)
+        if captions is None:
+            raise CaptionFeatureError(f"{self.path}: no features for video {video_id!r}")
+        if ordinal >= len(captions):
+            raise CaptionFeatureError(
+                f"{self.path}: video {video_id!r} has {len(captions)} caption feature arrays "
+                f"but the dataset has a caption number {ordinal + 1}"
+            )
+        array = np.asarray(captions[ordinal], dtype=np.float32)
+        if array.ndim != 2 or array.shape[1] != self.dim:
+            raise CaptionFeatureError(
+                f"{self.path}: video {video_id!r} caption {ordinal}: expected (tokens, {self.dim}), "
+                f"got {array.shape}"
+            )
+        return array[: self.max_tokens]
+
+
+class DatasetTextFeatures:
+    """``data.text_encoder: dataset``: the dataset's own ``text_features`` config (token
+    vectors stored at build time, e.g. from a CE pickle with ``--text-features``), read by
+    :func:`rudder.data.loader.load_split`."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.dim = folder.meta.text_features_dim
+        if not self.dim:
+            folder.text_features_file("train")  # raises the error that says how to add them
+
+    def __call__(self, texts, video_ids=None, ordinals=None):
+        raise CaptionFeatureError(
+            f"{self.folder.root}: this run reads the dataset's stored caption features, so it cannot "
+            "encode free text; train with word embeddings or another data.text_encoder for text queries"
+        )

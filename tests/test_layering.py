@@ -1,0 +1,38 @@
+"""The layering rule of docs/architecture.md: the library ``rudder`` imports none of the outer
+packages, and each outer package imports only ``rudder`` (never another outer package)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTER = ("heuristics", "app", "datasets_scripts", "experiments")
+
+
+def imported_packages(path: Path) -> set[str]:
+    """Top-level names of every absolute import in a file, including imports inside functions."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def violations(package: str) -> list[str]:
+    forbidden = set(OUTER) - {package}
+    return [f"{path.relative_to(ROOT)} imports {sorted(imported_packages(path) & forbidden)}"
+            for path in sorted((ROOT / package).rglob("*.py")) if imported_packages(path) & forbidden]
+
+
+@pytest.mark.parametrize("package", ["rudder", *OUTER])
+def test_package_imports_follow_the_layers(package):
+    assert violations(package) == []
+
+
+def test_the_check_sees_imports_inside_functions(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from app.ui import build\n    import heuristics.label\n")
+    assert imported_packages(module) >= {"app", "heuristics"}
