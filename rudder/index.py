@@ -34,11 +34,12 @@ from pathlib import Path
 import torch
 
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
+from rudder.errors import RudderError
 
 INDEX_VERSION = 1
 
 
-class SearchIndexError(ValueError):
+class SearchIndexError(RudderError):
     """An index file or query that does not fit the index."""
 
 

@@ -1,11 +1,19 @@
-"""Run directories, checkpoints and loading a trained run (used by evaluate and the app)."""
+"""Run directories, checkpoints and loading a trained run (used by evaluate and the app).
+
+Checkpoints hold only tensors and plain values (dicts, lists, numbers, strings, None) and are
+read with ``torch.load(weights_only=True)``: a file that asks to build any other object (a
+crafted pickle that would run code) is refused by :func:`load_checkpoint`, which every
+reader of a checkpoint goes through.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
+import pickle
 import platform
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -16,16 +24,16 @@ import torch
 import yaml
 
 from rudder.atomic import atomic_write_text
-from rudder.config import TrainConfig, from_dict, to_dict
+from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.errors import RunError
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
 
-CHECKPOINT_VERSION = 1
+# 2: plain values only, read with weights_only=True (1 pickled arbitrary objects).
+CHECKPOINT_VERSION = 2
 
-
-class RunError(ValueError):
-    """A run directory or checkpoint that cannot be used as asked."""
+__all__ = ["CHECKPOINT_VERSION", "RunError", "atomic_write_text", "load_checkpoint", "load_run"]
 
 
 def atomic_torch_save(obj, path: Path) -> None:
@@ -34,28 +42,111 @@ def atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def load_checkpoint(path, map_location="cpu") -> dict:
+    """A checkpoint of this rudder version, read with ``weights_only=True``.
+
+    A file that holds anything but tensors and plain values is refused unread, and a
+    truncated or corrupt one is reported; both as a :class:`RunError` naming the file.
+    """
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        what = f" ({found.group(1)})" if found else ""
+        raise RunError(
+            f"{path}: refused: the checkpoint asks to build an object that is not a tensor or a "
+            f"plain value{what}; rudder checkpoints never do, so it was not written by rudder "
+            "or was tampered with"
+        ) from None
+    except Exception as error:  # noqa: BLE001 -- a damaged zip or pickle fails in many ways
+        raise RunError(
+            f"{path}: cannot read the checkpoint, it is truncated or corrupt "
+            f"({type(error).__name__}: {str(error)[:120]}); use another checkpoint or train again"
+        ) from None
+    version = state.get("version") if isinstance(state, dict) else None
+    if version != CHECKPOINT_VERSION:
+        raise RunError(
+            f"{path}: checkpoint version {version} is not supported (this rudder reads version "
+            f"{CHECKPOINT_VERSION}); train the run again"
+        )
+    return state
+
+
 def default_run_dir(name: str, root="runs") -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(root) / f"{stamp}-{name}"
 
 
-def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
-    """Create the run directory; an existing non-empty one needs ``resume`` or ``overwrite``."""
-    if resume and overwrite:
-        raise RunError("--resume and --overwrite cannot be combined")
+def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> bool:
+    """Create the run directory; an existing non-empty one needs ``resume`` or ``overwrite``.
+
+    Returns whether this call made the directory's content (so :func:`discard_unfinished`
+    may remove it again).
+    """
+    check_run_dir(path, resume, overwrite)
     if resume:
-        if not (path / "checkpoints" / "last.pt").is_file():
-            raise RunError(f"cannot resume: {path / 'checkpoints' / 'last.pt'} does not exist")
-        return
+        return False
     if path.exists() and any(path.iterdir()):
-        if not overwrite:
-            raise RunError(
-                f"output directory {path} is not empty; pass --resume to continue it or "
-                "--overwrite to start again"
-            )
         shutil.rmtree(path)
     (path / "checkpoints").mkdir(parents=True, exist_ok=True)
     (path / "predictions").mkdir(exist_ok=True)
+    return True
+
+
+def check_run_dir(path: Path, resume: bool, overwrite: bool, marker="checkpoints/last.pt") -> None:
+    """Refuse what :func:`prepare_run_dir` would refuse, without creating anything."""
+    if resume and overwrite:
+        raise RunError("--resume and --overwrite cannot be combined")
+    if resume:
+        if not (path / marker).is_file():
+            raise RunError(f"cannot resume: {path / marker} does not exist")
+    elif path.exists() and any(path.iterdir()) and not overwrite:
+        raise RunError(
+            f"output directory {path} is not empty; pass --resume to continue it or "
+            "--overwrite to start again"
+        )
+
+
+def discard_unfinished(path: Path) -> None:
+    """Remove a run directory that failed before writing any checkpoint, so a retry with the
+    same ``--output-dir`` is not blocked; a run with a checkpoint is kept for ``--resume``."""
+    if path.is_dir() and not any(path.glob("**/checkpoints/last.pt")):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# Keys a resumed run may change and record in its config.yaml: they do not alter what was
+# trained so far. Any other change is refused: the saved config is the truth.
+RESUMABLE_KEYS = ("epochs", "patience", "device", "cpu_threads", "tensorboard", "data.eval_batch_size")
+
+
+def check_resume_changes(run_dir: Path, saved: dict, config: TrainConfig) -> None:
+    """Refuse a resume of ``run_dir`` whose ``config`` differs from its ``saved`` config.yaml
+    other than in :data:`RESUMABLE_KEYS`."""
+    before, after = _flatten(saved), _flatten(to_dict(config))
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    refused = [k for k in changed if k not in RESUMABLE_KEYS]
+    if refused:
+        listed = ", ".join(f"{k}={after.get(k)!r} (run: {before.get(k)!r})" for k in refused)
+        raise ConfigError(
+            f"cannot resume {run_dir} with {listed}: a resumed run keeps its config.yaml except "
+            f"{list(RESUMABLE_KEYS)}; start a new run in another --output-dir"
+        )
+    if "epochs" in changed and config.optim.scheduler == "cosine":
+        raise ConfigError(
+            f"cannot resume {run_dir} with epochs={config.epochs}: optim.scheduler=cosine anneals "
+            f"over the {before['epochs']} epochs the run started with; start a new run"
+        )
+
+
+def _flatten(data: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _git_sha() -> str | None:
@@ -160,9 +251,7 @@ def newest_run(root="runs") -> Path | None:
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
     checkpoint = find_checkpoint(path)
-    state = torch.load(checkpoint, map_location=device, weights_only=False)
-    if state.get("version") != CHECKPOINT_VERSION:
-        raise RunError(f"{checkpoint}: checkpoint version {state.get('version')} is not supported")
+    state = load_checkpoint(checkpoint, map_location=device)
     config = from_dict(state["config"])
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = Vocabulary.from_dict(state["vocab"])

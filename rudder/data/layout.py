@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rudder.data.card import SPLITS, Card, render_card
+from rudder.errors import RudderError
 from rudder.languages import SUPPORTED, check_language
 
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
@@ -71,7 +72,7 @@ RELATIONS_SCHEMA = pa.schema(
 )
 
 
-class LayoutError(ValueError):
+class LayoutError(RudderError):
     """A dataset folder or table that does not follow the layout."""
 
 
