@@ -1,19 +1,11 @@
-"""Run directories, checkpoints and loading a trained run (used by evaluate and the app).
-
-Checkpoints hold only tensors and plain values (dicts, lists, numbers, strings, None) and are
-read with ``torch.load(weights_only=True)``: a file that asks to build any other object (a
-crafted pickle that would run code) is refused by :func:`load_checkpoint`, which every
-reader of a checkpoint goes through.
-"""
+"""Run directories, resuming them, and loading a trained run (used by evaluate and the app)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
-import pickle
 import platform
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -24,53 +16,14 @@ import torch
 import yaml
 
 from rudder.atomic import atomic_write_text
+from rudder.checkpoints import load_checkpoint
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
 
-# 2: plain values only, read with weights_only=True (1 pickled arbitrary objects).
-CHECKPOINT_VERSION = 2
-
-__all__ = ["CHECKPOINT_VERSION", "RunError", "atomic_write_text", "load_checkpoint", "load_run"]
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path, map_location="cpu") -> dict:
-    """A checkpoint of this rudder version, read with ``weights_only=True``.
-
-    A file that holds anything but tensors and plain values is refused unread, and a
-    truncated or corrupt one is reported; both as a :class:`RunError` naming the file.
-    """
-    path = Path(path)
-    try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as error:
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
-        what = f" ({found.group(1)})" if found else ""
-        raise RunError(
-            f"{path}: refused: the checkpoint asks to build an object that is not a tensor or a "
-            f"plain value{what}; rudder checkpoints never do, so it was not written by rudder "
-            "or was tampered with"
-        ) from None
-    except Exception as error:  # noqa: BLE001 -- a damaged zip or pickle fails in many ways
-        raise RunError(
-            f"{path}: cannot read the checkpoint, it is truncated or corrupt "
-            f"({type(error).__name__}: {str(error)[:120]}); use another checkpoint or train again"
-        ) from None
-    version = state.get("version") if isinstance(state, dict) else None
-    if version != CHECKPOINT_VERSION:
-        raise RunError(
-            f"{path}: checkpoint version {version} is not supported (this rudder reads version "
-            f"{CHECKPOINT_VERSION}); train the run again"
-        )
-    return state
+__all__ = ["RunError", "atomic_write_text", "load_run", "resolve_dataset"]
 
 
 def default_run_dir(name: str, root="runs") -> Path:

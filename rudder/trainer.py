@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from rudder import losses
 from rudder.atomic import atomic_savez
+from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
@@ -29,12 +30,9 @@ from rudder.distributed import (
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.models import CollaborativeExperts
 from rudder.runs import (
-    CHECKPOINT_VERSION,
     RunError,
-    atomic_torch_save,
     atomic_write_text,
     environment_record,
-    load_checkpoint,
     resolve_dataset,
     write_config,
 )
