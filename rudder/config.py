@@ -13,6 +13,7 @@ naming the key and its valid values.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -172,14 +173,14 @@ RULES: dict[str, Rule] = {
     "data.val_split": Rule(choices=("validation", "test")),
     "supervision.alpha_n": _fraction(),
     "supervision.alpha_v": _fraction(),
-    "supervision.rho": Rule(low=0.0, high=1.0),
+    "supervision.rho": _fraction(),
     "optim.name": Rule(choices=("adam", "adamw", "sgd")),
     "optim.lr": _at_least(0.0),
     "optim.weight_decay": _at_least(0.0),
     "optim.momentum": _fraction(high_open=True),
     "optim.scheduler": Rule(choices=("step", "cosine", "none")),
     "optim.step_size": _at_least(1),
-    "optim.gamma": Rule(low=0.0, high=1.0),
+    "optim.gamma": _fraction(),
     "optim.grad_clip": _at_least(0.0),
 }
 
@@ -187,6 +188,9 @@ RULES: dict[str, Rule] = {
 def to_dict(config) -> dict:
     """A plain nested dict of a dataclass config (YAML-safe)."""
     return dataclasses.asdict(config)
+
+
+_PLURALS = {str: "strings", int: "integers", float: "numbers"}
 
 
 def _type_name(hint) -> str:
@@ -197,15 +201,13 @@ def _type_name(hint) -> str:
         return " or ".join(_type_name(a) for a in args)
     if typing.get_origin(hint) is list:
         return f"a list of {_PLURALS[args[0]]}"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}[hint]
-
-
-_PLURALS = {str: "strings", int: "integers", float: "numbers"}
+    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", dict: "a mapping"}[hint]
 
 
 def _coerce(value, hint):
     """``value`` as type ``hint``, or raise ``TypeError``. A float field takes an int or a
-    numeric string (YAML 1.1 reads ``1e-3`` as a string); ``bool`` is never a number."""
+    numeric string (YAML 1.1 reads ``1e-3`` as a string) but no nan or inf; ``bool`` is
+    never a number."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -215,14 +217,14 @@ def _coerce(value, hint):
         if not isinstance(value, list):
             raise TypeError
         return [_coerce(item, args[0]) for item in value]
-    if hint is float and not isinstance(value, bool):
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                raise TypeError from None
+    if hint is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            raise TypeError from None
+        if not math.isfinite(number):
+            raise TypeError
+        return number
     if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
         return value
     raise TypeError

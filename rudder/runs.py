@@ -23,8 +23,6 @@ from rudder.errors import RunError
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
 
-__all__ = ["RunError", "atomic_write_text", "load_run", "resolve_dataset"]
-
 
 def default_run_dir(name: str, root="runs") -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -142,7 +142,7 @@ def _run_seeds(args) -> dict:
         run_dir = args.output_dir
         if (run_dir / "checkpoints").is_dir():
             raise RunError(f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
-        check_run_dir(run_dir, resume=True, overwrite=False, marker="config.yaml")
+        check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker="config.yaml")
         config = resumed_config(args, run_dir)
     else:
         config = resolve_config(args)
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.resume:
             if any(args.output_dir.glob("seed-*/config.yaml")):
                 raise RunError(f"{args.output_dir} is a --seeds run; resume it with --seeds")
-            check_run_dir(args.output_dir, resume=True, overwrite=False)
+            check_run_dir(args.output_dir, resume=True, overwrite=args.overwrite)
             config = resumed_config(args, args.output_dir)
         else:
             config = resolve_config(args)

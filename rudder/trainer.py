@@ -105,6 +105,11 @@ class Trainer:
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
+        if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
+            raise ConfigError(
+                f"selection={config.selection} needs noun/verb classes, but {self.folder.root} has none; "
+                "choose another selection or label the dataset with `python -m heuristics label`"
+            )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
         self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
         if config.sync_batchnorm:

@@ -44,7 +44,7 @@ def test_yaml_errors_name_the_file(tmp_path):
     ("data.batch_size", "abc", "an integer >= 2"),
     ("data.batch_size", 1, ">= 2"),
     ("data.batch_size", 2.5, "an integer >= 2"),
-    ("optim.lr", "fast", "a number >= 0.0"),
+    ("optim.lr", "fast", "a finite number >= 0.0"),
     ("optim.lr", -0.1, ">= 0.0"),
     ("supervision.alpha_n", 2, "in [0.0, 1.0]"),
     ("supervision.alpha_v", -0.5, "in [0.0, 1.0]"),
@@ -103,3 +103,11 @@ def test_bad_override_values_are_config_errors():
         apply_override({}, "epochs=[1,")
     with pytest.raises(ConfigError, match="data must be a mapping, got 3"):
         from_dict({"data": 3})
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "inf"])
+def test_numbers_must_be_finite(value):
+    data = {}
+    apply_override(data, f"optim.lr={value}")
+    with pytest.raises(ConfigError, match="optim.lr=.* is not valid; expected a finite number >= 0.0"):
+        from_dict(data)

@@ -28,7 +28,7 @@ def epochs_logged(run) -> list[int]:
 
 @pytest.mark.parametrize(("override", "named"), [
     ("data.batch_size=abc", "data.batch_size='abc' is not valid; expected an integer >= 2"),
-    ("optim.lr=fast", "optim.lr='fast' is not valid; expected a number >= 0.0"),
+    ("optim.lr=fast", "optim.lr='fast' is not valid; expected a finite number >= 0.0"),
     ("supervision.alpha_n=2", "supervision.alpha_n=2.0 is not valid; expected in [0.0, 1.0]"),
     ("selection=t2v.R7", "selection='t2v.R7' is not valid; expected one of ['t2v.gmean_r5_r10_r50',"),
 ])
@@ -138,4 +138,17 @@ def test_empty_captions_are_rejected(train_tiny, tiny_dataset, tmp_path, capsys)
     line = error_line(capsys)
     assert f"caption {captions[3]['caption_id']!r}" in line and "is empty or whitespace only" in line
     assert "captions/train.parquet" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_selection_the_dataset_cannot_score_stops_before_training(train_tiny, tiny_dataset, tmp_path, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(tiny_dataset, data)
+    folder = DatasetFolder(data)
+    replace_tables(data, "captions", {
+        split: folder.captions(split).drop_columns(["noun_classes", "verb_classes"])
+        for split in ("train", "validation", "test")})
+    with pytest.raises(SystemExit):
+        train_tiny(tmp_path / "run", "--dataset", str(data), "--set", "selection=t2v.nDCG")
+    assert "selection=t2v.nDCG needs noun/verb classes" in error_line(capsys)
     assert not (tmp_path / "run").exists()
