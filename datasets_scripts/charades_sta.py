@@ -10,22 +10,47 @@ its moment as ``start``/``end``. Splits are by video: the test file is ``test``;
 file is split into ``train`` and ``validation``, the latter a deterministic hold-out of
 ``--validation-fraction`` (default 10%) of its videos (the smallest SHA-256 of the id).
 Published counts: train 12,408 moments / 5,338 videos, test 3,720 moments / 1,334 videos.
+Times that are not finite numbers (``nan``, ``inf``) are bad lines, named by file and line.
+
+**Clips as videos** (the RUDDER paper's protocol): ``--clip-lists train=FILE
+validation=FILE test=FILE`` makes every listed moment its own video, with one caption, and
+takes the splits from the lists alone (the paper's counts, 3,124 / 121 / 1,015 clips, are
+checked). A clip list is UTF-8 text, one clip per line; blank lines and lines starting
+with ``#`` are ignored::
+
+    # a moment (its first sentence in file order), then a moment with the sentence to take
+    3MSZA 24.3 30.4
+    3MSZA 24.3 30.4##person flipped the light switch near the door.
+
+Times are seconds, matched to the STA files at 0.01 s; several sentences share a moment
+(the test file has 3,720 lines over 2,578 moments), so a line without ``##sentence`` takes
+the first and the build notes how many did so. The clip's video id is
+``<VIDEOID>_<start>_<end>`` with two decimals (``3MSZA_24.30_30.40``): expert features of
+clips are looked up under that id. Its duration is ``end - start``; its caption
+(``<clip>/0``) spans it. The paper's 4,260 clips are more than the shipped test file's
+3,720 moments, so its lists draw on both files: put ``charades_sta_train.txt`` and
+``charades_sta_test.txt`` in ``--src`` and pass the three lists; a clip found in neither
+file is reported with its list and line.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from pathlib import Path
 
 from datasets_scripts.build import CaptionRows, RawDataset, holdout_validation, read_json
 from datasets_scripts.report import BuildError, Reporter
+from rudder.data.layout import SPLITS
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")
 PUBLISHED = {
     "train": {"moments": 12408, "videos": 5338},
     "test": {"moments": 3720, "videos": 1334},
 }
+RUDDER_CLIPS = {"train": 3124, "validation": 121, "test": 1015}
+CLIP_LINE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+?)(?:##(.*))?$")
 
 
 def add_arguments(parser) -> None:
@@ -42,6 +67,14 @@ def add_arguments(parser) -> None:
         default=0.1,
         help="share of the train file's videos held out for validation (default 0.1)",
     )
+    parser.add_argument(
+        "--clip-lists",
+        nargs="+",
+        default=None,
+        metavar="SPLIT=FILE",
+        help="clips as videos (RUDDER protocol): lists of 'VIDEOID start end[##sentence]' "
+        "lines, e.g. train=train_clips.txt validation=val_clips.txt test=test_clips.txt",
+    )
 
 
 def read_durations(path: Path) -> dict[str, float]:
@@ -54,9 +87,11 @@ def read_durations(path: Path) -> dict[str, float]:
         try:
             durations[str(video_id)] = float(value)
         except (TypeError, ValueError):
+            durations[str(video_id)] = math.nan
+        if not math.isfinite(durations[str(video_id)]) or durations[str(video_id)] <= 0:
             raise BuildError(
-                f"{path}: video {video_id!r} has no numeric duration ({value!r})"
-            ) from None
+                f"{path}: video {video_id!r} has no positive finite duration ({value!r})"
+            )
     return durations
 
 
@@ -84,6 +119,11 @@ def parse_file(path: Path, durations: dict, reporter: Reporter):
         except ValueError:
             reporter.problem("time is not a number", path, where, f"{start_text} {end_text}")
             continue
+        if not (math.isfinite(start) and math.isfinite(end)):
+            reporter.problem(
+                "time is not a finite number", path, where, f"{start_text} {end_text}"
+            )
+            continue
         if not sentence:
             reporter.problem("missing sentence", path, where, line)
             continue
@@ -102,6 +142,80 @@ def parse_file(path: Path, durations: dict, reporter: Reporter):
     return moments
 
 
+def _clip_id(video_id: str, start: float, end: float) -> str:
+    return f"{video_id}_{start:.2f}_{end:.2f}"
+
+
+def _clip_lines(path: Path, reporter: Reporter):
+    """``(line number, video_id, start, end, sentence or None)`` of a clip list."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise BuildError(f"{path}: cannot read the clip list ({error})") from error
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = CLIP_LINE.match(line)
+        try:
+            start, end = float(match[2]), float(match[3])
+        except (TypeError, ValueError):
+            start = end = math.nan
+        if not (math.isfinite(start) and math.isfinite(end)):
+            reporter.problem(
+                "malformed clip line", path, f"line {number}", line, "expected 'VIDEOID start end'"
+            )
+            continue
+        sentence = match[4].strip() if match[4] is not None else None
+        yield number, match[1], start, end, sentence
+
+
+def read_clips(args, files: dict, durations: dict, reporter: Reporter) -> RawDataset:
+    """The RUDDER protocol: each listed moment is a video with one caption (module docstring)."""
+    sentences = defaultdict(list)
+    for path in files.values():
+        if path.is_file():
+            for video_id, items in parse_file(path, durations, reporter).items():
+                for start, end, sentence in items:
+                    sentences[_clip_id(video_id, start, end)].append(sentence)
+    videos, captions, first_taken, expected = {}, CaptionRows(), 0, {}
+    for pair in args.clip_lists:
+        split, sep, file = pair.partition("=")
+        if not sep or split not in SPLITS:
+            raise BuildError(f"--clip-lists {pair!r}: use SPLIT=FILE with SPLIT in {list(SPLITS)}")
+        expected.update({f"{what}/{split}": RUDDER_CLIPS[split] for what in ("videos", "captions")})
+        for number, video_id, start, end, sentence in _clip_lines(Path(file), reporter):
+            clip, where = _clip_id(video_id, start, end), f"line {number}"
+            found = sentences.get(clip, [])
+            if not found:
+                names = " or ".join(p.name for p in files.values())
+                reporter.problem(
+                    "clip not in the STA files", file, where, clip, f"no kept line of {names}"
+                )
+            elif sentence is not None and sentence not in found:
+                reporter.problem("sentence not of this clip", file, where, sentence, clip)
+            elif clip in videos:
+                reporter.problem(
+                    "clip listed twice", file, where, clip, f"in {videos[clip]['split']} already"
+                )
+            else:
+                first_taken += sentence is None and len(found) > 1
+                videos[clip] = {"split": split, "duration": end - start}
+                captions.add(f"{clip}/0", clip, "en", sentence or found[0], 0.0, end - start)
+    if first_taken:
+        reporter.note(
+            f"{first_taken} listed clip(s) have several sentences and name none: the first in "
+            "file order is their caption (add '##sentence' to the list line to choose)"
+        )
+    raw = RawDataset("charades_sta", videos, captions, extra={"protocol": "clips"})
+    reporter.check_counts("Charades-STA clips (RUDDER protocol)", expected, raw.counts())
+    raw.method.append(
+        "clips as videos (RUDDER protocol): each listed moment is a video "
+        "<VIDEOID>_<start>_<end> with one caption spanning it; splits from --clip-lists"
+    )
+    return raw
+
+
 def read(args, reporter: Reporter) -> RawDataset:
     src = Path(args.src)
     durations_path = args.durations or (src / "charades.json")
@@ -113,6 +227,8 @@ def read(args, reporter: Reporter) -> RawDataset:
         raise BuildError(
             f"{src}: neither charades_sta_train.txt nor charades_sta_test.txt is there"
         )
+    if args.clip_lists:
+        return read_clips(args, files, durations, reporter)
     videos, captions, got, expected = {}, CaptionRows(), {}, {}
     method = []
     for part, path in files.items():

@@ -6,10 +6,14 @@ Release files in ``--src``: ``{train,val,test}_data.json``, each a JSON list of
 Experts split lists ``{train,val,test}_list.txt`` (8,392 / 1,065 / 1,004 video file names;
 ``--lists DIR`` to take them from elsewhere).
 
-- Video ids are the file names up to the first ``.`` (CE's convention, so CE features match);
-  the lists are matched on the full file name. With lists, a data file's videos outside its
-  list are left out (in ``val_data.json`` these are 29 copies of listed videos in another
-  container format) and a listed video missing from its data file is reported.
+- Video ids are the file names up to the first ``.`` (CE's convention, so CE features match).
+  One video can appear under several file names, its annotations shared between containers
+  (``val_data.json``: 1,094 file names over 1,065 videos; the test release 1,037 over 1,004):
+  the annotations of all of a video's file names are merged, an annotation repeated word
+  for word with the same times under two names is kept once (reported), and the video lasts
+  the longest container's ``num_segments``. Lists are matched on the video id; a data file's
+  videos outside its list are left out and a listed video missing from its data file is
+  reported. The published moment counts are checked against the moments *kept*.
 - A moment ``[s, e]`` spans seconds ``5 s`` to ``5 (e + 1)``; a video lasts
   ``5 * num_segments`` s (an upper bound: the last segment may be shorter). A moment's time is
   the most frequent annotator pair (ties: the first annotator's), as the LocalizingMoments
@@ -79,7 +83,7 @@ def parse_file(path: Path, reporter: Reporter, seen_ids: set):
             reporter.problem("duplicate annotation_id", path, where, item["annotation_id"])
             continue
         text, segments = str(item["description"]).strip(), item["num_segments"]
-        if not text:
+        if item["description"] is None or not text:
             reporter.problem("empty description", path, where, item["description"])
             continue
         if not isinstance(segments, int) or segments < 1:
@@ -100,7 +104,9 @@ def parse_file(path: Path, reporter: Reporter, seen_ids: set):
             pairs.append(tuple(pair))
         if not pairs:
             continue
-        video = videos.setdefault(item["video"], {"segments": segments, "moments": []})
+        video = videos.setdefault(
+            item["video"], {"segments": segments, "moments": [], "annotations": []}
+        )
         if video["segments"] != segments:
             reporter.problem(
                 "num_segments differs between annotations",
@@ -115,7 +121,33 @@ def parse_file(path: Path, reporter: Reporter, seen_ids: set):
         video["moments"].append(
             (s * SEGMENT_SECONDS, (e + 1) * SEGMENT_SECONDS, item["annotation_id"], text)
         )
+        video["annotations"].append((text, sorted(pairs), where))
     return videos
+
+
+def merge_containers(path: Path, parsed: dict, reporter: Reporter) -> dict:
+    """``{video_id: {"segments": longest, "moments": [...], "names": [...]}}`` over file names."""
+    merged = {}
+    for name, video in parsed.items():
+        into = merged.setdefault(
+            name.split(".")[0], {"segments": 0, "moments": [], "names": [], "seen": set()}
+        )
+        into["names"].append(name)
+        into["segments"] = max(into["segments"], video["segments"])
+        for moment, (text, pairs, where) in zip(video["moments"], video["annotations"]):
+            key = (text, tuple(pairs))
+            if key in into["seen"]:
+                reporter.problem(
+                    "same annotation under two file names of a video",
+                    path,
+                    where,
+                    name,
+                    "kept once",
+                )
+                continue
+            into["seen"].add(key)
+            into["moments"].append(moment)
+    return merged
 
 
 def read(args, reporter: Reporter) -> RawDataset:
@@ -131,47 +163,53 @@ def read(args, reporter: Reporter) -> RawDataset:
         if not path.is_file():
             reporter.note(f"{path.name} not found: the dataset has no {split} split")
             continue
-        parsed = parse_file(path, reporter, seen_ids)
-        got[f"{path.name} moments"] = sum(len(v["moments"]) for v in parsed.values())
-        expected[f"{path.name} moments"] = PUBLISHED_MOMENTS[split]
+        parsed = merge_containers(path, parse_file(path, reporter, seen_ids), reporter)
+        expected[f"{path.name} moments kept"] = PUBLISHED_MOMENTS[split]
         list_path = list_dir / f"{part}_list.txt"
         if list_path.is_file():
-            listed = read_id_list(list_path, reporter)
-            for number, name in enumerate(listed, start=1):
-                if name not in parsed:
+            listed = [n.split(".")[0] for n in read_id_list(list_path, reporter)]
+            for number, video_id in enumerate(listed, start=1):
+                if video_id not in parsed:
                     reporter.problem(
                         "unknown video id in split list",
                         list_path,
                         f"entry {number}",
-                        name,
-                        f"not in {path.name}",
+                        video_id,
+                        f"no file name of {path.name} starts with it",
                     )
             outside = len(set(parsed) - set(listed))
             if outside:
                 reporter.note(
                     f"{outside} video(s) of {path.name} are not in {list_path.name}: left out"
                 )
-            names = [n for n in listed if n in parsed]
+            ids = list(dict.fromkeys(v for v in listed if v in parsed))
             expected[f"{split} videos (CE list)"] = CE_LIST_VIDEOS[split]
-            got[f"{split} videos (CE list)"] = len(names)
+            got[f"{split} videos (CE list)"] = len(ids)
         else:
             reporter.note(f"no {list_path.name}: every video of {path.name} is used")
-            names = list(parsed)
-        for name in names:
-            video_id = name.split(".")[0]
+            ids = list(parsed)
+        several = sum(len(parsed[v]["names"]) > 1 for v in ids)
+        if several:
+            reporter.note(
+                f"{several} video(s) of {path.name} have annotations under several file names "
+                "(containers): merged"
+            )
+        kept = 0
+        for video_id in ids:
             if video_id in videos:
                 reporter.problem(
-                    "duplicate video id",
+                    "video in two data files",
                     path,
-                    f"video {name!r}",
+                    f"video {video_id!r}",
                     video_id,
-                    "another file name has the same id before its first '.'",
+                    f"already in the {videos[video_id]['split']} split; left out here",
                 )
                 continue
-            video = parsed[name]
+            video = parsed[video_id]
             duration = video["segments"] * SEGMENT_SECONDS
             videos[video_id] = {"split": split, "duration": duration}
             moments = sorted(video["moments"])
+            kept += len(moments)
             if args.per_moment:
                 for start, end, annotation_id, text in moments:
                     captions.add(str(annotation_id), video_id, "en", text, start, end)
@@ -180,6 +218,7 @@ def read(args, reporter: Reporter) -> RawDataset:
                 captions.add(
                     f"{video_id}/paragraph", video_id, "en", paragraph, 0.0, duration, "paragraph"
                 )
+        got[f"{path.name} moments kept"] = kept
     reporter.check_counts("DiDeMo", expected, got)
     method.append(
         "captions: "

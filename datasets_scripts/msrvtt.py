@@ -3,14 +3,20 @@
 Release files in ``--src``: ``MSRVTT_data.json`` (all 10,000 videos), or
 ``train_val_videodatainfo.json`` plus optionally ``test_videodatainfo.json``; each
 ``{"videos": [{video_id, split, "start time", "end time", ...}], "sentences": [{video_id,
-caption, sen_id}]}``. For 1k-A also ``MSRVTT_JSFUSION_test.csv`` (``key,vid_key,video_id,sentence``).
+caption, sen_id}]}``. For 1k-A also ``MSRVTT_JSFUSION_test.csv`` (``key,vid_key,video_id,sentence``)
+and, when present, CE's lists ``train_list_jsfusion.txt`` / ``val_list_jsfusion.txt``.
 
 Splits (``--split``):
 
-- ``full``: the videos' own ``split`` field (train / validate / test: 6,513 / 497 / 2,990).
+- ``full``: the videos' own ``split`` field (train / validate / test: 6,513 / 497 / 2,990, the
+  ids in CE's ``{train,val,test}_list_full.txt``; ``wc -l`` says 6,512 / 496 / 2,990 because
+  the first two files lack a final newline: those are the RUDDER paper's counts, one video
+  short in train and validation; every listed video is kept here).
 - ``1k-A`` (JSFusion, Yu et al. 2018): the 1,000 videos of the CSV are ``test`` with the CSV's
-  one sentence each; every other video is ``train`` (9,000); no validation split, as the
-  published protocol has none.
+  one sentence each (checked against ``val_list_jsfusion.txt``); ``train`` is
+  ``train_list_jsfusion.txt`` (9,000), or every other video without it; no validation split,
+  as the published protocol has none. Without the annotation JSON, the CSV alone builds the
+  test split (the train videos have no captions outside the JSON).
 - ``lists``: ``--split-lists train=FILE validation=FILE test=FILE`` (any subset), one video
   id per line (e.g. 1k-B's lists); videos in no list are left out.
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,6 +39,7 @@ from rudder.data.layout import SPLITS
 
 JSON_FILES = ("MSRVTT_data.json", "train_val_videodatainfo.json", "test_videodatainfo.json")
 TEST_CSV = "MSRVTT_JSFUSION_test.csv"
+JSFUSION_LISTS = {"train": "train_list_jsfusion.txt", "test": "val_list_jsfusion.txt"}
 SPLIT_NAMES = {
     "train": "train",
     "validate": "validation",
@@ -81,14 +89,14 @@ def _read_json(paths, reporter: Reporter):
                 duration = float(item["end time"]) - float(item["start time"])
             except (KeyError, TypeError, ValueError):
                 duration = None
-            if duration is not None and duration <= 0:
-                reporter.problem(
-                    "time outside the video",
-                    path,
-                    f"videos[{index}]",
-                    [item.get("start time"), item.get("end time")],
-                    "end time must follow start time",
-                )
+            bad = None
+            if duration is not None and not math.isfinite(duration):
+                bad = ("duration is not a finite number", "JSON NaN or Infinity is no time")
+            elif duration is not None and duration <= 0:
+                bad = ("time outside the video", "end time must follow start time")
+            if bad:
+                times = [item.get("start time"), item.get("end time")]
+                reporter.problem(bad[0], path, f"videos[{index}]", times, bad[1])
                 continue
             videos[video_id] = {
                 "split": item.get("split"),
@@ -102,7 +110,7 @@ def _read_json(paths, reporter: Reporter):
                     "missing field", path, where, item, "needs video_id, caption, sen_id"
                 )
                 continue
-            caption = str(item["caption"]).strip()
+            caption = item["caption"].strip() if isinstance(item["caption"], str) else ""
             if item["sen_id"] in seen_sen:
                 reporter.problem("duplicate sen_id", path, where, item["sen_id"])
             elif str(item["video_id"]) not in videos:
@@ -116,7 +124,11 @@ def _read_json(paths, reporter: Reporter):
 
 
 def _read_test_csv(path: Path, reporter: Reporter) -> dict[str, tuple[str, str]]:
-    """1k-A test: ``{video_id: (key, sentence)}``."""
+    """1k-A test: ``{video_id: (key, sentence)}``; a record over several lines stops the build.
+
+    Captions hold no line breaks, so a field that runs over lines is an unterminated quote
+    that swallowed the rows after it.
+    """
     if not path.is_file():
         raise BuildError(f"--split 1k-A needs {path} (key,vid_key,video_id,sentence)")
     rows = {}
@@ -124,8 +136,17 @@ def _read_test_csv(path: Path, reporter: Reporter) -> dict[str, tuple[str, str]]
         reader = csv.DictReader(handle)
         if not {"key", "video_id", "sentence"} <= set(reader.fieldnames or ()):
             raise BuildError(f"{path}: header {reader.fieldnames} lacks key, video_id, sentence")
+        end = reader.line_num
         for row in reader:
-            where = f"line {reader.line_num}"
+            start, end = end + 1, reader.line_num
+            if end > start or any("\n" in (v or "") or "\r" in (v or "") for v in row.values()):
+                longest = max(len(v or "") for v in row.values() if isinstance(v, str))
+                raise BuildError(
+                    f"{path}, line {start}: a quoted field runs over lines {start}-{end} "
+                    f"({longest:,} characters), swallowing the rows in between: an "
+                    "unterminated quote? Close or remove it (captions hold no line breaks)"
+                )
+            where = f"line {start}"
             if not row.get("video_id") or not (row.get("sentence") or "").strip():
                 reporter.problem("missing field", path, where, row)
             elif row["video_id"] in rows:
@@ -133,6 +154,40 @@ def _read_test_csv(path: Path, reporter: Reporter) -> dict[str, tuple[str, str]]
             else:
                 rows[row["video_id"]] = (row["key"], row["sentence"].strip())
     return rows
+
+
+def _one_k_a_splits(src: Path, videos: dict, test_rows: dict, reporter: Reporter) -> dict:
+    """1k-A: test = the CSV's videos, train = train_list_jsfusion.txt (or every other video)."""
+    test_list = src / JSFUSION_LISTS["test"]
+    if test_list.is_file():
+        listed = read_id_list(test_list, reporter)
+        for number, video_id in enumerate(listed, start=1):
+            if video_id not in test_rows:
+                reporter.problem(
+                    "listed test video has no CSV sentence", test_list, f"line {number}", video_id
+                )
+        extra = sorted(set(test_rows) - set(listed))
+        if extra:
+            reporter.warn(f"{TEST_CSV}: {len(extra)} video(s) not in {test_list}: {extra[:3]}")
+    for video_id in test_rows:
+        videos.setdefault(video_id, {"split": "test", "duration": None, "where": None})
+    assigned = dict.fromkeys(test_rows, "test")
+    if not any(v["where"] for v in videos.values()):
+        reporter.note(
+            f"no annotation JSON: only the test split is built (the {TEST_CSV} sentences); "
+            "train captions need MSRVTT_data.json"
+        )
+        return assigned
+    train_list = src / JSFUSION_LISTS["train"]
+    if not train_list.is_file():
+        return {**dict.fromkeys(videos, "train"), **assigned}
+    for number, video_id in enumerate(read_id_list(train_list, reporter), start=1):
+        if video_id not in videos or video_id in assigned:
+            why = "a 1k-A test video" if video_id in assigned else "not in the annotation JSON"
+            reporter.problem("bad id in split list", train_list, f"line {number}", video_id, why)
+        else:
+            assigned[video_id] = "train"
+    return assigned
 
 
 def _list_splits(pairs, videos, reporter: Reporter) -> dict[str, str]:
@@ -174,8 +229,12 @@ def read(args, reporter: Reporter) -> RawDataset:
         if (src / JSON_FILES[0]).is_file()
         else [src / name for name in JSON_FILES[1:] if (src / name).is_file()]
     )
-    if not paths:
-        raise BuildError(f"{src}: no {' / '.join(JSON_FILES)}")
+    csv_only = not paths and args.split == "1k-A" and (src / TEST_CSV).is_file()
+    if not paths and not csv_only:
+        raise BuildError(
+            f"{src}: no {' / '.join(JSON_FILES)} (without them only --split 1k-A builds, "
+            f"its test split from {TEST_CSV})"
+        )
     if args.split_lists and args.split != "lists":
         raise BuildError("--split-lists is only used with --split lists")
     videos, sentences = _read_json(paths, reporter)
@@ -183,9 +242,7 @@ def read(args, reporter: Reporter) -> RawDataset:
     if args.split == "lists":
         assigned = _list_splits(args.split_lists, videos, reporter)
     elif args.split == "1k-A":
-        for video_id in test_rows:
-            videos.setdefault(video_id, {"split": "test", "duration": None, "where": None})
-        assigned = {v: "test" if v in test_rows else "train" for v in videos}
+        assigned = _one_k_a_splits(src, videos, test_rows, reporter)
     else:
         assigned = {}
         for video_id, video in videos.items():
@@ -218,12 +275,13 @@ def read(args, reporter: Reporter) -> RawDataset:
     )
     if args.split in PUBLISHED:
         got = raw.counts()
-        expected = {f"videos/{s}": n for s, n in PUBLISHED[args.split].items()}
+        published = {"test": 1000} if csv_only else PUBLISHED[args.split]
+        expected = {f"videos/{s}": n for s, n in published.items()}
         cpv = args.captions_per_video
         expected.update(
             {
                 f"captions/{s}": n if (s == "test" and args.split == "1k-A") else n * cpv
-                for s, n in PUBLISHED[args.split].items()
+                for s, n in published.items()
             }
         )
         reporter.check_counts(
@@ -232,8 +290,8 @@ def read(args, reporter: Reporter) -> RawDataset:
     raw.method += [
         f"split {args.split}"
         + (
-            " (1k-A: test = the JSFusion CSV's 1,000 videos and sentences; "
-            "train = all other videos; no validation split)"
+            " (1k-A: test = the JSFusion CSV's 1,000 videos and sentences; train = "
+            "train_list_jsfusion.txt, or all other videos; no validation split)"
             if args.split == "1k-A"
             else ""
         ),

@@ -31,6 +31,7 @@ expert, so at most one pickle is in memory.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -100,10 +101,13 @@ def _float(text, name, path, line, reporter, optional=False):
     if optional and not text.strip():
         return None
     try:
-        return float(text)
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        return value
     except ValueError:
         reporter.problem(
-            "missing field" if not text.strip() else "not a number",
+            "missing field" if not text.strip() else "not a finite number",
             path,
             f"line {line}",
             text,
@@ -300,10 +304,14 @@ def read_pickles(src: Path, args, reporter: Reporter) -> RawDataset:
                         f"supported codes: {', '.join(SUPPORTED)}",
                     )
                     continue
-                texts = [texts] if isinstance(texts, str) else list(texts or [])
-                for k, text in enumerate(
-                    t.strip() for t in texts if isinstance(t, str) and t.strip()
-                ):
+                listed = isinstance(texts, (list, tuple))
+                texts = list(texts) if listed else [texts]
+                kept = [t.strip() for t in texts if isinstance(t, str) and t.strip()]
+                for index, text in enumerate(texts):
+                    if not (isinstance(text, str) and text.strip()):
+                        place = f"{where} captions[{lang!r}]" + (f"[{index}]" if listed else "")
+                        reporter.problem("empty caption", path, place, text)
+                for k, text in enumerate(kept):
                     captions.add(
                         f"{video_id}/{lang}/{k}",
                         video_id,

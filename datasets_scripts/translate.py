@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rudder.atomic import atomic_write_text
+from rudder.data.card import card_digests
 from rudder.data.layout import (
     SPLITS,
     Card,
@@ -163,7 +164,8 @@ def _update_metadata(root: Path, folder: DatasetFolder, src, added, engine, stre
     atomic_write_text(root / "rudder.json", meta.to_json())
     if card_fields:
         counts = _row_counts(root, meta.experts)
-        text = render_card(meta, card, counts, has_relations=("relations", "train") in counts)
+        has_relations = ("relations", "train") in counts
+        text = render_card(meta, card, counts, has_relations, digests=card_digests(root))
         atomic_write_text(root / "README.md", text)
     else:
         print(

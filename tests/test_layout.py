@@ -1,3 +1,9 @@
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,6 +18,7 @@ from rudder.data.layout import (
     parse_expert,
     replace_tables,
 )
+from rudder.data.staging import sweep
 
 
 def _meta():
@@ -125,3 +132,109 @@ def test_ensure_config_adds_relations_to_the_card(tmp_path):
     datasets = pytest.importorskip("datasets")
     loaded = datasets.load_dataset(str(tmp_path / "ds"), "relations", cache_dir=str(tmp_path / "cache"))
     assert loaded["train"][0]["label"] == 1
+
+
+def test_load_dataset_sees_a_rewrite_in_place(tmp_path):
+    """datasets 5 keys a local folder's cache by the card, not by the files' mtimes: every
+    rewrite must change the card (its data digests), or the old cache is returned."""
+    datasets = pytest.importorskip("datasets")
+    _write(tmp_path / "ds")
+    cache = str(tmp_path / "cache")
+    before = datasets.load_dataset(str(tmp_path / "ds"), "captions", cache_dir=cache)
+    assert "nouns" not in before["train"].column_names
+    folder = DatasetFolder(tmp_path / "ds")
+    labelled = folder.captions("train").append_column("nouns", pa.array([["bottle"]]))
+    replace_tables(tmp_path / "ds", "captions", {"train": labelled})
+    after = datasets.load_dataset(str(tmp_path / "ds"), "captions", cache_dir=cache)
+    assert after["train"]["nouns"] == [["bottle"]]
+    # Same schema and size, another value: still seen.
+    renamed = labelled.set_column(3, "text", pa.array(["w"]))
+    replace_tables(tmp_path / "ds", "captions", {"train": renamed})
+    again = datasets.load_dataset(str(tmp_path / "ds"), "captions", cache_dir=cache)
+    assert again["train"]["text"] == ["w"]
+    assert again["test"]["text"] == ["z"]
+
+
+def _dead_pid() -> int:
+    code = "import os; print(os.getpid())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    return int(done.stdout)
+
+
+KILLABLE = """
+import sys, time
+sys.path.insert(0, {tests!r})
+import numpy as np
+from test_layout import _meta, _videos, _captions, Card, DatasetWriter
+from rudder.data import layout
+mode, target = sys.argv[1], sys.argv[2]
+if mode == "build":
+    with DatasetWriter(target, _meta(), Card("T", "d"), overwrite=True) as writer:
+        writer.write_videos(_videos())
+        print("staged", flush=True)
+        time.sleep(60)
+else:
+    write = layout.pq.write_table
+    def slow_write(table, path):
+        write(table, path)
+        print("staged", flush=True)
+        time.sleep(60)
+    layout.pq.write_table = slow_write
+    layout.replace_tables(target, "captions", {{"train": layout.DatasetFolder(target).captions("test")}})
+"""
+
+
+def _kill_midway(tmp_path, mode, sig):
+    script = tmp_path / "killable.py"
+    script.write_text(KILLABLE.format(tests=str(Path(__file__).parent)))
+    process = subprocess.Popen(
+        [sys.executable, str(script), mode, str(tmp_path / "ds")], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout.readline().strip() == "staged"
+    process.send_signal(sig)
+    return process.wait(timeout=30)
+
+
+def _hidden(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(".*"))
+
+
+@pytest.mark.parametrize("mode", ["build", "replace"])
+def test_sigterm_midway_leaves_the_dataset_and_no_staging(tmp_path, mode):
+    _write(tmp_path / "ds")
+    card = (tmp_path / "ds" / "README.md").read_text()
+    assert _kill_midway(tmp_path, mode, signal.SIGTERM) == 128 + signal.SIGTERM
+    assert _hidden(tmp_path) == []
+    assert (tmp_path / "ds" / "README.md").read_text() == card
+    assert DatasetFolder(tmp_path / "ds").captions("train")["text"].to_pylist() == ["x"]
+
+
+@pytest.mark.parametrize("mode", ["build", "replace"])
+def test_sigkill_staging_is_swept_by_the_next_writer(tmp_path, mode):
+    _write(tmp_path / "ds")
+    assert _kill_midway(tmp_path, mode, signal.SIGKILL) == -signal.SIGKILL
+    assert len(_hidden(tmp_path)) == 1  # nothing could run: the staging is still there
+    if mode == "build":  # the next writer sweeps before anything else, even a refusal
+        with pytest.raises(LayoutError, match="already exists"):
+            DatasetWriter(tmp_path / "ds", _meta(), Card("T", "d"))
+    else:
+        replace_tables(tmp_path / "ds", "captions", {"train": _captions().slice(0, 1)})
+    assert _hidden(tmp_path) == []
+    assert DatasetFolder(tmp_path / "ds").captions("train")["text"].to_pylist() == ["x"]
+
+
+def test_sweep_restores_a_target_a_killed_swap_moved_aside(tmp_path):
+    _write(tmp_path / "ds")
+    aside = tmp_path / f".ds.old-{_dead_pid()}-0123abcd"
+    (tmp_path / "ds").rename(aside)
+    staged = tmp_path / f".ds.staging-{_dead_pid()}-4567cdef"
+    staged.mkdir()
+    running = tmp_path / f".ds.staging-{os.getpid()}-89abcdef"
+    running.mkdir()
+    notes = sweep(tmp_path / "ds")
+    assert [n.split(",")[0] for n in notes] == [
+        f"restored {tmp_path / 'ds'} from {aside.name}",
+        f"removed {staged.name}",
+    ]
+    assert _hidden(tmp_path) == [running.name]  # a running writer's staging is left alone
+    assert DatasetFolder(tmp_path / "ds").captions("test")["text"].to_pylist() == ["z"]

@@ -13,8 +13,10 @@ relations/all.parquet             optional config ``relations`` (split ``train``
 
 Splits are by video. Columns follow DESIGN.md; ``videos.experts`` lists the experts a video
 has, and a features file holds rows only for those videos (availability is never a zero
-vector). :class:`DatasetWriter` writes into a temporary sibling folder and renames it into
-place when :meth:`DatasetWriter.close` succeeds, so a failed build leaves nothing behind.
+vector). :class:`DatasetWriter` writes into a hidden staging sibling and renames it into
+place when :meth:`DatasetWriter.close` succeeds, so a failed or killed build leaves nothing
+behind (see :mod:`rudder.data.staging`); every rewrite refreshes the card's data digests so
+``datasets.load_dataset`` does not serve a stale cache (see :mod:`rudder.data.card`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.card import SPLITS, Card, render_card
+from rudder.data.card import SPLITS, Card, refresh_digests, render_card
+from rudder.data.staging import (
+    held_termination,
+    remove,
+    staging_path,
+    swap_into_place,
+    sweep,
+    terminate_cleanly,
+)
 from rudder.errors import RudderError
 from rudder.languages import SUPPORTED, check_language
 
@@ -145,29 +154,36 @@ class DatasetMeta:
 class DatasetWriter:
     """Write a dataset folder atomically, one expert at a time.
 
-    Use as a context manager; on an exception the temporary folder is removed and
-    ``out_dir`` is left as it was. ``overwrite=False`` refuses an existing ``out_dir``.
+    Use as a context manager; on an exception, or SIGTERM inside the block, the staging
+    folder is removed and ``out_dir`` is left as it was; staging left by a killed earlier
+    writer of ``out_dir`` is cleaned first. ``overwrite=False`` refuses an existing ``out_dir``.
     """
 
     def __init__(self, out_dir, meta: DatasetMeta, card: Card, overwrite: bool = False):
         self.out_dir = Path(out_dir)
+        sweep(self.out_dir)
         if self.out_dir.exists() and not overwrite:
             raise LayoutError(f"{self.out_dir} already exists; pass overwrite=True (--overwrite)")
         self.meta, self.card = meta, card
         self.out_dir.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.", dir=self.out_dir.parent))
+        self.tmp = staging_path(self.out_dir, "staging")
+        self.tmp.mkdir()
         self.video_split: dict[str, str] = {}
         self.counts: dict[tuple[str, str], int] = {}
         self.has_relations = False
+        self._signals = ExitStack()
 
     def __enter__(self):
+        self._signals.enter_context(terminate_cleanly())
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        with self._signals:
+            try:
+                if exc_type is None:
+                    self.close()
+            finally:
+                remove(self.tmp)  # gone after a successful close; the staging after a failure
         return False
 
     def _write_split_tables(self, folder: str, config: str, table: pa.Table, split_column) -> None:
@@ -281,15 +297,8 @@ class DatasetWriter:
         (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
         card = render_card(self.meta, self.card, self.counts, self.has_relations)
         (self.tmp / "README.md").write_text(card, encoding="utf-8")
-        self.tmp.chmod(0o755)  # mkdtemp makes it private; a dataset is readable like any folder
-        if self.out_dir.exists():
-            old = self.out_dir.with_name(self.out_dir.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(self.out_dir, old)
-            os.replace(self.tmp, self.out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(self.tmp, self.out_dir)
+        refresh_digests(self.tmp)
+        swap_into_place(self.tmp, self.out_dir)
 
 
 def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type) -> pa.Array:
@@ -389,21 +398,25 @@ class DatasetFolder:
 def replace_tables(root, folder: str, tables: dict[str, pa.Table]) -> None:
     """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, all or nothing.
 
-    Every new file is written beside its target first; only when all are written are they
-    renamed into place, so a failure leaves the dataset unchanged.
+    Every new file is staged beside its target first; only when all are written are they
+    renamed into place and the card's data digests refreshed, so a failure (or SIGTERM)
+    leaves the dataset unchanged and no staged file behind; staging a killed earlier call
+    left is removed first.
     """
     root = Path(root)
     staged = []
-    try:
-        for split, table in tables.items():
-            target = root / folder / f"{split}.parquet"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".tmp")
-            pq.write_table(table, tmp)
-            staged.append((tmp, target))
-    except BaseException:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        raise
-    for tmp, target in staged:
-        os.replace(tmp, target)
+    with terminate_cleanly():
+        try:
+            for split, table in tables.items():
+                target = root / folder / f"{split}.parquet"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                sweep(target)
+                staged.append((staging_path(target, "tmp"), target))
+                pq.write_table(table, staged[-1][0])
+            with held_termination():
+                for tmp, target in staged:
+                    os.replace(tmp, target)
+                refresh_digests(root, folder)
+        finally:
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)

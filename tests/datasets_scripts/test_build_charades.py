@@ -107,3 +107,97 @@ def test_existing_output_needs_overwrite(build, tmp_path, capsys):
     code, _ = build("charades_sta", src)
     assert code == 2 and "--overwrite" in capsys.readouterr().err
     assert build("charades_sta", src, "--overwrite")[0] == 0
+
+
+def test_nan_and_inf_times_are_named(tmp_path, build, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "charades_sta_test.txt").write_text(
+        "T1 0.0 4.0##a person cooks.\nT1 nan 4.0##not a time.\nT2 1.0 inf##nor this.\n"
+    )
+    code, out = build("charades_sta", src)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "charades_sta_test.txt, line 2: time is not a finite number: 'nan 4.0'" in err
+    assert "time is not a finite number: 2" in err
+    assert DatasetFolder(out).captions("test")["text"].to_pylist() == ["a person cooks."]
+    code, _ = build("charades_sta", src, "--strict", "--overwrite")
+    assert code == 2 and "line 2: time is not a finite number" in capsys.readouterr().err
+    (src / "charades.json").write_text('{"T1": NaN}')
+    code, _ = build("charades_sta", src, "--overwrite")
+    assert code == 2 and "video 'T1' has no positive finite duration (nan)" in capsys.readouterr().err
+
+
+def _moments(path):
+    """Distinct (video, start, end) of an STA file in file order, with their sentences."""
+    moments = {}
+    for line in path.read_text().splitlines():
+        head, sentence = line.split("##")
+        moments.setdefault(tuple(head.split()), []).append(sentence.strip())
+    return moments
+
+
+SPLIT_FILES = (("train", "train"), ("validation", "val"), ("test", "test"))
+
+
+def test_rudder_clip_protocol_counts(shared_data, tmp_path, build, loads, capsys):
+    """3,124 / 121 / 1,015 clips: test and validation from the real test file, train from a
+    train file in the published format (the real one is not shipped)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    real = (shared_data / "charades_sta" / "charades_sta_test.txt").read_text()
+    (src / "charades_sta_test.txt").write_text(real)
+    train = [f"TR{i:04d} 0.0 {5 + i % 4}.5##person number {i} opens a door." for i in range(3124)]
+    (src / "charades_sta_train.txt").write_text("\n".join(train) + "\n")
+    moments = list(_moments(src / "charades_sta_test.txt"))
+    (tmp_path / "test.txt").write_text("\n".join(" ".join(m) for m in moments[:1015]) + "\n")
+    (tmp_path / "val.txt").write_text(
+        "# held out\n" + "\n".join(" ".join(m) for m in moments[1015:1136]) + "\n"
+    )
+    (tmp_path / "train.txt").write_text("\n".join(line.split("##")[0] for line in train))
+    lists = [f"{split}={tmp_path / name}.txt" for split, name in SPLIT_FILES]
+    code, out = build("charades_sta", src, "--clip-lists", *lists, "--strict")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "Charades-STA clips (RUDDER protocol): counts match the published ones (6" in err
+    several = sum(len(s) > 1 for s in _moments(src / "charades_sta_test.txt").values())
+    assert several > 0 and "listed clip(s) have several sentences and name none" in err
+    folder = DatasetFolder(out)
+    assert [folder.videos(s).num_rows for s in ("train", "validation", "test")] == [3124, 121, 1015]
+    first = folder.captions("test").slice(0, 1).to_pylist()[0]
+    # First line of the file: "3MSZA 24.3 30.4##person turn a light on." (3 sentences share it)
+    assert (first["video_id"], first["caption_id"], first["text"]) == (
+        "3MSZA_24.30_30.40",
+        "3MSZA_24.30_30.40/0",
+        "person turn a light on.",
+    )
+    assert first["start"] == 0.0 and first["end"] == pytest.approx(6.1)
+    assert loads(out)["validation"].num_rows == 121
+
+
+def test_clip_list_errors(tmp_path, build, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "charades_sta_test.txt").write_text(
+        "A 1.0 2.0##one.\nA 1.0 2.0##two.\nB 0.0 3.0##three.\n"
+    )
+    (tmp_path / "test.txt").write_text(
+        "A 1 2.00##two.\nA 1.0 2.0\nB 0.0 3.0##four.\nC 0.0 1.0\nB nan 3.0\n"
+    )
+    (tmp_path / "train.txt").write_text("B 0.0 3.0\n")
+    lists = [f"test={tmp_path / 'test.txt'}", f"train={tmp_path / 'train.txt'}"]
+    code, out = build("charades_sta", src, "--clip-lists", *lists)
+    assert code == 0
+    err = capsys.readouterr().err
+    for message in (
+        "test.txt, line 2: clip listed twice: 'A_1.00_2.00' (in test already)",
+        "test.txt, line 3: sentence not of this clip: 'four.'",
+        "test.txt, line 4: clip not in the STA files: 'C_0.00_1.00'",
+        "test.txt, line 5: malformed clip line: 'B nan 3.0'",
+        "videos/test: expected 1015, got 1",
+    ):
+        assert message in err
+    folder = DatasetFolder(out)
+    assert folder.captions("test")["text"].to_pylist() == ["two."]
+    assert folder.captions("train")["text"].to_pylist() == ["three."]
+    assert "1 listed clip(s) have several sentences" not in err  # B has one sentence

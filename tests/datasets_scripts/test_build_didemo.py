@@ -6,6 +6,7 @@ import pytest
 from rudder.data.layout import DatasetFolder
 
 VIDEO = "35034348999@N01_6060447507_dc1a90b8ef"
+MERGED = "33234611@N00_3567949618_0bee41c6f7"  # annotated as .mov and as .mp4
 
 
 @pytest.fixture
@@ -21,7 +22,8 @@ def test_real_val_fused_paragraphs(didemo_src, build, loads, capsys):
     code, out = build("didemo", didemo_src, "--strict")
     assert code == 0
     err = capsys.readouterr().err
-    assert "29 video(s) of val_data.json are not in val_list.txt" in err
+    assert "29 video(s) of val_data.json have annotations under several file names" in err
+    assert "not in val_list.txt" not in err
     folder = DatasetFolder(out)
     videos = folder.videos("validation")
     assert videos.num_rows == 1065
@@ -49,7 +51,14 @@ def test_real_val_per_moment(didemo_src, build):
     code, out = build("didemo", didemo_src, "--per-moment", "--strict")
     assert code == 0
     captions = DatasetFolder(out).captions("validation").to_pylist()
-    assert len(captions) == 4109  # 4,180 moments minus those of the 29 unlisted copies
+    # Every moment is kept: the 71 moments filed under the 29 videos' unlisted second
+    # container are merged into the listed video (--strict checks the kept count, 4,180).
+    assert len(captions) == 4180
+    merged = {r["caption_id"] for r in captions if r["video_id"] == MERGED}
+    assert merged == {"45057", "61519", "38850", "61829", "24195"}  # .mov and .mp4 ones
+    durations = DatasetFolder(out).videos("validation").to_pydict()
+    duration = dict(zip(durations["video_id"], durations["duration"]))
+    assert duration["79785633@N03_7901361222_8bb0dfc88f"] == 30.0  # 5 and 6 segments: longest
     mine = {r["caption_id"]: (r["start"], r["end"]) for r in captions if r["video_id"] == VIDEO}
     assert mine == {
         "49152": (5.0, 10.0),
@@ -91,7 +100,7 @@ def test_bad_entries_reported(tmp_path, build, capsys):
     err = capsys.readouterr().err
     assert "train_data.json, entry 2 (annotation_id 3): time outside the video: [0, 6]" in err
     assert "duplicate annotation_id: 1" in err and "missing field: 1" in err
-    assert "train_list.txt, entry 4: unknown video id in split list: 'zzz.mp4'" in err
+    assert "train_list.txt, entry 4: unknown video id in split list: 'zzz'" in err
     assert "num_segments differs between annotations: 1" in err
     assert "train videos (CE list): expected 8392, got 3" in err
     rows = {r["caption_id"]: r for r in DatasetFolder(out).captions("train").to_pylist()}
@@ -101,3 +110,31 @@ def test_bad_entries_reported(tmp_path, build, capsys):
     code, out = build("didemo", src, "--overwrite")
     paragraph = DatasetFolder(out).captions("train").to_pylist()
     assert [r["text"] for r in paragraph if r["video_id"] == "a"] == ["first second"]
+
+
+def test_containers_merged_and_kept_count_checked(tmp_path, build, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    data = [
+        _item(1, "a.mp4", [[0, 0]], "a dog runs"),
+        _item(2, "a.mov", [[0, 0]], "a dog runs"),  # the same annotation again: kept once
+        _item(3, "a.mov", [[1, 1]], "a dog runs"),  # same words, other time: distinct
+        _item(4, "a.", [[6, 6]], "a dog sits", segments=7),  # a third container, longer
+        _item(5, "b.avi", [[0, 0]], "a cat", segments=5),
+        {**_item(6, "b.avi", [[1, 1]], segments=5), "description": None},  # JSON null
+    ]
+    (src / "test_data.json").write_text(json.dumps(data))
+    (src / "test_list.txt").write_text("a.mp4\nb.avi\n")
+    code, out = build("didemo", src, "--per-moment")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "entry 1 (annotation_id 2): same annotation under two file names of a video" in err
+    assert "entry 5 (annotation_id 6): empty description: None" in err
+    assert "1 video(s) of test_data.json have annotations under several file names" in err
+    assert "test_data.json moments kept: expected 4021, got 4" in err
+    folder = DatasetFolder(out)
+    rows = folder.captions("test").to_pydict()
+    assert sorted(rows["caption_id"]) == ["1", "3", "4", "5"]
+    assert "None" not in rows["text"]
+    videos = folder.videos("test").to_pydict()
+    assert dict(zip(videos["video_id"], videos["duration"])) == {"a": 35.0, "b": 25.0}

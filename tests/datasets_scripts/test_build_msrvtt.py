@@ -113,12 +113,14 @@ def test_bad_json_records(tmp_path, build, capsys):
             {"video_id": "video0", "split": "train"},
             {"video_id": "video1", "split": "holdout", "start time": 0, "end time": 5},
             {"video_id": "video2", "split": "test", "start time": 5, "end time": 5},
+            {"video_id": "video3", "split": "test", "start time": 0, "end time": float("nan")},
         ],
         "sentences": [
             {"video_id": "video0", "caption": "a cat", "sen_id": 0},
             {"video_id": "video0", "caption": "a dog", "sen_id": 0},
             {"video_id": "video9", "caption": "who", "sen_id": 1},
             {"video_id": "video0", "sen_id": 2},
+            {"video_id": "video0", "caption": None, "sen_id": 3},
         ],
     }
     (src / "train_val_videodatainfo.json").write_text(json.dumps(data))
@@ -132,6 +134,60 @@ def test_bad_json_records(tmp_path, build, capsys):
         "sentences[1]: duplicate sen_id: 0",
         "sentences[2]: sentence of an unknown video: 'video9'",
         "sentences[3]: missing field",
+        "videos[4]: duration is not a finite number: [0, nan]",
+        "sentences[4]: empty caption: None",
     ):
         assert message in err
     assert DatasetFolder(out).captions("train")["text"].to_pylist() == ["a cat"]
+
+
+def _with_lists(src, real, *names):
+    for name in names:
+        shutil.copy(real / name, src)
+    return src
+
+
+def test_1k_a_one_caption_from_the_jsfusion_lists(msrvtt_src, build, loads, capsys):
+    src, real = msrvtt_src
+    _with_lists(src, real, "train_list_jsfusion.txt", "val_list_jsfusion.txt")
+    code, out = build("msrvtt", src, "--split", "1k-A", "--captions-per-video", "1", "--strict")
+    assert code == 0
+    assert "MSR-VTT 1k-A: counts match the published ones (4 checked)" in capsys.readouterr().err
+    folder = DatasetFolder(out)
+    train = folder.captions("train").to_pydict()
+    assert len(train["video_id"]) == len(set(train["video_id"])) == 9000
+    assert set(train["video_id"]) == set((real / "train_list_jsfusion.txt").read_text().split())
+    assert loads(out)["test"].num_rows == 1000
+
+
+def test_1k_a_test_split_from_the_csv_alone(shared_data, tmp_path, build, capsys):
+    real = shared_data / "msrvtt"
+    src = tmp_path / "src"
+    src.mkdir()
+    _with_lists(src, real, "MSRVTT_JSFUSION_test.csv", "val_list_jsfusion.txt")
+    code, out = build("msrvtt", src, "--split", "1k-A", "--captions-per-video", "1", "--strict")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "no annotation JSON: only the test split is built" in err
+    assert "counts match the published ones (2 checked)" in err
+    folder = DatasetFolder(out)
+    assert folder.videos("test").num_rows == 1000 and not (out / "videos" / "train.parquet").exists()
+    first = folder.captions("test").slice(0, 1).to_pylist()[0]
+    assert (first["caption_id"], first["text"], first["end"]) == (
+        "video9770/ret0",
+        "a person is connecting something to system",
+        None,
+    )
+
+
+def test_unterminated_quote_in_the_csv_is_named(shared_data, tmp_path, build, capsys):
+    lines = (shared_data / "msrvtt" / "MSRVTT_JSFUSION_test.csv").read_text().splitlines()
+    lines[15] = lines[15].replace(",a rocket", ',"a rocket')  # line 16 of the file
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "MSRVTT_JSFUSION_test.csv").write_text("\n".join(lines) + "\n")
+    code, out = build("msrvtt", src, "--split", "1k-A")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "MSRVTT_JSFUSION_test.csv, line 16: a quoted field runs over lines 16-1001" in err
+    assert "unterminated quote" in err and not out.exists()

@@ -23,7 +23,13 @@ def make_folder_release(src):
     _tsv(
         src / "videos.tsv",
         ["video_id", "split", "duration"],
-        [["v1", "train", 20], ["v2", "train", 20], ["v3", "validation", ""], ["v4", "test", 10]],
+        [
+            ["v1", "train", 20],
+            ["v2", "train", 20],
+            ["v3", "validation", ""],
+            ["v4", "test", 10],
+            ["v5", "test", "inf"],  # not a duration
+        ],
     )
     _tsv(
         src / "captions_mr.tsv",
@@ -37,6 +43,7 @@ def make_folder_release(src):
             ["v9", "नाही", 0, 1, "caption", "", ""],  # unknown video
             ["v2", "उशीरा", 15, 25, "caption", "", ""],  # end after the 20 s video
             ["v2", "प्रकार", 0, 1, "song", "", ""],  # unknown kind
+            ["v2", "वेळ नाही", "nan", 1, "caption", "", ""],  # NaN time
         ],
     )
     _tsv(
@@ -86,6 +93,8 @@ def test_folder_layout(tmp_path, build, loads, capsys):
         "captions_mr.tsv, line 7: unknown video id: 'v9'",
         "captions_mr.tsv, line 8: time outside the video: '15.0 25.0' (need 0 <= start <= end <= duration 20.0)",
         "line 9: unknown caption kind: 'song'",
+        "captions_mr.tsv, line 10: not a finite number: 'nan' (column start)",
+        "videos.tsv, line 6: not a finite number: 'inf' (column duration)",
         "captions_en.tsv, line 4: duplicate caption id: 'en-1'",
         "captions_kn.tsv, file name: unsupported language: 'kn'",
         "relations.csv, line 4: unknown caption id: 'nope'",
@@ -165,6 +174,8 @@ def test_public_loader_pickles(tmp_path, build, loads, capsys):
     src.mkdir()
     train = _records([f"t{i}" for i in range(10)], rng)
     test = _records(["x0", "x1", "t3"], rng)  # t3 repeats a training id
+    test[1]["captions"]["hi"] = None  # a null caption is reported, not stored as "None"
+    test[1]["captions"]["te"] = ["te one", None]
     for name, records in (("rudder_train.pkl", train), ("rudder_test.pkl", test)):
         with open(src / name, "wb") as handle:
             pickle.dump(records, handle)
@@ -173,6 +184,8 @@ def test_public_loader_pickles(tmp_path, build, loads, capsys):
     err = capsys.readouterr().err
     assert "rudder_test.pkl, record 2: duplicate video id: 't3'" in err
     assert "unsupported language: 12" in err  # the 'kn' caption of the 12 distinct records
+    assert "rudder_test.pkl, record 1 captions['hi']: empty caption: None" in err
+    assert "rudder_test.pkl, record 1 captions['te'][1]: empty caption: None" in err
     folder = DatasetFolder(out)
     assert sorted(folder.experts) == ["audio@hi", "audio@mr", "scene"]
     held = min((f"t{i}" for i in range(10)), key=lambda v: hashlib.sha256(v.encode()).hexdigest())
@@ -189,7 +202,9 @@ def test_public_loader_pickles(tmp_path, build, loads, capsys):
     audio = folder.features("audio@mr", "train").to_pylist()
     assert np.asarray(audio[0]["feature"]).shape[1] == 4
     assert loads(out, "features.audio@hi")["train"].num_rows == 3  # t0, t4, t8
-    assert loads(out)["test"].num_rows == 6  # x0, x1: mr, hi, ta each
+    texts = folder.captions("test")["text"].to_pylist()
+    assert "None" not in texts and "te one" in texts
+    assert loads(out)["test"].num_rows == 6  # x0: mr, hi, ta; x1: mr, ta, te
 
 
 def test_a_built_folder_trains_with_rudder_train(tmp_path, build):
