@@ -203,7 +203,10 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
     checkpoint = find_checkpoint(path)
     state = load_checkpoint(checkpoint, map_location=device)
-    config = from_dict(state["config"])
+    try:
+        config = from_dict(state["config"])
+    except ConfigError as error:
+        raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = Vocabulary.from_dict(state["vocab"])
     model = CollaborativeExperts(config.model, experts, len(vocab))

@@ -160,3 +160,11 @@ def test_predictions_are_written_atomically(run_copy, monkeypatch):
         evaluate.main([str(run_copy)])
     assert (out / "predictions.npz").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "predictions.npz"]
+
+
+def test_a_checkpoint_with_an_invalid_config_is_named(run_copy):
+    best = run_copy / "checkpoints" / "best.pt"
+    state = torch.load(best, weights_only=True)
+    torch.save({**state, "config": {**state["config"], "epochs": "many"}}, best)
+    with pytest.raises(RunError, match=rf"{best}: its config is not valid \(epochs='many' is not valid"):
+        load_run(run_copy)
