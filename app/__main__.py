@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.media is not None and not args.media.is_dir():
         raise SystemExit(f"error: --media {args.media} is not a folder")
 
-    from rudder.data.layout import LayoutError
-    from rudder.runs import RunError, encode_queries, load_run, resolve_dataset
+    from rudder.errors import RudderError, one_line
+    from rudder.runs import encode_queries, load_run, resolve_dataset
 
     try:
         checkpoint = args.checkpoint
@@ -178,8 +178,9 @@ def main(argv: list[str] | None = None) -> None:
             annotate_datasets=extra,
             description=f"Model: {run.run_dir.name}.",
         )
-    except (RunError, LayoutError) as error:
-        raise SystemExit(f"error: {error}") from None
+    except RudderError as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        raise SystemExit(2) from None
     launch_app(demo, host=args.host, port=args.port, auth=auth)
 
 

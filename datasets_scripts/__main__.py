@@ -11,6 +11,7 @@ from pathlib import Path
 from datasets_scripts import BUILDERS
 from datasets_scripts.report import BuildError, Reporter
 from rudder.data.layout import LayoutError
+from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 
@@ -168,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         UnsupportedLanguageError,
         PublishError,
         TranslationUnavailable,
+        RudderError,
     ) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
 
 

@@ -31,10 +31,9 @@ from experiments.suites import (
     run_key,
     suite_names,
 )
-from rudder.config import ConfigError, TrainConfig
-from rudder.data.layout import LayoutError
-from rudder.losses import LossConfigError
-from rudder.runs import RunError, atomic_write_text, resolve_dataset
+from rudder.config import TrainConfig
+from rudder.errors import RudderError, one_line
+from rudder.runs import atomic_write_text, resolve_dataset
 
 DEFAULT_RUNS_DIR = Path("runs") / "experiments"
 DEFAULT_OUTPUT = Path("experiments") / "results"
@@ -175,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         suite = load_suite(args.suite, args.suites_dir)
         jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs)
-    except (SuiteError, ConfigError, RunError, LayoutError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (SuiteError, RudderError) as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     print(f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds")
     for job in jobs:
@@ -201,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             seconds = train_job(job)
-        except (ConfigError, RunError, LayoutError, LossConfigError) as error:
-            print(f"error: {job.row.path}: {error}", file=sys.stderr)
+        except RudderError as error:
+            print(f"error: {job.row.path}: {one_line(error)}", file=sys.stderr)
             return 2
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
     from experiments.report import write_report

@@ -22,6 +22,7 @@ from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
 from heuristics.taggers import MODEL_INFO, TaggerError
 from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
+from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 ERRORS = (
@@ -34,6 +35,7 @@ ERRORS = (
     TaggerError,
     UnsupportedLanguageError,
     LayoutError,
+    RudderError,
 )
 
 
@@ -392,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
 
 

@@ -3,23 +3,30 @@
 Every field is reachable as ``--set section.field=value`` on the CLI; unknown keys are an
 error that lists the valid ones. ``loss.params`` is a free dict checked by
 :func:`rudder.losses.build`, and ``model`` is :class:`rudder.models.ModelConfig`.
+
+:func:`from_dict` validates the whole config before anything runs, in one place: the type
+of every field (from the dataclass annotations), then :data:`RULES` (ranges and choices,
+one row per key), the languages and the loss. Every failure is a :class:`ConfigError`
+naming the key and its valid values.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import yaml
 
-from rudder.languages import check_languages
+from rudder.errors import ConfigError
+from rudder.languages import SUPPORTED, check_languages
 from rudder.models import ModelConfig
 
-
-class ConfigError(ValueError):
-    """A configuration key or value that cannot be used."""
+__all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict", "load_yaml", "to_dict"]
 
 
 @dataclass
@@ -49,24 +56,6 @@ class DataConfig:
     subword_buckets: int = 0
     subword_min_n: int = 3
     subword_max_n: int = 6
-
-    def check(self) -> None:
-        check_languages(self.caption_langs, where="data.caption_langs")
-        check_languages(self.audio_langs, where="data.audio_langs")
-        _choice("data.caption_sampling", self.caption_sampling, ("random", "all"))
-        _choice("data.val_split", self.val_split, ("validation", "test"))
-        if self.batch_size < 2:
-            raise ConfigError("data.batch_size must be at least 2 (losses compare pairs in a batch)")
-        if self.word_vectors is not None:
-            for key in self.word_vectors:
-                if key != "all":
-                    check_languages([key], where="data.word_vectors")
-            if self.text_encoder:
-                raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
-                                  "word vectors initialise trainable embeddings, an encoder replaces them")
-        if self.subword_buckets < 0 or not 1 <= self.subword_min_n <= self.subword_max_n:
-            raise ConfigError("data.subword_buckets must be >= 0 and 1 <= data.subword_min_n <= "
-                              "data.subword_max_n")
 
 
 @dataclass
@@ -104,11 +93,6 @@ class OptimConfig:
     # at CE's MSR-VTT shapes fused Adam takes ~24 ms a step against ~80 ms for foreach.
     implementation: str = "fused"
 
-    def check(self) -> None:
-        _choice("optim.name", self.name, ("adam", "adamw", "sgd"))
-        _choice("optim.scheduler", self.scheduler, ("step", "cosine", "none"))
-        _choice("optim.implementation", self.implementation, ("fused", "foreach", "loop"))
-
 
 @dataclass
 class TrainConfig:
@@ -133,24 +117,88 @@ class TrainConfig:
     supervision: SupervisionConfig = field(default_factory=SupervisionConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
 
-    def check(self) -> None:
-        _choice("device", self.device, ("auto", "cpu", "cuda"))
-        self.data.check()
-        self.optim.check()
-        if self.cpu_threads < 0:
-            raise ConfigError("cpu_threads must be 0 (torch's default) or a positive number")
-        if self.epochs < 1:
-            raise ConfigError("epochs must be at least 1")
-        if not self.selection.startswith(("t2v.", "v2t.")):
-            raise ConfigError("selection must be 't2v.<metric>' or 'v2t.<metric>'")
+
+# What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
+# ``rudder.inference.split_metrics`` that ``rudder.trainer.selection_score`` accepts (nDCG and
+# mAP need noun/verb classes in the validation split); ``gmean_r5_r10_r50`` is RUDDER's.
+SELECTION_METRICS = ("gmean_r5_r10_r50", "geometric_mean", "R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
+SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t") for name in SELECTION_METRICS)
 
 
-SELECTION_METRICS = ("gmean_r5_r10_r50", "geometric_mean", "R1", "R5", "R10", "R50")
+@dataclass(frozen=True)
+class Rule:
+    """Valid values of one key: a closed range (``low``/``high``, ``high_open`` excludes
+    ``high``), a set of choices, or languages (every item a supported code)."""
+
+    low: float | None = None
+    high: float | None = None
+    high_open: bool = False
+    choices: tuple | None = None
+    languages: bool = False
+    non_empty: bool = False
+
+    def describe(self) -> str:
+        if self.choices is not None:
+            return f"one of {list(self.choices)}"
+        if self.languages:
+            return f"a {'non-empty ' if self.non_empty else ''}list of codes from {list(SUPPORTED)}"
+        if self.high is None:
+            return f">= {self.low}"
+        return f"in [{self.low}, {self.high}{')' if self.high_open else ']'}"
+
+    def allows(self, value) -> bool:
+        if value is None:  # only optional fields get here with None (types are checked first)
+            return True
+        if self.choices is not None:
+            return value in self.choices
+        if self.languages:
+            return bool(value) or not self.non_empty
+        above = self.low is None or value >= self.low
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
 
 
-def _choice(name: str, value, allowed) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not one of {list(allowed)}")
+def _at_least(low) -> Rule:
+    return Rule(low=low)
+
+
+def _fraction(high_open: bool = False) -> Rule:
+    return Rule(low=0.0, high=1.0, high_open=high_open)
+
+
+# One row per constrained key (types come from the dataclass annotations; ``model.*`` ranges
+# are checked by ModelConfig itself).
+RULES: dict[str, Rule] = {
+    "device": Rule(choices=("auto", "cpu", "cuda")),
+    "cpu_threads": _at_least(0),
+    "epochs": _at_least(1),
+    "patience": _at_least(0),
+    "selection": Rule(choices=SELECTIONS),
+    "data.caption_langs": Rule(languages=True, non_empty=True),
+    "data.audio_langs": Rule(languages=True),
+    "data.caption_sampling": Rule(choices=("random", "all")),
+    "data.batch_size": _at_least(2),  # losses compare the pairs of a batch
+    "data.max_words": _at_least(1),
+    "data.max_frames": _at_least(1),
+    "data.min_word_count": _at_least(1),
+    "data.eval_batch_size": _at_least(1),
+    "data.val_split": Rule(choices=("validation", "test")),
+    "supervision.alpha_n": _fraction(),
+    "supervision.alpha_v": _fraction(),
+    "supervision.rho": _fraction(),
+    "optim.name": Rule(choices=("adam", "adamw", "sgd")),
+    "optim.lr": _at_least(0.0),
+    "optim.weight_decay": _at_least(0.0),
+    "optim.momentum": _fraction(high_open=True),
+    "optim.scheduler": Rule(choices=("step", "cosine", "none")),
+    "optim.step_size": _at_least(1),
+    "optim.gamma": _fraction(),
+    "optim.grad_clip": _at_least(0.0),
+    "optim.implementation": Rule(choices=("fused", "foreach", "loop")),
+    "data.subword_buckets": _at_least(0),
+    "data.subword_min_n": _at_least(1),
+    "data.subword_max_n": _at_least(1),
+}
 
 
 def to_dict(config) -> dict:
@@ -158,9 +206,76 @@ def to_dict(config) -> dict:
     return dataclasses.asdict(config)
 
 
+_PLURALS = {str: "strings", int: "integers", float: "numbers"}
+
+
+def _type_name(hint) -> str:
+    if hint is type(None):
+        return "null"
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in args)
+    if typing.get_origin(hint) is list:
+        return f"a list of {_PLURALS[args[0]]}"
+    if typing.get_origin(hint) is dict:
+        return f"a mapping of {_PLURALS[args[0]]} to {_PLURALS[args[1]]}"
+    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", dict: "a mapping"}[hint]
+
+
+def _coerce(value, hint):
+    """``value`` as type ``hint``, or raise ``TypeError``. A float field takes an int or a
+    numeric string (YAML 1.1 reads ``1e-3`` as a string) but no nan or inf; ``bool`` is
+    never a number."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _coerce(value, next(a for a in args if a is not type(None)))
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError
+        return [_coerce(item, args[0]) for item in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError
+        return {_coerce(k, args[0]): _coerce(v, args[1]) for k, v in value.items()}
+    if hint is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            raise TypeError from None
+        if not math.isfinite(number):
+            raise TypeError
+        return number
+    if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
+        return value
+    raise TypeError
+
+
+def _typed(key: str, value, hint):
+    """``value`` coerced to the field's type, or a ConfigError naming the key."""
+    try:
+        return _coerce(value, hint)
+    except TypeError:
+        rule = RULES.get(key)
+        if rule and (rule.choices or rule.languages):
+            valid = rule.describe()
+        else:
+            valid = _type_name(hint) + (f" {rule.describe()}" if rule else "")
+        raise ConfigError(f"{key}={value!r} is not valid; expected {valid}") from None
+
+
+def _check_rule(key: str, value) -> None:
+    rule = RULES[key]
+    if rule.languages:
+        check_languages(value, where=key)
+    if not rule.allows(value):
+        raise ConfigError(f"{key}={value!r} is not valid; expected {rule.describe()}")
+
+
 def _build(cls, data: dict, path: str):
     if not isinstance(data, dict):
-        raise ConfigError(f"{path or 'config'} must be a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{path.rstrip('.') or 'config'} must be a mapping, got {data!r}")
     hints = get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(names))
@@ -171,17 +286,46 @@ def _build(cls, data: dict, path: str):
     for key, value in data.items():
         hint = hints[key]
         if dataclasses.is_dataclass(hint):
-            kwargs[key] = _build(hint, value, f"{path}{key}." if path else f"{key}.")
+            kwargs[key] = _build(hint, value, f"{path}{key}.")
         else:
-            kwargs[key] = value
-    return cls(**kwargs)
+            kwargs[key] = _typed(f"{path}{key}", value, hint)
+    try:
+        return cls(**kwargs)
+    except ValueError as error:  # ModelConfig checks its own ranges
+        raise ConfigError(str(error)) from None
+
+
+def _check_loss(config: TrainConfig) -> None:
+    """The loss exists and takes these parameters (``dw`` gets its ``dim`` from the model)."""
+    from rudder import losses
+
+    params = dict(config.loss.params)
+    if config.loss.name == "dw":
+        params.setdefault("dim", config.model.shared_dim)
+    losses.build(config.loss.name, **params)
 
 
 def from_dict(data: dict) -> TrainConfig:
-    """Build and check a :class:`TrainConfig` from a nested dict."""
+    """Build and validate a :class:`TrainConfig` from a nested dict (see the module docstring)."""
     config = _build(TrainConfig, data or {}, "")
-    config.check()
+    for key in RULES:  # defaults included
+        section, _, name = key.rpartition(".")
+        _check_rule(key, getattr(getattr(config, section) if section else config, name))
+    _check_text_side(config.data)
+    _check_loss(config)
     return config
+
+
+def _check_text_side(data: DataConfig) -> None:
+    """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are ordered."""
+    if data.word_vectors is not None:
+        check_languages([k for k in data.word_vectors if k != "all"], where="data.word_vectors")
+        if data.text_encoder:
+            raise ConfigError("data.word_vectors and data.text_encoder exclude each other: word vectors "
+                              "initialise trainable embeddings, an encoder replaces them")
+    if data.subword_min_n > data.subword_max_n:
+        raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
+                          f"data.subword_max_n={data.subword_max_n}")
 
 
 def load_yaml(path) -> dict:
@@ -203,7 +347,10 @@ def apply_override(data: dict, assignment: str) -> None:
     if "=" not in assignment:
         raise ConfigError(f"override {assignment!r} must look like key.subkey=value")
     key, raw = assignment.split("=", 1)
-    value: Any = yaml.safe_load(raw) if raw != "" else None
+    try:
+        value: Any = yaml.safe_load(raw) if raw != "" else None
+    except yaml.YAMLError:
+        raise ConfigError(f"override {assignment!r}: the value is not valid YAML (quote it)") from None
     parts = key.strip().split(".")
     node = data
     for part in parts[:-1]:

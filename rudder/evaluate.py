@@ -1,27 +1,28 @@
 """``python -m rudder.evaluate``: evaluate checkpoints on a split, alone or as an ensemble.
 
-``--ensemble`` sums the similarity matrices of several runs (``fusion.ensemble_sum``);
-``--fusion avg|max|hybrid`` fuses their rankings instead (Galanopoulos & Mezaris 2021).
-Metrics and predictions are printed and written to ``--output`` (default: the first run's
-``evaluations/<split>-<name>/``).
+``rudder.evaluate A B`` evaluates each run on its own. ``--ensemble A B`` sums the similarity
+matrices of the runs (``fusion.ensemble_sum``); ``--fusion avg|max|hybrid`` fuses their
+rankings instead (Galanopoulos & Mezaris 2021). Metrics and predictions are printed and
+written to ``--output`` (default: the run's ``evaluations/<split>-single/``, or the first
+ensemble run's ``evaluations/<split>-ensemble-<fusion>/``, so fusions never overwrite each
+other; with several single runs, ``--output`` gets one sub-folder per run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from rudder import fusion
-from rudder.data.layout import LayoutError
+from rudder.atomic import atomic_savez
 from rudder.data.loader import build_class_index, load_split
+from rudder.errors import RunError, exit_on_error
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.report import results_table
-from rudder.runs import RunError, atomic_write_text, load_run
+from rudder.runs import atomic_write_text, find_checkpoint, load_run
 from rudder.trainer import pick_device
 
 
@@ -30,16 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m rudder.evaluate",
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
-    parser.add_argument("runs", nargs="*", type=Path, help="run directories or checkpoint files")
+    parser.add_argument("runs", nargs="*", type=Path, help="run directories or checkpoint files, each evaluated alone")
     parser.add_argument("--ensemble", nargs="+", type=Path, default=[], metavar="RUN",
-                        help="runs whose similarity matrices are summed")
-    parser.add_argument("--fusion", choices=["sum", "avg", "max", "hybrid"], default="sum",
-                        help="how several runs are combined (default: sum of similarities)")
+                        help="runs combined into one ensemble (see --fusion)")
+    parser.add_argument("--fusion", choices=["sum", "avg", "max", "hybrid"],
+                        help="how --ensemble runs are combined (default: sum of similarities)")
     parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
     parser.add_argument("--dataset", help="dataset to evaluate on (default: the run's own)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--output", type=Path, help="folder for metrics.json and predictions.npz")
+    parser.add_argument("--output", type=Path, help="folder for metrics.json and predictions.npz "
+                        "(several single runs: one sub-folder per run)")
     return parser
 
 
@@ -88,24 +90,43 @@ def _fused(matrices, valid, how, hybrid_q):
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Evaluate; returns the summary written to metrics.json, or ``{run: summary}`` when
+    several runs are evaluated one by one."""
     args = build_parser().parse_args(argv)
-    paths = list(args.runs) + list(args.ensemble)
-    if not paths:
-        build_parser().error("give at least one run directory or checkpoint")
-    try:
+    if bool(args.runs) == bool(args.ensemble):
+        build_parser().error("give run directories to evaluate each alone, or --ensemble RUN RUN ... to combine runs")
+    if args.fusion and not args.ensemble:
+        build_parser().error("--fusion combines the runs of --ensemble")
+    if args.ensemble and len(args.ensemble) < 2:
+        build_parser().error("--ensemble needs at least two runs")
+    with exit_on_error():
         device = str(pick_device(args.device))
-        result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, args.fusion, args.hybrid_q)
-    except (RunError, LayoutError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    name = "ensemble" if len(paths) > 1 else "single"
-    out = args.output or Path(paths[0] if Path(paths[0]).is_dir() else Path(paths[0]).parent.parent) / "evaluations" / f"{args.split}-{name}"
-    out.mkdir(parents=True, exist_ok=True)
-    summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths], "combination": args.fusion}
-    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2))
+        if args.ensemble:
+            how = args.fusion or "sum"
+            name = f"ensemble-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
+            return _evaluate(args, args.ensemble, args.output or _default_output(args.ensemble[0], args.split, name), device, how)
+        outputs = [_default_output(p, args.split, "single") for p in args.runs]
+        if args.output and len(args.runs) > 1:
+            outputs = [args.output / f"{i}-{out.parent.parent.name}" for i, out in enumerate(outputs)]
+        elif args.output:
+            outputs = [args.output]
+        summaries = {str(p): _evaluate(args, [p], out, device) for p, out in zip(args.runs, outputs)}
+    return next(iter(summaries.values())) if len(summaries) == 1 else summaries
+
+
+def _default_output(path: Path, split: str, name: str) -> Path:
+    return find_checkpoint(path).parent.parent / "evaluations" / f"{split}-{name}"
+
+
+def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
+    """Evaluate one run or one ensemble; write and print its metrics and predictions."""
+    result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how, args.hybrid_q)
+    summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths],
+               "combination": how if len(paths) > 1 else None}
     ranks = query_ranks(sims, data, sims_v2t)
-    np.savez_compressed(out / "predictions.npz", sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
-                        ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"])
+    atomic_savez(out / "predictions.npz", sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
+                 ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"])
+    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2))
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     print(f"\nwritten to {out}")
     return summary

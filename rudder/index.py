@@ -33,12 +33,14 @@ from pathlib import Path
 
 import torch
 
+from rudder.checkpoints import read_plain
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
+from rudder.errors import RudderError
 
 INDEX_VERSION = 1
 
 
-class SearchIndexError(ValueError):
+class SearchIndexError(RudderError):
     """An index file or query that does not fit the index."""
 
 
@@ -305,7 +307,7 @@ class VideoIndex:
 
     @classmethod
     def load(cls, path) -> VideoIndex:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = read_plain(path, error=SearchIndexError)
         if state.get("version") != INDEX_VERSION:
             raise SearchIndexError(
                 f"{path}: index version {state.get('version')} is not {INDEX_VERSION}; "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rudder.errors import RudderError
+
 SUPPORTED = ("mr", "hi", "ta", "te", "en")
 NAMES = {"mr": "Marathi", "hi": "Hindi", "ta": "Tamil", "te": "Telugu", "en": "English"}
 
@@ -16,7 +18,7 @@ _MARATHI_MARKERS = {"आणि", "आहे", "आहेत", "करा", "घ�
 _HINDI_MARKERS = {"और", "है", "हैं", "करें", "लें", "के", "की", "का", "में", "पर", "को", "से"}
 
 
-class UnsupportedLanguageError(ValueError):
+class UnsupportedLanguageError(RudderError):
     """A language code outside :data:`SUPPORTED`."""
 
 

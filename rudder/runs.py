@@ -1,4 +1,4 @@
-"""Run directories, checkpoints and loading a trained run (used by evaluate and the app)."""
+"""Run directories, resuming them, and loading a trained run (used by evaluate and the app)."""
 
 from __future__ import annotations
 
@@ -16,23 +16,13 @@ import torch
 import yaml
 
 from rudder.atomic import atomic_write_text
-from rudder.config import TrainConfig, from_dict, to_dict
+from rudder.checkpoints import load_checkpoint
+from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.errors import RunError
 from rudder.models import CollaborativeExperts
 from rudder.text import Vocabulary, tokenize
 from rudder.text.subwords import vocabulary_from_dict
-
-CHECKPOINT_VERSION = 1
-
-
-class RunError(ValueError):
-    """A run directory or checkpoint that cannot be used as asked."""
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def default_run_dir(name: str, root="runs") -> Path:
@@ -40,23 +30,75 @@ def default_run_dir(name: str, root="runs") -> Path:
     return Path(root) / f"{stamp}-{name}"
 
 
-def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
-    """Create the run directory; an existing non-empty one needs ``resume`` or ``overwrite``."""
-    if resume and overwrite:
-        raise RunError("--resume and --overwrite cannot be combined")
+def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> bool:
+    """Create the run directory; an existing non-empty one needs ``resume`` or ``overwrite``.
+
+    Returns whether this call made the directory's content (so :func:`discard_unfinished`
+    may remove it again).
+    """
+    check_run_dir(path, resume, overwrite)
     if resume:
-        if not (path / "checkpoints" / "last.pt").is_file():
-            raise RunError(f"cannot resume: {path / 'checkpoints' / 'last.pt'} does not exist")
-        return
+        return False
     if path.exists() and any(path.iterdir()):
-        if not overwrite:
-            raise RunError(
-                f"output directory {path} is not empty; pass --resume to continue it or "
-                "--overwrite to start again"
-            )
         shutil.rmtree(path)
     (path / "checkpoints").mkdir(parents=True, exist_ok=True)
     (path / "predictions").mkdir(exist_ok=True)
+    return True
+
+
+def check_run_dir(path: Path, resume: bool, overwrite: bool, marker="checkpoints/last.pt") -> None:
+    """Refuse what :func:`prepare_run_dir` would refuse, without creating anything."""
+    if resume and overwrite:
+        raise RunError("--resume and --overwrite cannot be combined")
+    if resume:
+        if not (path / marker).is_file():
+            raise RunError(f"cannot resume: {path / marker} does not exist")
+    elif path.exists() and any(path.iterdir()) and not overwrite:
+        raise RunError(
+            f"output directory {path} is not empty; pass --resume to continue it or "
+            "--overwrite to start again"
+        )
+
+
+def discard_unfinished(path: Path) -> None:
+    """Remove a run directory that failed before writing any checkpoint, so a retry with the
+    same ``--output-dir`` is not blocked; a run with a checkpoint is kept for ``--resume``."""
+    if path.is_dir() and not any(path.glob("**/checkpoints/last.pt")):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# Keys a resumed run may change and record in its config.yaml: they do not alter what was
+# trained so far. Any other change is refused: the saved config is the truth.
+RESUMABLE_KEYS = ("epochs", "patience", "device", "cpu_threads", "tensorboard", "data.eval_batch_size")
+
+
+def check_resume_changes(run_dir: Path, saved: dict, config: TrainConfig) -> None:
+    """Refuse a resume of ``run_dir`` whose ``config`` differs from its ``saved`` config.yaml
+    other than in :data:`RESUMABLE_KEYS`."""
+    before, after = _flatten(saved), _flatten(to_dict(config))
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    refused = [k for k in changed if k not in RESUMABLE_KEYS]
+    if refused:
+        listed = ", ".join(f"{k}={after.get(k)!r} (run: {before.get(k)!r})" for k in refused)
+        raise ConfigError(
+            f"cannot resume {run_dir} with {listed}: a resumed run keeps its config.yaml except "
+            f"{list(RESUMABLE_KEYS)}; start a new run in another --output-dir"
+        )
+    if "epochs" in changed and config.optim.scheduler == "cosine":
+        raise ConfigError(
+            f"cannot resume {run_dir} with epochs={config.epochs}: optim.scheduler=cosine anneals "
+            f"over the {before['epochs']} epochs the run started with; start a new run"
+        )
+
+
+def _flatten(data: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _git_sha() -> str | None:
@@ -161,10 +203,11 @@ def newest_run(root="runs") -> Path | None:
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
     checkpoint = find_checkpoint(path)
-    state = torch.load(checkpoint, map_location=device, weights_only=False)
-    if state.get("version") != CHECKPOINT_VERSION:
-        raise RunError(f"{checkpoint}: checkpoint version {state.get('version')} is not supported")
-    config = from_dict(state["config"])
+    state = load_checkpoint(checkpoint, map_location=device)
+    try:
+        config = from_dict(state["config"])
+    except ConfigError as error:
+        raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
     model = CollaborativeExperts(config.model, experts, vocab.table_size)

@@ -8,20 +8,29 @@ DESIGN.md "Runs and results" for the run directory it writes.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
-from rudder.data.layout import LayoutError
 from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
-from rudder.languages import UnsupportedLanguageError
-from rudder.losses import LossConfigError
+from rudder.errors import RunError, exit_on_error
 from rudder.report import results_table, seeds_table
-from rudder.runs import RunError, atomic_write_text, default_run_dir, prepare_run_dir, read_json
+from rudder.runs import (
+    atomic_write_text,
+    check_resume_changes,
+    check_run_dir,
+    default_run_dir,
+    discard_unfinished,
+    prepare_run_dir,
+    read_json,
+    write_config,
+)
 
 SHORTHANDS = {
     "dataset": "data.dataset",
@@ -66,20 +75,35 @@ def resolve_config(args, saved: dict | None = None) -> TrainConfig:
     return from_dict(data)
 
 
+def resumed_config(args, run_dir: Path) -> TrainConfig:
+    """The config.yaml of ``run_dir`` with this command's flags applied, when they change
+    only what a resume may change (``rudder.runs.RESUMABLE_KEYS``, e.g. ``--epochs``)."""
+    saved = load_yaml(run_dir / "config.yaml")
+    config = resolve_config(args, copy.deepcopy(saved))
+    check_resume_changes(run_dir, saved, config)
+    return config
+
+
 def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
     """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
     from rudder.trainer import Trainer, pick_device
 
     ctx = init_distributed(pick_device(config.device))
     run_dir = broadcast_object(run_dir, ctx)  # a default name has rank 0's timestamp
+    created = False
     try:
         if ctx.is_main:
-            prepare_run_dir(run_dir, resume, overwrite)
+            created = prepare_run_dir(run_dir, resume, overwrite)
             _log_to(run_dir / "train.log")
         barrier(ctx)
         trainer = Trainer(config, run_dir, ctx, resume=resume)
         trainer.fit()
         trainer.test()
+    except BaseException:
+        if created:
+            _close_log()
+            discard_unfinished(run_dir)
+        raise
     finally:
         shutdown(ctx)
     return read_json(run_dir / "metrics.json") if ctx.is_main else {}
@@ -88,9 +112,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
 def _log_to(path: Path) -> None:
     logger = logging.getLogger("rudder")
     logger.setLevel(logging.INFO)
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
+    _close_log()
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     console = logging.StreamHandler(sys.stderr)
@@ -100,20 +122,59 @@ def _log_to(path: Path) -> None:
     logger.propagate = False
 
 
-def _run_seeds(args, config: TrainConfig, run_dir: Path) -> dict:
-    """One run per seed in ``<run_dir>/seed-<s>``; finished seeds are kept on --resume."""
-    results = {}
-    for seed in args.seeds:
-        seed_dir = run_dir / f"seed-{seed}"
-        if args.resume and (seed_dir / "metrics.json").is_file():
-            results[seed] = read_json(seed_dir / "metrics.json")
-            continue
-        resume = args.resume and (seed_dir / "checkpoints" / "last.pt").is_file()
-        results[seed] = run(from_dict({**to_dict(config), "seed": seed}), seed_dir, resume, args.overwrite)
+def _close_log() -> None:
+    logger = logging.getLogger("rudder")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+
+
+def _run_seeds(args) -> dict:
+    """One run per seed in ``<run_dir>/seed-<s>``, beside the group's ``config.yaml``.
+
+    On ``--resume`` the group's config.yaml is the truth for seeds not started yet, and each
+    started seed continues from its own config.yaml (flags applied as for a single resume);
+    a finished seed whose config is unchanged is kept.
+    """
+    if args.seed is not None:
+        raise ConfigError("--seed and --seeds cannot be combined; list every seed in --seeds")
+    if args.resume:
+        run_dir = args.output_dir
+        if (run_dir / "checkpoints").is_dir():
+            raise RunError(f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
+        check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker="config.yaml")
+        config = resumed_config(args, run_dir)
+    else:
+        config = resolve_config(args)
+        run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
+        check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
+        if args.overwrite and run_dir.exists():
+            shutil.rmtree(run_dir)
+    created = not run_dir.exists()
+    try:
+        write_config(run_dir, config)
+        results = {seed: _run_seed(args, config, run_dir / f"seed-{seed}", seed) for seed in args.seeds}
+    except BaseException:
+        if created:
+            _close_log()
+            discard_unfinished(run_dir)
+        raise
     summary = aggregate_seeds(results)
     atomic_write_text(run_dir / "metrics.json", json.dumps(summary, indent=2))
     print(seeds_table(summary))
     return summary
+
+
+def _run_seed(args, config: TrainConfig, seed_dir: Path, seed: int) -> dict:
+    if args.resume and (seed_dir / "checkpoints" / "last.pt").is_file():
+        seed_config = resumed_config(args, seed_dir)
+        finished = (seed_dir / "metrics.json").is_file()
+        if finished and to_dict(seed_config) == load_yaml(seed_dir / "config.yaml"):
+            return read_json(seed_dir / "metrics.json")
+        return run(seed_config, seed_dir, resume=True)
+    # A seed folder without a checkpoint holds nothing to keep.
+    seed_config = from_dict({**to_dict(config), "seed": seed})
+    return run(seed_config, seed_dir, overwrite=args.overwrite or args.resume)
 
 
 def aggregate_seeds(results: dict[int, dict]) -> dict:
@@ -131,22 +192,23 @@ def aggregate_seeds(results: dict[int, dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
-    try:
-        saved = None
+    with exit_on_error():
         if args.resume:
             if args.output_dir is None:
                 raise RunError("--resume needs --output-dir (the run to continue)")
             if args.config:
                 raise RunError("--resume uses the run's own config.yaml; drop --config")
-            saved = load_yaml(args.output_dir / "config.yaml") if not args.seeds else None
-        config = resolve_config(args, saved)
-        run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         if args.seeds:
-            return _run_seeds(args, config, run_dir)
+            return _run_seeds(args)
+        if args.resume:
+            if any(args.output_dir.glob("seed-*/config.yaml")):
+                raise RunError(f"{args.output_dir} is a --seeds run; resume it with --seeds")
+            check_run_dir(args.output_dir, resume=True, overwrite=args.overwrite)
+            config = resumed_config(args, args.output_dir)
+        else:
+            config = resolve_config(args)
+        run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         result = run(config, run_dir, resume=args.resume, overwrite=args.overwrite)
-    except (ConfigError, RunError, LayoutError, UnsupportedLanguageError, LossConfigError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
     if result:
         print(results_table(result, title=f"{config.name} / loss {config.loss.name} / {run_dir}"))
     return result

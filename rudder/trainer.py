@@ -15,6 +15,8 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses
+from rudder.atomic import atomic_savez
+from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
@@ -23,9 +25,7 @@ from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wr
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.models import CollaborativeExperts
 from rudder.runs import (
-    CHECKPOINT_VERSION,
     RunError,
-    atomic_torch_save,
     atomic_write_text,
     environment_record,
     resolve_dataset,
@@ -83,7 +83,7 @@ class Trainer:
         self.loss_needs = set(self.loss_fn.requires) | set(self.loss_fn.optional)
         self.state: dict | None = None
         if resume:
-            self.state = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+            self.state = load_checkpoint(self.run_dir / "checkpoints" / "last.pt")
             if not self.state["fingerprint"].startswith(self.fingerprint):
                 raise RunError(
                     f"cannot resume {run_dir}: its dataset changed since it started "
@@ -94,7 +94,6 @@ class Trainer:
         else:
             text_side = build_text_side(self.folder, config.data, config.seed)
             self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
-            log.info(text_side.summary)
             if initial_embeddings is not None:
                 config.model.word_dim = initial_embeddings.shape[1]
         self.class_index = build_class_index(self.folder)
@@ -106,6 +105,11 @@ class Trainer:
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self._prepare_supervision()
+        if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
+            raise ConfigError(
+                f"selection={config.selection} needs noun/verb classes, but {self.folder.root} has none; "
+                "choose another selection or label the dataset with `python -m heuristics label`"
+            )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
         self.model = CollaborativeExperts(config.model, expert_info, self.vocab.table_size)
         if initial_embeddings is not None:
@@ -125,6 +129,8 @@ class Trainer:
         self.run_id = uuid.uuid4().hex[:8]
         if self.state is not None:
             self._restore(self.state)
+        else:
+            log.info(text_side.summary)
 
     @property
     def use_amp(self) -> bool:
@@ -232,9 +238,10 @@ class Trainer:
     def fit(self) -> None:
         """Train until ``epochs`` or early stopping; keeps ``last.pt`` and ``best.pt``."""
         cfg, train = self.config, self.splits["train"]
-        if not self.resume and self.ctx.is_main:
-            write_config(self.run_dir, cfg)
-            atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
+        if self.ctx.is_main:
+            write_config(self.run_dir, cfg)  # on resume: records what the resume changed (epochs, ...)
+            if not self.resume:
+                atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
             batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling)
@@ -332,13 +339,13 @@ class Trainer:
 
     def test(self) -> dict:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
-        best = torch.load(self.run_dir / "checkpoints" / "best.pt", map_location=self.device, weights_only=False)
+        best = load_checkpoint(self.run_dir / "checkpoints" / "best.pt", map_location=self.device)
         self.model.load_state_dict(best["model"])
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:
             ranks = query_ranks(sims, data)
-            np.savez_compressed(
+            atomic_savez(
                 self.run_dir / "predictions" / "test.npz",
                 sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
                 ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"],
@@ -351,9 +358,28 @@ class Trainer:
 
 
 def _truncate_jsonl(path: Path, last_epoch: int) -> None:
-    """Drop evaluation lines after ``last_epoch`` so a resumed run writes no duplicates."""
+    """Drop evaluation lines after ``last_epoch`` so a resumed run writes no duplicates.
+
+    A torn last line (the run stopped while writing it, before that epoch's checkpoint) is
+    dropped too; any other line that is not an evaluation record is an error naming it.
+    """
     if not path.is_file():
         return
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    kept = [line for line in lines if json.loads(line)["epoch"] <= last_epoch]
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    kept = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            epoch = json.loads(line)["epoch"]
+        except (json.JSONDecodeError, TypeError, KeyError):
+            if number == len(lines) and not text.endswith("\n"):
+                log.warning("%s: dropping the torn last line (the run stopped while writing it)", path)
+                continue
+            raise RunError(
+                f"{path}:{number}: not an evaluation record ({line[:60]!r}); delete the line and resume again"
+            ) from None
+        if epoch <= last_epoch:
+            kept.append(line)
     atomic_write_text(path, "".join(line + "\n" for line in kept))

@@ -45,6 +45,7 @@ from rudder.data.staging import (
     sweep,
     terminate_cleanly,
 )
+from rudder.errors import RudderError
 from rudder.languages import SUPPORTED, check_language
 
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
@@ -83,7 +84,7 @@ RELATIONS_SCHEMA = pa.schema(
 )
 
 
-class LayoutError(ValueError):
+class LayoutError(RudderError):
     """A dataset folder or table that does not follow the layout."""
 
 

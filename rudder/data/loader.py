@@ -68,6 +68,12 @@ class SplitData(VideoData):
 
 def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
     """The experts a run uses: the requested list, or all but audio outside ``audio_langs``."""
+    if not folder.experts:
+        raise LayoutError(
+            f"{folder.root}: the dataset has no video features (rudder.json lists no expert), so "
+            "there is nothing to train on; build it with `python -m datasets_scripts build "
+            "--features DIR`"
+        )
     if experts is not None:
         missing = [e for e in experts if e not in folder.meta.experts]
         if missing:
@@ -75,7 +81,10 @@ def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
         return sorted(experts)
     chosen = [e for e in folder.experts if parse_expert(e)[1] in (None, *audio_langs)]
     if not chosen:
-        raise LayoutError(f"{folder.root}: no expert left after choosing audio languages {audio_langs}")
+        raise LayoutError(
+            f"{folder.root}: no expert left after choosing audio languages {audio_langs} "
+            f"(the dataset has {folder.experts}); set data.audio_langs or data.experts"
+        )
     return chosen
 
 
@@ -167,6 +176,17 @@ def _frame_index(starts: np.ndarray, ends: np.ndarray, max_frames: int) -> tuple
     return np.where(mask, starts[:, None] + offset, 0), mask
 
 
+def _check_texts(folder: DatasetFolder, split: str, captions: dict, keep: list[int]) -> None:
+    """Refuse empty or whitespace-only captions, as ``heuristics`` does (nothing to encode)."""
+    for i in keep:
+        text = captions["text"][i]
+        if not isinstance(text, str) or not text.strip():
+            raise LayoutError(
+                f"{folder.root / 'captions' / (split + '.parquet')}: caption {captions['caption_id'][i]!r} "
+                f"({captions['lang'][i]}) is empty or whitespace only: {text!r}; fix or drop it"
+            )
+
+
 def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frames: int = 32) -> VideoData:
     """Read the videos of one split: features of ``experts`` and their availability."""
     try:
@@ -217,6 +237,7 @@ def load_split(
     keep = [i for i, lang in enumerate(captions["lang"]) if lang in langs]
     if not keep:
         raise LayoutError(f"{folder.root}: split {split!r} has no caption in languages {list(langs)}")
+    _check_texts(folder, split, captions, keep)
     owner = np.array([row_of.get(captions["video_id"][i], -1) for i in keep])
     if (owner < 0).any():
         raise LayoutError(

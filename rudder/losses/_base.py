@@ -21,8 +21,10 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from rudder.errors import RudderError
 
-class LossConfigError(ValueError):
+
+class LossConfigError(RudderError):
     """A loss name or parameter that cannot be built."""
 
 

@@ -38,3 +38,76 @@ def test_yaml_errors_name_the_file(tmp_path):
         load_yaml(path)
     with pytest.raises(ConfigError, match="does not exist"):
         load_yaml(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(("key", "value", "valid"), [
+    ("data.batch_size", "abc", "an integer >= 2"),
+    ("data.batch_size", 1, ">= 2"),
+    ("data.batch_size", 2.5, "an integer >= 2"),
+    ("optim.lr", "fast", "a finite number >= 0.0"),
+    ("optim.lr", -0.1, ">= 0.0"),
+    ("supervision.alpha_n", 2, "in [0.0, 1.0]"),
+    ("supervision.alpha_v", -0.5, "in [0.0, 1.0]"),
+    ("optim.momentum", 1.0, "in [0.0, 1.0)"),
+    ("epochs", True, "an integer >= 1"),
+    ("amp", 1, "true or false"),
+    ("selection", "t2v.R7", "one of ['t2v.gmean_r5_r10_r50'"),
+    ("selection", "R1", "one of ['t2v.gmean_r5_r10_r50'"),
+    ("data.caption_langs", "mr", "a non-empty list of codes"),
+    ("data.caption_langs", [], "a non-empty list of codes"),
+    ("data.experts", "object", "a list of strings or null"),
+    ("model.shared_dim", "big", "an integer"),
+    ("loss.params", [1], "a mapping"),
+])
+def test_types_and_ranges_name_the_key_and_the_valid_values(key, value, valid):
+    data = {}
+    section, _, name = key.rpartition(".")
+    (data.setdefault(section, {}) if section else data)[name] = value
+    with pytest.raises(ConfigError) as error:
+        from_dict(data)
+    message = str(error.value)
+    assert message.startswith((f"{key}=", f"{key}: "))  # model.* checks its own
+    assert valid in message and "\n" not in message
+
+
+def test_values_are_coerced_to_the_field_types():
+    config = from_dict({"optim": {"lr": "1e-3", "weight_decay": 0, "grad_clip": None}})
+    assert config.optim.lr == 0.001 and isinstance(config.optim.weight_decay, float)
+    assert config.optim.grad_clip is None
+
+
+def test_every_rule_names_an_existing_key():
+    from rudder.config import RULES, TrainConfig, to_dict
+
+    defaults = to_dict(TrainConfig())
+    for key in RULES:
+        node = defaults
+        for part in key.split("."):
+            node = node[part]
+
+
+def test_every_valid_selection_is_scored():
+    """The SELECTIONS accepted here are exactly what the trainer can score."""
+    from rudder.config import SELECTIONS
+    from rudder.trainer import selection_score
+
+    values = {"R1": 10.0, "R5": 20.0, "R10": 30.0, "R50": 60.0, "MdR": 4.0, "MnR": 8.0,
+              "geometric_mean": 18.2, "nDCG": 40.0, "mAP": 25.0}
+    result = {"t2v": values, "v2t": values}
+    for selection in SELECTIONS:
+        assert isinstance(selection_score(result, selection), float)
+
+
+def test_bad_override_values_are_config_errors():
+    with pytest.raises(ConfigError, match=r"override 'epochs=\[1,': the value is not valid YAML"):
+        apply_override({}, "epochs=[1,")
+    with pytest.raises(ConfigError, match="data must be a mapping, got 3"):
+        from_dict({"data": 3})
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "inf"])
+def test_numbers_must_be_finite(value):
+    data = {}
+    apply_override(data, f"optim.lr={value}")
+    with pytest.raises(ConfigError, match="optim.lr=.* is not valid; expected a finite number >= 0.0"):
+        from_dict(data)

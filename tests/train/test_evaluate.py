@@ -54,3 +54,30 @@ def test_load_run_and_errors(two_runs, tmp_path):
         load_run(tmp_path)
     with pytest.raises(SystemExit):
         evaluate.main([str(tmp_path)])
+
+
+def test_several_runs_are_evaluated_one_by_one(two_runs, tmp_path):
+    run0, run1, results = two_runs
+    summaries = evaluate.main([str(run0), str(run1), "--output", str(tmp_path / "each")])
+    assert list(summaries) == [str(run0), str(run1)]
+    for i, (run, result) in enumerate(zip((run0, run1), results)):
+        assert summaries[str(run)]["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
+        saved = json.loads((tmp_path / "each" / f"{i}-{run.name}" / "metrics.json").read_text())
+        assert saved["runs"] == [str(run)] and saved["combination"] is None
+
+
+def test_fusions_do_not_overwrite_each_other(two_runs):
+    run0, run1, _ = two_runs
+    for how in ("sum", "avg"):
+        evaluate.main(["--ensemble", str(run0), str(run1), "--fusion", how])
+    evaluate.main([str(run0)])
+    folders = run0 / "evaluations"
+    for name, combination in (("test-ensemble-sum", "sum"), ("test-ensemble-avg", "avg"), ("test-single", None)):
+        assert json.loads((folders / name / "metrics.json").read_text())["combination"] == combination
+
+
+@pytest.mark.parametrize("argv", [["A", "--ensemble", "B", "C"], ["A", "--fusion", "avg"], ["--ensemble", "A"], []])
+def test_ambiguous_combinations_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(argv)
+    assert exit_info.value.code == 2 and "error:" in capsys.readouterr().err

@@ -2,17 +2,14 @@
 
 import pickle
 
-import datasets
 import numpy as np
-import pyarrow as pa
 import pytest
 import torch
 
-from rudder import train
-from rudder.config import ConfigError, TrainConfig
-from rudder.data.card import Card
-from rudder.data.layout import DatasetFolder, DatasetWriter
+from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, to_dict
+from rudder.data.layout import DatasetFolder
 from rudder.data.text_side import build_text_side
+from rudder.errors import RudderError
 from rudder.runs import encode_queries, load_run
 from rudder.text.subwords import SubwordVocabulary
 
@@ -75,40 +72,19 @@ def test_training_from_a_ce_text_feature_pickle(train_tiny, tiny_dataset, tmp_pa
         encode_queries(run, ["cut the bottle"], ["en"])
 
 
-def test_word_vectors_config_is_checked():
-    config = TrainConfig()
-    config.data.word_vectors = {"xx": "v.vec"}
-    with pytest.raises(Exception, match="xx"):
-        config.check()
-    config.data.word_vectors, config.data.text_encoder = {"all": "v.vec"}, "bundled"
+def test_text_side_config_is_checked():
+    data = to_dict(TrainConfig())
+    for override, message in (
+        ("data.word_vectors={xx: v.vec}", "xx"),
+        ("data.word_vectors=[v.vec]", "expected a mapping of strings to strings"),
+        ("data.subword_min_n=7", "subword_min_n=7 is larger than data.subword_max_n=6"),
+        ("data.subword_buckets=-1", "data.subword_buckets=-1 is not valid"),
+    ):
+        changed = to_dict(TrainConfig())
+        apply_override(changed, override)
+        with pytest.raises(RudderError, match=message):
+            from_dict(changed)
+    apply_override(data, "data.word_vectors={all: v.vec}")
+    apply_override(data, "data.text_encoder=bundled")
     with pytest.raises(ConfigError, match="exclude each other"):
-        config.check()
-
-
-def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path):
-    source = DatasetFolder(tiny_dataset)
-    meta = source.meta
-    rng = np.random.default_rng(1)
-    out = tmp_path / "with-text"
-    with DatasetWriter(out, meta, Card("Tiny", "Tiny with token features.")) as writer:
-        videos = [source.videos(s) for s in ("train", "validation", "test")]
-        writer.write_videos(pa.concat_tables(videos))
-        captions = pa.concat_tables([source.captions(s) for s in ("train", "validation", "test")])
-        writer.write_captions(captions)
-        for expert in meta.experts:
-            tables = [t for t in (source.features(expert, s) for s in ("train", "validation", "test")) if t is not None]
-            writer.write_expert(expert, [(t.column("video_id").to_pylist(), t.column("feature").to_pylist()) for t in tables])
-        ids = captions.column("caption_id").to_pylist()
-        arrays = [rng.normal(size=(int(rng.integers(1, 40)), 7)) for _ in ids]
-        writer.write_text_features(7, [(ids[:30], arrays[:30]), (ids[30:], arrays[30:])])
-    loaded = datasets.load_dataset(str(out), "text_features", split="test")
-    assert loaded.num_rows == len(source.captions("test")) and len(loaded[0]["feature"][0]) == 7
-    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"), "--epochs", "1",
-                         "--set", "data.batch_size=8", "--set", "model.shared_dim=16", "--set", "model.text_vlad_clusters=2",
-                         "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
-                         "--set", "data.audio_langs=[mr]", "--set", "data.text_encoder=dataset", "--set", "data.max_words=12"])
-    assert result["test"]["t2v"]["MdR"] >= 1
-    run = load_run(tmp_path / "run")
-    assert run.config.model.text_input_dim == 7
-    with pytest.raises(ValueError, match="cannot encode free text"):
-        encode_queries(run, ["cut the bottle"], ["en"])
+        from_dict(data)

@@ -1,0 +1,68 @@
+"""Checkpoint files: written atomically, read with ``torch.load(weights_only=True)``.
+
+Checkpoints (and the app's index cache) hold only tensors and plain values: dicts, lists,
+numbers, strings, None. :func:`read_plain` refuses any file that asks to build another
+object (a crafted pickle that would run code) before anything in it runs, and reports a
+truncated or corrupt file; every reader of a ``.pt`` file in rudder goes through it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+from pathlib import Path
+
+import torch
+
+from rudder.errors import RudderError, RunError
+
+# 2: plain values only, read with weights_only=True (1 pickled arbitrary objects).
+CHECKPOINT_VERSION = 2
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    """``torch.save`` through a temporary file and a rename (readers never see half a file)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def read_plain(path, map_location="cpu", error: type[RudderError] = RunError):
+    """The content of a ``torch.save`` file of tensors and plain values, or ``error`` naming
+    the file when it holds anything else or cannot be read."""
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as failure:
+        raise error(f"{path}: cannot be read ({failure.strerror or failure})") from None
+    except Exception as failure:  # noqa: BLE001 -- a damaged zip or pickle fails in many ways
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(failure))
+        if isinstance(failure, pickle.UnpicklingError) and found:
+            raise error(
+                f"{path}: refused: the file asks to build an object that is not a tensor or a plain "
+                f"value ({found.group(1)}); rudder never writes such files, so it was made elsewhere "
+                "or tampered with"
+            ) from None
+        raise error(f"{path}: cannot be read, it is truncated or corrupt ({_reason(failure)})") from None
+
+
+def _reason(failure: Exception) -> str:
+    """The informative part of a torch.load error, short and on one line."""
+    text = str(failure)
+    detail = re.search(r"WeightsUnpickler error:\s*(.*?)(?:\n\n|$)", text, re.DOTALL)
+    first_sentence = (detail.group(1) if detail else text).split(". ")[0]
+    return f"{type(failure).__name__}: {' '.join(first_sentence.split())[:120]}".rstrip(": ")
+
+
+def load_checkpoint(path, map_location="cpu") -> dict:
+    """A checkpoint of this rudder version (see :func:`read_plain`), else a :class:`RunError`."""
+    state = read_plain(path, map_location)
+    version = state.get("version") if isinstance(state, dict) else None
+    if version != CHECKPOINT_VERSION:
+        raise RunError(
+            f"{path}: checkpoint version {version} is not supported (this rudder reads version "
+            f"{CHECKPOINT_VERSION}); train the run again"
+        )
+    return state
