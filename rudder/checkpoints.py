@@ -29,6 +29,22 @@ def atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def link_or_copy(source: Path, target: Path) -> None:
+    """Make ``target`` hold ``source``'s bytes atomically: a hard link (no copy; a later
+    ``os.replace`` of ``source`` gives it a new inode, so ``target`` keeps these bytes), or
+    a copy where the file system has no hard links."""
+    import shutil
+
+    source, target = Path(source), Path(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
 def read_plain(path, map_location="cpu", error: type[RudderError] = RunError):
     """The content of a ``torch.save`` file of tensors and plain values, or ``error`` naming
     the file when it holds anything else or cannot be read."""

@@ -1,4 +1,8 @@
-"""Run directories, resuming them, and loading a trained run (used by evaluate and the app)."""
+"""Run directories, resuming them, and loading a trained run (used by evaluate and the app).
+
+torch and the model are imported inside the functions that load a run, so command lines
+that only manage run folders (``rudder.train --help``, argument errors) start fast.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +15,20 @@ import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 import yaml
 
 from rudder.atomic import atomic_write_text
-from rudder.checkpoints import load_checkpoint
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
-from rudder.models import CollaborativeExperts
-from rudder.text import Vocabulary, tokenize
-from rudder.text.subwords import vocabulary_from_dict
+
+if TYPE_CHECKING:
+    import torch
+
+    from rudder.models import CollaborativeExperts
+    from rudder.text import Vocabulary
 
 
 def default_run_dir(name: str, root="runs") -> Path:
@@ -118,6 +124,8 @@ def _git_sha() -> str | None:
 
 def environment_record(dataset_fingerprint: str) -> dict:
     """What ``env.json`` holds: code version, packages, machine and data fingerprint."""
+    import torch
+
     packages = {}
     for name in ("rudder", "torch", "numpy", "scipy", "scikit-learn", "pyarrow", "datasets", "stanza"):
         try:
@@ -202,6 +210,10 @@ def newest_run(root="runs") -> Path | None:
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
+    from rudder.checkpoints import load_checkpoint
+    from rudder.models import CollaborativeExperts
+    from rudder.text.subwords import vocabulary_from_dict
+
     checkpoint = find_checkpoint(path)
     state = load_checkpoint(checkpoint, map_location=device)
     try:
@@ -229,6 +241,8 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
 def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Tensor]:
     """Model text inputs of free-text queries: token ids tokenised per language like training,
     or token features of the run's frozen text encoder."""
+    from rudder.text import tokenize
+
     if run.config.data.text_encoder:
         if run.text_encoder is None:
             from rudder.text.pretrained import load_text_encoder

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
-from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
 from rudder.errors import RunError, exit_on_error
 from rudder.report import results_table, seeds_table
 from rudder.runs import (
@@ -86,6 +85,7 @@ def resumed_config(args, run_dir: Path) -> TrainConfig:
 
 def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
     """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
+    from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.trainer import Trainer, pick_device
 
     ctx = init_distributed(pick_device(config.device))

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from rudder import losses
 from rudder.atomic import atomic_savez
-from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, load_checkpoint
+from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, link_or_copy, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
@@ -265,9 +265,9 @@ class Trainer:
                 self.bad_evals += 1
             if self.ctx.is_main:
                 self._log_epoch(train_loss, result, score, improved, writer)
-                if improved:
-                    self._save("best.pt")
                 self._save("last.pt")
+                if improved:  # the same bytes: a second name for last.pt, not a second write
+                    link_or_copy(self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt")
             barrier(self.ctx)
         if writer is not None:
             writer.close()

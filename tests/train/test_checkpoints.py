@@ -2,6 +2,7 @@
 and damaged files are reported by name (issue 12, Security / Configuration and runs)."""
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -168,3 +169,17 @@ def test_a_checkpoint_with_an_invalid_config_is_named(run_copy):
     torch.save({**state, "config": {**state["config"], "epochs": "many"}}, best)
     with pytest.raises(RunError, match=rf"{best}: its config is not valid \(epochs='many' is not valid"):
         load_run(run_copy)
+
+
+def test_best_is_a_second_name_that_keeps_its_bytes(tmp_path):
+    from rudder.checkpoints import link_or_copy
+
+    last, best = tmp_path / "last.pt", tmp_path / "best.pt"
+    last.write_bytes(b"epoch 3")
+    link_or_copy(last, best)
+    assert best.read_bytes() == b"epoch 3"
+    replacement = tmp_path / "new"
+    replacement.write_bytes(b"epoch 4")
+    os.replace(replacement, last)  # how atomic_torch_save writes the next last.pt
+    assert best.read_bytes() == b"epoch 3" and last.read_bytes() == b"epoch 4"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt"]
