@@ -336,6 +336,10 @@ class Trainer:
         self.epoch, self.best_score = state["epoch"], state["best_score"]
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
         _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
+        last, best = self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt"
+        if self.best_epoch == self.epoch and self.ctx.is_main:  # a stop between last.pt and its best.pt link?
+            if not best.exists() or load_checkpoint(best)["epoch"] != self.epoch:
+                link_or_copy(last, best)
 
     def test(self) -> dict:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
