@@ -337,9 +337,9 @@ class Trainer:
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
         _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
         last, best = self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt"
-        if self.best_epoch == self.epoch and self.ctx.is_main:  # a stop between last.pt and its best.pt link?
-            if not best.exists() or load_checkpoint(best)["epoch"] != self.epoch:
-                link_or_copy(last, best)
+        best_is_last = self.best_epoch == self.epoch and self.ctx.is_main
+        if best_is_last and (not best.exists() or load_checkpoint(best)["epoch"] != self.epoch):
+            link_or_copy(last, best)  # a stop came between last.pt and its best.pt link
 
     def test(self) -> dict:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
