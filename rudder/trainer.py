@@ -345,6 +345,7 @@ class Trainer:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
         best = load_checkpoint(self.run_dir / "checkpoints" / "best.pt", map_location=self.device)
         self.model.load_state_dict(best["model"])
+        self.splits.clear()  # training is over: free the train/validation tensors before the test split
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:
