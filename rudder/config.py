@@ -111,6 +111,9 @@ class TrainConfig:
     amp: bool = True  # mixed precision on CUDA only
     tensorboard: bool = False
     sync_batchnorm: bool = False
+    # torch.compile the encoders: "none", or a torch.compile mode ("default", "reduce-overhead"
+    # = CUDA graphs, "max-autotune"). A compilation failure falls back to eager with a warning.
+    compile: str = "none"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -174,6 +177,7 @@ RULES: dict[str, Rule] = {
     "epochs": _at_least(1),
     "patience": _at_least(0),
     "selection": Rule(choices=SELECTIONS),
+    "compile": Rule(choices=("none", "default", "reduce-overhead", "max-autotune")),
     "data.caption_langs": Rule(languages=True, non_empty=True),
     "data.audio_langs": Rule(languages=True),
     "data.caption_sampling": Rule(choices=("random", "all")),

@@ -119,7 +119,7 @@ class Trainer:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
         self.model.check_values = False  # load_split validated the data; checks would sync the GPU
-        self.encoder = wrap_encoder(self.model, ctx, self.device)
+        self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
