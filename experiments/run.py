@@ -16,7 +16,7 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.suites import (
@@ -49,6 +49,7 @@ class Job:
     seed: int
     config: TrainConfig
     run_dir: Path
+    settings: dict = field(default_factory=dict)  # chosen by experiments.tune, applied to config
 
     @property
     def status(self) -> str:
@@ -160,7 +161,8 @@ def plan(
         key = run_key(row_data(row, dataset, epochs, chosen), fingerprints[spec])
         for seed in range(seeds):
             config = row_config(row, dataset, epochs, seed, chosen)
-            jobs.append(Job(row, seed, config, Path(runs_dir) / key / f"seed-{seed}"))
+            run_dir = Path(runs_dir) / key / f"seed-{seed}"
+            jobs.append(Job(row, seed, config, run_dir, dict(chosen or {})))
     return jobs
 
 
@@ -209,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     except (SuiteError, ConfigError, RunError, LayoutError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds"
-          + (f", settings from {tuned}" if tuned else ", the rows' own settings"))
+    print(
+        f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds"
+        + (f", settings from {tuned}" if tuned else ", the rows' own settings")
+    )
     for job in jobs:
         print(f"  [{job.status:6}] {job.row.label:24} seed {job.seed}  {job.run_dir}")
     if args.dry_run:

@@ -78,10 +78,14 @@ def tune_spec(suite: Suite) -> TuneSpec:
         raise SuiteError(f"suite {suite.name!r} declares no tune section; nothing to tune")
     unknown = sorted(set(spec) - _SPEC_KEYS)
     if unknown or not {"trials", "epochs", "grids"} <= set(spec):
-        raise SuiteError(f"{where} needs keys trials, epochs, grids (and optional seed); got {sorted(spec)}")
+        raise SuiteError(
+            f"{where} needs keys trials, epochs, grids (and optional seed); got {sorted(spec)}"
+        )
     numbers = {k: spec.get(k, 0) for k in ("trials", "epochs", "seed")}
     if any(not isinstance(v, int) or v < (k != "seed") for k, v in numbers.items()):
-        raise SuiteError(f"{where}: trials and epochs must be positive integers, seed >= 0; got {numbers}")
+        raise SuiteError(
+            f"{where}: trials and epochs must be positive integers, seed >= 0; got {numbers}"
+        )
     grids = spec["grids"]
     if not isinstance(grids, dict) or not all(
         isinstance(g, dict) and g and all(isinstance(v, list) and v for v in g.values())
@@ -261,7 +265,9 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
     chosen = {}
     for label, key in base_keys.items():
         if label not in rows:
-            raise SuiteError(f"{path}: no tuned settings for row {label!r}; run experiments.tune again")
+            raise SuiteError(
+                f"{path}: no tuned settings for row {label!r}; run experiments.tune again"
+            )
         if rows[label].get("row_key") != key:
             raise SuiteError(
                 f"{path}: row {label!r} was tuned on another row YAML or dataset "
@@ -280,9 +286,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
     parser.add_argument("--dataset", help="dataset folder (replaces data.dataset of every row)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"default {DEFAULT_OUTPUT}")
-    parser.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help=f"default {DEFAULT_RUNS_DIR}")
-    parser.add_argument("--suites-dir", type=Path, default=SUITES_DIR, help="default experiments/suites")
+    parser.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT, help=f"default {DEFAULT_OUTPUT}"
+    )
+    parser.add_argument(
+        "--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help=f"default {DEFAULT_RUNS_DIR}"
+    )
+    parser.add_argument(
+        "--suites-dir", type=Path, default=SUITES_DIR, help="default experiments/suites"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the trials and their status")
     return parser
 
@@ -302,9 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     for label, (_, trials) in plans.items():
         for settings, job in trials:
             print(f"  [{trial_status(job):6}] {label:20} {json.dumps(settings)}  {job.run_dir}")
-    stale = [job for _, trials in plans.values() for _, job in trials if trial_status(job) == "stale"]
+    stale = [
+        job for _, trials in plans.values() for _, job in trials if trial_status(job) == "stale"
+    ]
     if stale:
-        print(f"error: stale trial(s), delete them: {', '.join(str(j.run_dir) for j in stale)}", file=sys.stderr)
+        print(
+            f"error: stale trial(s), delete them: {', '.join(str(j.run_dir) for j in stale)}",
+            file=sys.stderr,
+        )
         return 2
     if args.dry_run:
         return 0

@@ -29,13 +29,26 @@ def tuned(tiny_dataset, tmp_path_factory):
     write_suite(
         root,
         "tuned",
-        [("mm", "MM", "mm", {}), ("po", "PO", "po", {}), ("po-n", "PO n", "po", {"loss": {"params": {"n": 0.4}}})],
+        [
+            ("mm", "MM", "mm", {}),
+            ("po", "PO", "po", {}),
+            ("po-n", "PO n", "po", {"loss": {"params": {"n": 0.4}}}),
+        ],
         tune={**TUNE, "trials": 1},
     )
     write_suite(root, "two", [("mm", "MM", "mm", {}), ("po", "PO", "po", {})], tune=TUNE)
     out = tmp_path_factory.mktemp("tune-out")
-    argv = ["two", "--dataset", str(tiny_dataset), "--suites-dir", str(root),
-            "--runs-dir", str(out / "runs"), "--output", str(out / "results")]
+    argv = [
+        "two",
+        "--dataset",
+        str(tiny_dataset),
+        "--suites-dir",
+        str(root),
+        "--runs-dir",
+        str(out / "runs"),
+        "--output",
+        str(out / "results"),
+    ]
     assert tune.main(argv) == 0
     return root, out, argv
 
@@ -47,7 +60,10 @@ def test_each_row_gets_the_same_number_of_trials_defaults_first(tuned):
     assert mm[0] == {"loss.params.margin": 0.2}  # the loss default comes first
     assert len(mm) == len(po) == 2
     # The two valid PO points (m1 = 0.3 rejected by the loss), default first.
-    assert po == [{"loss.params.m1": 0.05, "loss.params.n": 0.2}, {"loss.params.m1": 0.05, "loss.params.n": 0.4}]
+    assert po == [
+        {"loss.params.m1": 0.05, "loss.params.n": 0.2},
+        {"loss.params.m1": 0.05, "loss.params.n": 0.4},
+    ]
     assert tune.candidates(suite.rows[0], spec) == mm  # deterministic
 
 
@@ -73,11 +89,16 @@ def test_trials_select_on_validation_and_never_test(tuned):
         row = document["rows"][label]
         scores = [t["validation"] for t in row["trials"]]
         assert len(scores) == 2
-        assert row["chosen"] == row["trials"][tune.best_trial([(None, s) for s in scores])]["settings"]
+        assert (
+            row["chosen"] == row["trials"][tune.best_trial([(None, s) for s in scores])]["settings"]
+        )
     trial_dirs = sorted((out / "runs" / "tune").iterdir())
     assert len(trial_dirs) == 4
     for trial in trial_dirs:
-        assert not (trial / "metrics.json").exists() and not (trial / "predictions" / "test.npz").exists()
+        assert (
+            not (trial / "metrics.json").exists()
+            and not (trial / "predictions" / "test.npz").exists()
+        )
         evals = [json.loads(line) for line in (trial / "metrics.jsonl").read_text().splitlines()]
         assert {e["split"] for e in evals} == {"validation"}
         expected = max(e["selection"] for e in evals)
@@ -92,17 +113,21 @@ def test_a_second_invocation_trains_nothing_and_a_lost_summary_is_recovered(tune
     summary.unlink()  # killed after training, before the summary: resumes at the last epoch
     fits = []
     original = tune.fit_without_test
-    monkeypatch.setattr(tune, "fit_without_test", lambda *a, **k: fits.append(k) or original(*a, **k))
+    monkeypatch.setattr(
+        tune, "fit_without_test", lambda *a, **k: fits.append(k) or original(*a, **k)
+    )
     assert tune.main(argv) == 0
     assert fits == [{"resume": True, "overwrite": False}]
     assert yaml.safe_load(path.read_text())["rows"] == before
 
 
 def test_the_runner_applies_the_tuned_settings(tuned, tiny_dataset, capsys):
-    root, out, argv = tuned
+    root, out, _ = tuned
     chosen = yaml.safe_load((out / "results" / "two-tuned.yaml").read_text())["rows"]
     suite = load_suite("two", root)
-    jobs = run.plan(suite, 1, out / "runs", str(tiny_dataset), tuned=out / "results" / "two-tuned.yaml")
+    jobs = run.plan(
+        suite, 1, out / "runs", str(tiny_dataset), tuned=out / "results" / "two-tuned.yaml"
+    )
     for job in jobs:
         for key, value in chosen[job.row.label]["chosen"].items():
             section, *rest = key.split(".")
@@ -113,8 +138,21 @@ def test_the_runner_applies_the_tuned_settings(tuned, tiny_dataset, capsys):
             assert got == value
     untuned = run.plan(suite, 1, out / "runs", str(tiny_dataset))
     assert {j.run_dir for j in jobs} != {j.run_dir for j in untuned}
-    run_argv = ["two", "--dataset", str(tiny_dataset), "--suites-dir", str(root),
-                "--runs-dir", str(out / "runs"), "--dry-run"]
+    from experiments.report import _settings_text
+
+    margin = chosen["MM"]["chosen"]["loss.params.margin"]
+    assert f"MM: margin {margin}" in _settings_text(suite, jobs)
+    assert _settings_text(suite, untuned) == "every row at its YAML's settings (not tuned)"
+    run_argv = [
+        "two",
+        "--dataset",
+        str(tiny_dataset),
+        "--suites-dir",
+        str(root),
+        "--runs-dir",
+        str(out / "runs"),
+        "--dry-run",
+    ]
     assert run.main([*run_argv, "--output", str(out / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "python -m experiments.tune two" in err and "--untuned" in err
@@ -129,8 +167,13 @@ def test_a_tuned_file_from_another_row_yaml_is_refused(tuned, tiny_dataset):
     try:
         row_file.write_text(original.replace("batch_size: 6", "batch_size: 5"))
         with pytest.raises(SuiteError, match="tuned on another row YAML or dataset"):
-            run.plan(load_suite("two", root), 1, out / "runs", str(tiny_dataset),
-                     tuned=out / "results" / "two-tuned.yaml")
+            run.plan(
+                load_suite("two", root),
+                1,
+                out / "runs",
+                str(tiny_dataset),
+                tuned=out / "results" / "two-tuned.yaml",
+            )
     finally:
         row_file.write_text(original)
 
@@ -164,6 +207,18 @@ def test_committed_suites_give_every_row_the_same_budget():
         spec = tune.tune_spec(suite)
         for row in suite.rows:
             points = tune.candidates(row, spec)
-            assert len(points) == spec.trials and len({json.dumps(p, sort_keys=True) for p in points}) == spec.trials
+            assert (
+                len(points) == spec.trials
+                and len({json.dumps(p, sort_keys=True) for p in points}) == spec.trials
+            )
             assert points[0] == tune.row_settings(row, list(points[0]))  # the defaults are a trial
     assert load_suite("msrvtt-1ka").tune is None
+
+
+def test_tune_must_be_a_mapping_or_a_file(tmp_path):
+    write_suite(tmp_path, "bad", [("mm", "MM", "mm", {})], tune=5)
+    with pytest.raises(SuiteError, match="tune must be a mapping or the name of a YAML file"):
+        load_suite("bad", tmp_path)
+    (tmp_path / "grids.yaml").write_text(yaml.safe_dump(TUNE))
+    write_suite(tmp_path, "file", [("mm", "MM", "mm", {})], tune="../grids.yaml")
+    assert load_suite("file", tmp_path).tune == TUNE
