@@ -74,11 +74,11 @@ class Job:
         return config_changes(yaml.safe_load(saved.read_text(encoding="utf-8")), self.config)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The arguments experiments.run and experiments.tune share: suite, dataset and folders."""
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.run",
-        description="Reproduce a paper table: train each row over seeds (resuming finished runs), "
-        "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
+        prog=prog,
+        description=description,
         epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
     )
     parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
@@ -87,15 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="dataset folder (required by the real-dataset suites; "
         "replaces data.dataset of every row)",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
-    parser.add_argument(
-        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
-    )
     parser.add_argument(
         "--output",
         type=Path,
         default=DEFAULT_OUTPUT,
-        help=f"folder for the tables and plots (default {DEFAULT_OUTPUT})",
+        help=f"folder for the tables, plots and tuned settings (default {DEFAULT_OUTPUT})",
     )
     parser.add_argument(
         "--runs-dir",
@@ -110,6 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder of suite folders (default: experiments/suites)",
     )
     parser.add_argument(
+        "--dry-run", action="store_true", help="print the plan (runs and their status) and stop"
+    )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = suite_parser(
+        "python -m experiments.run",
+        "Reproduce a paper table: train each row over seeds (resuming finished runs), "
+        "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
+    parser.add_argument(
+        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
+    )
+    parser.add_argument(
         "--tuned",
         type=Path,
         help="hyper-parameters chosen by experiments.tune (default, for a suite with a tune "
@@ -119,9 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--untuned",
         action="store_true",
         help="ignore the suite's tuning and train every row with its YAML's settings",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the plan (runs and their status) and stop"
     )
     return parser
 

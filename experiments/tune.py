@@ -41,9 +41,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from experiments.run import DEFAULT_OUTPUT, DEFAULT_RUNS_DIR, Job, train_job
+from experiments.run import Job, suite_parser, train_job
 from experiments.suites import (
-    SUITES_DIR,
     Row,
     Suite,
     SuiteError,
@@ -51,7 +50,6 @@ from experiments.suites import (
     row_config,
     row_data,
     run_key,
-    suite_names,
 )
 from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
@@ -278,25 +276,11 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.tune",
-        description="Choose each row's hyper-parameters on the validation split (same number of "
-        "short trials per loss) and write <output>/<suite>-tuned.yaml for experiments.run.",
-        epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
+    return suite_parser(
+        "python -m experiments.tune",
+        "Choose each row's hyper-parameters on the validation split (same number of short "
+        "trials per loss) and write <output>/<suite>-tuned.yaml for experiments.run.",
     )
-    parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
-    parser.add_argument("--dataset", help="dataset folder (replaces data.dataset of every row)")
-    parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help=f"default {DEFAULT_OUTPUT}"
-    )
-    parser.add_argument(
-        "--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help=f"default {DEFAULT_RUNS_DIR}"
-    )
-    parser.add_argument(
-        "--suites-dir", type=Path, default=SUITES_DIR, help="default experiments/suites"
-    )
-    parser.add_argument("--dry-run", action="store_true", help="print the trials and their status")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

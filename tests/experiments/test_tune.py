@@ -23,6 +23,11 @@ TUNE = {
 }
 
 
+def _argv(root, out, dataset, *extra):
+    return ["two", "--dataset", str(dataset), "--suites-dir", str(root),
+            "--runs-dir", str(out / "runs"), *extra]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def tuned(tiny_dataset, tmp_path_factory):
     root = tmp_path_factory.mktemp("tune-suites")
@@ -38,17 +43,7 @@ def tuned(tiny_dataset, tmp_path_factory):
     )
     write_suite(root, "two", [("mm", "MM", "mm", {}), ("po", "PO", "po", {})], tune=TUNE)
     out = tmp_path_factory.mktemp("tune-out")
-    argv = [
-        "two",
-        "--dataset",
-        str(tiny_dataset),
-        "--suites-dir",
-        str(root),
-        "--runs-dir",
-        str(out / "runs"),
-        "--output",
-        str(out / "results"),
-    ]
+    argv = _argv(root, out, tiny_dataset, "--output", str(out / "results"))
     assert tune.main(argv) == 0
     return root, out, argv
 
@@ -143,16 +138,7 @@ def test_the_runner_applies_the_tuned_settings(tuned, tiny_dataset, capsys):
     margin = chosen["MM"]["chosen"]["loss.params.margin"]
     assert f"MM: margin {margin}" in _settings_text(suite, jobs)
     assert _settings_text(suite, untuned) == "every row at its YAML's settings (not tuned)"
-    run_argv = [
-        "two",
-        "--dataset",
-        str(tiny_dataset),
-        "--suites-dir",
-        str(root),
-        "--runs-dir",
-        str(out / "runs"),
-        "--dry-run",
-    ]
+    run_argv = _argv(root, out, tiny_dataset, "--dry-run")
     assert run.main([*run_argv, "--output", str(out / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "python -m experiments.tune two" in err and "--untuned" in err
