@@ -11,7 +11,7 @@ says what the table compares::
     comparisons: [{a: PO, b: MM}, ...]   # Wilcoxon tests; "best" = the best row of best_of
     best_of: [RAN, ...]                  # optional
     fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4}   # optional
-    tune: ../sample-tune.yaml    # optional: the tuning grids (a file, or the mapping inline);
+    tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
 
 Run directories are keyed by :func:`run_key` (the config without its seed, plus the
@@ -187,7 +187,11 @@ def row_data(
     (dotted keys to values, e.g. tuned hyper-parameters), as a dict."""
     data = copy.deepcopy(row.data)
     for key, value in (settings or {}).items():
-        apply_override(data, f"{key}={json.dumps(value)}")
+        *sections, name = key.split(".")
+        node = data
+        for part in sections:
+            node = node.setdefault(part, {})
+        node[name] = value  # as given: no YAML round trip (YAML 1.1 reads 1e-05 as a string)
     if dataset is not None:
         apply_override(data, f"data.dataset={json.dumps(str(dataset))}")
     if epochs is not None:

@@ -208,3 +208,11 @@ def test_tune_must_be_a_mapping_or_a_file(tmp_path):
     (tmp_path / "grids.yaml").write_text(yaml.safe_dump(TUNE))
     write_suite(tmp_path, "file", [("mm", "MM", "mm", {})], tune="../grids.yaml")
     assert load_suite("file", tmp_path).tune == TUNE
+
+
+def test_settings_reach_the_config_unchanged():
+    from experiments.suites import Row, row_config
+
+    row = Row("MM", None, {"loss": {"name": "mm"}})
+    config = row_config(row, settings={"optim.lr": 1e-05, "loss.params.margin": 0.1})
+    assert config.optim.lr == 1e-05 and config.loss.params == {"margin": 0.1}
