@@ -104,17 +104,20 @@ def _explicit(data: dict, key: str) -> bool:
 
 def candidates(row: Row, spec: TuneSpec) -> list[dict]:
     """The row's trial settings (dotted key -> value), ``spec.trials`` of them (see module)."""
-    loss = row.data.get("loss", {}).get("name", "mm")
+    loss = row_config(row).loss.name
     if loss not in spec.grids:
         raise SuiteError(f"tune.grids has no grid for loss {loss!r} (row {row.label!r})")
     grid = {k: v for k, v in spec.grids[loss].items() if not _explicit(row.data, k)}
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
-    points = [p for p in points if _loss_accepts(row, p)]
-    if len(points) < spec.trials:
+    errors = [_loss_error(row, p) for p in points]
+    valid = [p for p, error in zip(points, errors) if error is None]
+    if len(valid) < spec.trials:
+        example = next((f" (e.g. {e})" for e in errors if e), "")
         raise SuiteError(
-            f"row {row.label!r}: the {loss!r} grid has {len(points)} valid point(s) once the row's "
-            f"own settings are pinned, fewer than tune.trials={spec.trials}; widen the grid"
+            f"row {row.label!r}: the {loss!r} grid has {len(valid)} valid point(s) once the row's "
+            f"own settings are pinned, fewer than tune.trials={spec.trials}{example}"
         )
+    points = valid
     current = row_settings(row, list(grid))
     first = [i for i, p in enumerate(points) if p == current][:1]
     others = [i for i in range(len(points)) if i not in first]
@@ -137,16 +140,17 @@ def row_settings(row: Row, keys: list[str]) -> dict:
     return values
 
 
-def _loss_accepts(row: Row, settings: dict) -> bool:
+def _loss_error(row: Row, settings: dict) -> str | None:
+    """Why the loss rejects the row with ``settings`` (e.g. PO's p < m1 < m2 < n), or None."""
     config = row_config(row, settings=settings)
     params = dict(config.loss.params)
-    if config.loss.name == "dw":
+    if config.loss.name == "dw":  # as the trainer does
         params.setdefault("dim", config.model.shared_dim)
     try:
         build(config.loss.name, **params)
-    except LossConfigError:
-        return False
-    return True
+    except LossConfigError as error:
+        return str(error)
+    return None
 
 
 def trial_jobs(suite: Suite, spec: TuneSpec, runs_dir: Path, dataset: str | None) -> dict:
