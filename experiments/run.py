@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         suite = load_suite(args.suite, args.suites_dir)
         tuned = None
         if not args.untuned and (suite.tune is not None or args.tuned is not None):
-            tuned = args.tuned or args.output / f"{suite.name}-tuned.yaml"
+            from experiments.tune import tuned_path
+
+            tuned = args.tuned or tuned_path(args.output, suite.name)
         jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs, tuned)
     except (SuiteError, ConfigError, RunError, LayoutError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -23,7 +23,7 @@ trial wins (ties: the earlier trial in grid order). The choice goes to
 ``<output>/<suite>-tuned.yaml``, which ``python -m experiments.run SUITE`` then applies.
 
 Resumable and deterministic like the runner: trials live in
-``<runs-dir>/tune/<run_key>/`` (the key hashes the trial's settings and the dataset), a
+``<runs-dir>/tune/<run_key>/seed-<seed>/`` (the key hashes the trial's settings and the dataset), a
 finished trial (``trial.json``) is skipped, an interrupted one resumes from ``last.pt``, and
 rows shared between suites share their trials.
 """
@@ -171,10 +171,9 @@ def trial_jobs(suite: Suite, spec: TuneSpec, runs_dir: Path, dataset: str | None
             )
         trials = []
         for settings in candidates(row, spec):
-            data = row_data(row, dataset, spec.epochs, settings)
-            data["seed"] = spec.seed
+            key = run_key(row_data(row, dataset, spec.epochs, settings), fingerprint)
             config = row_config(row, dataset, spec.epochs, spec.seed, settings)
-            run_dir = Path(runs_dir) / "tune" / run_key(data, fingerprint)
+            run_dir = Path(runs_dir) / "tune" / key / f"seed-{spec.seed}"
             trials.append((settings, Job(row, spec.seed, config, run_dir)))
         plans[row.label] = (run_key(row_data(row, dataset), fingerprint), trials)
     return plans

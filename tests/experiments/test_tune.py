@@ -87,7 +87,7 @@ def test_trials_select_on_validation_and_never_test(tuned):
         assert (
             row["chosen"] == row["trials"][tune.best_trial([(None, s) for s in scores])]["settings"]
         )
-    trial_dirs = sorted((out / "runs" / "tune").iterdir())
+    trial_dirs = sorted((out / "runs" / "tune").glob("*/seed-0"))
     assert len(trial_dirs) == 4
     for trial in trial_dirs:
         assert (
@@ -104,7 +104,7 @@ def test_a_second_invocation_trains_nothing_and_a_lost_summary_is_recovered(tune
     _, out, argv = tuned
     path = out / "results" / "two-tuned.yaml"
     before = yaml.safe_load(path.read_text())["rows"]
-    summary = next((out / "runs" / "tune").glob("tiny-mm-*")) / tune.TRIAL_FILE
+    summary = next((out / "runs" / "tune").glob("tiny-mm-*/seed-0")) / tune.TRIAL_FILE
     summary.unlink()  # killed after training, before the summary: resumes at the last epoch
     fits = []
     original = tune.fit_without_test
