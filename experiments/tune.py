@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shlex
 import sys
 import zlib
 from dataclasses import dataclass
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         results[label] = (base_key, scored)
     path = tuned_path(args.output, suite.name)
-    command = "python -m experiments.tune " + " ".join(argv)
+    command = "python -m experiments.tune " + " ".join(shlex.quote(a) for a in argv)
     write_tuned(path, suite, spec, results, command)
     for label, (_, scored) in results.items():
         best = best_trial(scored)
