@@ -23,24 +23,31 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   an instance but whose form, or the form less a regular ending (-s, -es, -ies, -ing,
   -ed, restoring a final e or undoubling a consonant), is, takes that instance as lemma
   (the tagger's "sneez" for "sneezes" becomes "sneeze" when the class map has it). Without
-  a class map entry, a lemma that is neither a known word (``vocabulary``) nor a prefix of
-  its form's regular stem keeps the tagger's lemma.
+  a class map entry, an English VERB/NOUN lemma that is not a word (not in ``vocabulary``:
+  the words of the corpus being labelled, e.g. Stanza's "sneez" for "sneezes") becomes
+  the first of lemma + e and the form's regular stems that is a word (:func:`word_lemmas`);
+  without one it stays (falling back to the surface form instead cost 2.5 points of lemma
+  accuracy on en_ewt test, see ``docs/heuristics.md``).
 - ``particles`` (the class map): a verb joins a later particle or preposition of its
   clause, across the object, when the joined verb is an instance (``put X in Y`` ->
   ``put-in``, EPIC class 5 *insert*; ``take X out`` -> ``take-out``); see
   :func:`heuristics.nouns_verbs.extract`'s ``known_verb``.
+- ``subject_verb`` (English; the grammar: subject-verb order, and the stop-list's generic
+  subjects): in "[a|the] person opens the door", a word right after a clause-initial
+  generic subject (:data:`heuristics.stop_nouns.STOP_NOUNS`) that ends in -s or -ed and is
+  tagged NOUN/PROPN/ADP/ADJ/X is the VERB (no ``opens:person`` compound, no verb-less
+  caption); its lemma is its first regular stem that is a known word.
 - ``known_verb_first``: the caption's main verb is its first verb the class map knows
   (*continue* in "continue washing" is in no class), else its first verb.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from heuristics.nouns_verbs import (
     NOUN_UPOS,
     ExtractionOptions,
-    TaggedWord,
     extract,
     normalise,
 )
@@ -96,10 +103,11 @@ class ClassRules:
     particles: bool = True
     known_verb_first: bool = True
     of_phrases: bool = True
+    subject_verb: bool = True
 
     @classmethod
     def none(cls) -> ClassRules:
-        return cls(False, False, False, False, False, False, False)
+        return cls(*(False for _ in fields(cls)))
 
 
 def inflection_stems(form: str) -> list[str]:
@@ -242,9 +250,64 @@ def _noun_phrases(words, forms, index: _Index, verbs: set[int]):
     return words
 
 
-def extract_classes(words, lang: str, class_map, options=None, rules: ClassRules = ClassRules()):
-    """``(nouns, verbs, noun_classes, verb_classes)`` of one tagged caption, with the rules."""
+def word_lemmas(words, lang: str, vocabulary, class_map=None):
+    """English VERB/NOUN lemmas that are not words replaced (module docstring, ``lemmas``)."""
+    if lang != "en" or not vocabulary:
+        return list(words)
+    index = _index(class_map, lang) if class_map is not None else None
+    out = []
+    for w in words:
+        lemma = normalise(w.lemma or w.text, lang)
+        instances = () if index is None else index.verbs if w.upos == "VERB" else index.nouns
+        if w.upos in ("VERB", *NOUN_UPOS) and lemma not in vocabulary and lemma not in instances:
+            form = normalise(w.text, lang)
+            stems = [lemma + "e", *inflection_stems(form)[1:]]
+            w = replace(w, lemma=_first(stems, vocabulary) or w.lemma)
+        out.append(w)
+    return out
+
+
+def subject_verbs(words, lang: str, vocabulary=()):
+    """The verb after a clause-initial generic subject retagged (module docstring)."""
+    from heuristics.stop_nouns import default_stop_nouns
+
+    words = list(words)
+    if lang != "en" or not words:
+        return words
+    subjects = default_stop_nouns()["en"]
+    start = 1 if words[0].upos == "DET" else 0
+    verb = start + 1
+    if verb >= len(words) or normalise(words[start].text, lang) not in subjects:
+        return words
+    w, form = words[verb], normalise(words[verb].text, lang)
+    if w.upos in ("NOUN", "PROPN", "ADP", "ADJ", "X") and form.endswith(("s", "ed")):
+        stems = inflection_stems(form)[1:]
+        lemma = _first(stems, vocabulary) or (stems[-1] if stems else w.lemma)
+        words[verb] = replace(w, upos="VERB", lemma=lemma)
+    return words
+
+
+def corpus_vocabulary(tagged, lang: str) -> frozenset:
+    """The normalised surface words of tagged captions: what counts as a word for
+    :func:`word_lemmas`."""
+    return frozenset(normalise(w.text, lang) for words in tagged for w in words)
+
+
+def extract_classes(
+    words,
+    lang: str,
+    class_map,
+    options=None,
+    rules: ClassRules = ClassRules(),
+    vocabulary=None,
+):
+    """``(nouns, verbs, noun_classes, verb_classes)`` of one tagged caption, with the rules;
+    ``vocabulary`` (:func:`corpus_vocabulary`) enables the not-a-word lemma fallback."""
     options = options or ExtractionOptions()
+    if rules.subject_verb:
+        words = subject_verbs(words, lang, vocabulary or ())
+    if rules.lemmas and vocabulary:
+        words = word_lemmas(words, lang, vocabulary, class_map)
     known = None
     if class_map is not None and len(class_map):
         words = resolve(words, lang, class_map, rules, options)
@@ -273,4 +336,11 @@ def main_verb_class(verb_classes, rules: ClassRules = ClassRules()) -> str | Non
     return verb_classes[0] if verb_classes else None
 
 
-__all__ = ["ClassRules", "TaggedWord", "extract_classes", "main_verb_class", "resolve"]
+__all__ = [
+    "ClassRules",
+    "corpus_vocabulary",
+    "extract_classes",
+    "main_verb_class",
+    "resolve",
+    "word_lemmas",
+]

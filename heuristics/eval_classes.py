@@ -27,7 +27,12 @@ import json
 from dataclasses import fields, replace
 from pathlib import Path
 
-from heuristics.class_rules import ClassRules, extract_classes, main_verb_class
+from heuristics.class_rules import (
+    ClassRules,
+    corpus_vocabulary,
+    extract_classes,
+    main_verb_class,
+)
 from heuristics.classes import ClassFileError, read_epic_classes
 
 COLUMNS = ("narration_id", "narration", "verb_class", "noun_classes")
@@ -140,9 +145,11 @@ def predict_lookup(texts, class_map, verbs_first: bool = True):
 
 
 def predict_tagged(tagged, class_map, rules: ClassRules):
-    out = []
+    out, vocabulary = [], corpus_vocabulary(tagged, "en")
     for words in tagged:
-        _, _, noun_classes, verb_classes = extract_classes(words, "en", class_map, rules=rules)
+        _, _, noun_classes, verb_classes = extract_classes(
+            words, "en", class_map, rules=rules, vocabulary=vocabulary
+        )
         out.append((main_verb_class(verb_classes, rules), set(noun_classes)))
     return out
 

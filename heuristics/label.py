@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from heuristics.class_rules import ClassRules, extract_classes
+from heuristics.class_rules import ClassRules, corpus_vocabulary, extract_classes
 from heuristics.classes import ClassMap
 from heuristics.nouns_verbs import ExtractionOptions
 from heuristics.stop_nouns import counted_nouns, default_stop_nouns
@@ -91,9 +91,10 @@ def annotate(
     for lang in sorted(set(langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
         tagged = tag_texts(tagger, [texts[i] for i in rows], lang, cache=cache, num_proc=num_proc)
+        vocabulary = corpus_vocabulary(tagged, lang)
         for i, words in zip(rows, tagged):
             nouns, verbs, _, verb_classes = extract_classes(
-                words, lang, class_map, options, rules or ClassRules()
+                words, lang, class_map, options, rules or ClassRules(), vocabulary
             )
             columns["nouns"][i], columns["verbs"][i] = nouns, verbs
             counted = counted_nouns(nouns, lang, stop_nouns or {})
