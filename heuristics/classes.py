@@ -69,8 +69,8 @@ class ClassMap:
         return self.entries.get((pos, lang, lemma))
 
     def partitive_heads(self, lang: str) -> frozenset:
-        """Nouns ``h`` whose instances ``h:m`` mostly belong to another class than ``h``
-        (EPIC's ``top:plate`` is a plate, ``piece:onion`` an onion): the part of a whole."""
+        """Nouns ``h`` with at least 3 instances ``h:m``, most of them in another class than
+        ``h`` (EPIC's ``top:plate`` is a plate, ``piece:onion`` an onion): parts of a whole."""
         key = (lang, len(self.entries))
         if self._partitive_key != key:
             own, votes = {}, {}
@@ -83,7 +83,8 @@ class ClassMap:
             self._partitive = frozenset(
                 head
                 for head, concepts in votes.items()
-                if sum(c != own.get(head) for c in concepts) > len(concepts) / 2
+                if len(concepts) >= 3
+                and sum(c != own.get(head) for c in concepts) > len(concepts) / 2
             )
             self._partitive_key = key
         return self._partitive
