@@ -19,7 +19,7 @@ from heuristics.download import DownloadError
 from heuristics.label import LabelError
 from heuristics.relations import RelationError
 from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
-from heuristics.stop_nouns import StopNounError, default_stop_nouns, read_stop_nouns
+from heuristics.stop_nouns import StopNounError, load_stop_nouns
 from heuristics.taggers import MODEL_INFO, TaggerError
 from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
@@ -235,11 +235,7 @@ def cmd_label(args) -> int:
         options=_options(args),
         stats_queries=args.stats_queries,
         num_proc=args.num_proc,
-        stop_nouns={}
-        if args.no_stop_nouns
-        else read_stop_nouns(args.stop_nouns)
-        if args.stop_nouns
-        else default_stop_nouns(),
+        stop_nouns=load_stop_nouns(args.stop_nouns, not args.no_stop_nouns),
     )
     stats = label_dataset(
         args.dataset,

@@ -17,7 +17,11 @@ verb here), in order of first mention, each once. Three configurable joins
 - English noun compounds: consecutive NOUN/PROPN words form one noun named
   ``head:modifier[:modifier]`` in EPIC-KITCHENS-100's format (``water tap`` ->
   ``tap:water``; ``frying pan lid`` -> ``lid:frying:pan``); with relations, the modifiers
-  are the ``compound`` dependents of the head noun.
+  are the ``compound`` dependents of the head noun. With ``of_phrases`` (set by
+  :mod:`heuristics.class_rules` for class maps that name "X of Y" so), "top of bread crust"
+  is one noun ``top:bread:crust`` (tagger without a parser).
+- With ``known_verb`` (a class map), an English verb joins a particle across its object
+  (``put X in Y`` -> ``put-in``) when the joined verb is known (:func:`_phrasal`).
 """
 
 from __future__ import annotations

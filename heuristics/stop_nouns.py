@@ -62,6 +62,13 @@ def read_stop_nouns(path) -> dict[str, frozenset]:
     return {lang: frozenset(words) for lang, words in out.items()}
 
 
+def load_stop_nouns(path=None, enabled: bool = True) -> dict[str, frozenset]:
+    """The stop-list ``label`` uses: none, the file at ``path``, or the default."""
+    if not enabled:
+        return {}
+    return read_stop_nouns(path) if path else default_stop_nouns()
+
+
 def counted_nouns(nouns, lang: str, stop: dict) -> list[str]:
     """``nouns`` less the stop-listed ones (a compound by its head)."""
     words = stop.get(lang, frozenset())
