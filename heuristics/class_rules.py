@@ -47,6 +47,7 @@ from dataclasses import dataclass, fields, replace
 
 from heuristics.nouns_verbs import (
     NOUN_UPOS,
+    PARTICLES,
     ExtractionOptions,
     extract,
     normalise,
@@ -57,39 +58,8 @@ NOMINAL_CONTEXT = ("DET", "ADP", "AUX")
 RETAGGABLE_AS_VERB = ("NOUN", "PROPN", "ADJ", "X")
 # Tags a content noun is mistaken for in object position ("take lid": lid ADV).
 RETAGGABLE_AS_NOUN = ("ADV", "ADJ", "ADP", "AUX", "INTJ", "X", "VERB", "SYM", "PART", "NUM")
-CLOSED_CLASS = frozenset(
-    [
-        "of",
-        "in",
-        "into",
-        "on",
-        "onto",
-        "from",
-        "with",
-        "to",
-        "at",
-        "by",
-        "for",
-        "under",
-        "over",
-        "inside",
-        "outside",
-        "up",
-        "down",
-        "out",
-        "off",
-        "back",
-        "away",
-        "around",
-        "through",
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "then",
-    ]
-)
+_FUNCTION_WORDS = "of into onto from with to at by for under inside outside the a an and or then"
+CLOSED_CLASS = PARTICLES | frozenset(_FUNCTION_WORDS.split())
 
 
 @dataclass(frozen=True)
