@@ -36,7 +36,8 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   subjects): in "[a|the] person opens the door", a word right after a clause-initial
   generic subject (:data:`heuristics.stop_nouns.STOP_NOUNS`) that ends in -s or -ed and is
   tagged NOUN/PROPN/ADP/ADJ/X is the VERB (no ``opens:person`` compound, no verb-less
-  caption); its lemma is its first regular stem that is a known word.
+  caption); its lemma is its first regular stem that is a word of the corpus, else the
+  tagger's lemma when it differs from the form, else its first regular stem.
 - ``known_verb_first``: the caption's main verb is its first verb the class map knows
   (*continue* in "continue washing" is in no class), else its first verb.
 """
@@ -250,9 +251,10 @@ def subject_verbs(words, lang: str, vocabulary=()):
     if verb >= len(words) or normalise(words[start].text, lang) not in subjects:
         return words
     w, form = words[verb], normalise(words[verb].text, lang)
-    if w.upos in ("NOUN", "PROPN", "ADP", "ADJ", "X") and form.endswith(("s", "ed")):
-        stems = inflection_stems(form)[1:]
-        lemma = _first(stems, vocabulary) or (stems[-1] if stems else w.lemma)
+    stems = inflection_stems(form)[1:]
+    if w.upos in ("NOUN", "PROPN", "ADP", "ADJ", "X") and form.endswith(("s", "ed")) and stems:
+        fallback = w.lemma if normalise(w.lemma, lang) != form else stems[0]
+        lemma = _first(stems, vocabulary) or fallback
         words[verb] = replace(w, upos="VERB", lemma=lemma)
     return words
 
