@@ -77,3 +77,25 @@ def test_real_epic_lookup_baseline(shared_data):
     result = json.loads(out.getvalue())
     assert result["rows"] == 15989
     assert result["verb_class_accuracy"] == pytest.approx(0.834, abs=0.001)
+
+
+@pytest.mark.slow
+def test_cli_tagger_path_with_a_trained_stanza_model(tiny_treebank, tmp_path, capsys):
+    from heuristics.stanza_training import TrainOptions, train_tagger
+
+    models = tmp_path / "models"
+    tiny = TrainOptions(size="tiny", max_steps=30, batch_size=10, eval_interval=30, lemma_steps=5)
+    train_tagger("en", tiny_treebank / "train.conllu", tiny_treebank / "dev.conllu", models, tiny)
+    (tmp_path / "n.csv").write_text(NOUN_CSV, encoding="utf-8")
+    (tmp_path / "v.csv").write_text(VERB_CSV, encoding="utf-8")
+    rows = ["a,open cupboard,3,[3],open,x", 'b,put cupboard in sink,5,"[3, 8]",put-in,x']
+    (tmp_path / "s.csv").write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
+    argv = ["eval-classes", "--sentences", str(tmp_path / "s.csv"), "--verb-classes"]
+    argv += [str(tmp_path / "v.csv"), "--noun-classes", str(tmp_path / "n.csv")]
+    argv += ["--model-dir", str(models), "--no-cache", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    # the imperative and particle rules settle both verbs whatever the tiny tagger says
+    assert result["rows"] == 2 and result["verb_class_accuracy"] == 1.0
+    assert main(argv + ["--without", "particles"]) == 0
+    assert json.loads(capsys.readouterr().out)["verb_class_accuracy"] == 0.5
