@@ -93,9 +93,12 @@ def phrases(class_map) -> dict[tuple[str, ...], dict[str, str]]:
     return out
 
 
-def lookup(tokens, table: dict, verbs_first: bool = True) -> tuple[str | None, set[str]]:
-    """(verb class, noun classes) by longest-match phrase lookup (module docstring)."""
-    longest = max(map(len, table), default=0)
+def lookup(
+    tokens, table: dict, verbs_first: bool = True, longest: int | None = None
+) -> tuple[str | None, set[str]]:
+    """(verb class, noun classes) by longest-match phrase lookup (module docstring);
+    ``longest`` is the longest phrase of ``table`` (computed when not given)."""
+    longest = longest if longest is not None else max(map(len, table), default=0)
     verb, nouns, i = None, set(), 0
     while i < len(tokens):
         widths = range(min(longest, len(tokens) - i), 0, -1)
@@ -141,7 +144,8 @@ def predict_lookup(texts, class_map, verbs_first: bool = True):
     from rudder.text import tokenize
 
     table = phrases(class_map)
-    return [lookup(tokenize(t, "en"), table, verbs_first) for t in texts]
+    longest = max(map(len, table), default=0)
+    return [lookup(tokenize(t, "en"), table, verbs_first, longest) for t in texts]
 
 
 def predict_tagged(tagged, class_map, rules: ClassRules):

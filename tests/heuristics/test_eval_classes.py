@@ -13,6 +13,16 @@ NOUN_CSV = "id,key,instances\n3,cupboard,\"['cupboard', 'cupboard:open']\"\n8,si
 VERB_CSV = "id,key,instances\n1,put,\"['put']\"\n3,open,\"['open']\"\n5,insert,\"['put-in']\"\n"
 
 
+def _tiny_epic(tmp_path) -> list[str]:
+    """Two EPIC-format sentences and class CSVs; the eval-classes arguments naming them."""
+    (tmp_path / "n.csv").write_text(NOUN_CSV, encoding="utf-8")
+    (tmp_path / "v.csv").write_text(VERB_CSV, encoding="utf-8")
+    rows = ["a,open cupboard,3,[3],open,x", 'b,put cupboard in sink,5,"[3, 8]",put-in,x']
+    (tmp_path / "s.csv").write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
+    argv = ["eval-classes", "--sentences", str(tmp_path / "s.csv"), "--verb-classes"]
+    return argv + [str(tmp_path / "v.csv"), "--noun-classes", str(tmp_path / "n.csv")]
+
+
 def test_scores_by_hand():
     predicted = [("3", {"3"}), ("1", {"8", "3"}), (None, set())]
     gold = [("3", {"3"}), ("5", {"8", "3"}), ("0", {"8"})]
@@ -46,12 +56,7 @@ def test_read_sentences_errors(tmp_path):
 
 
 def test_cli_lookup_json(tmp_path, capsys):
-    (tmp_path / "n.csv").write_text(NOUN_CSV, encoding="utf-8")
-    (tmp_path / "v.csv").write_text(VERB_CSV, encoding="utf-8")
-    rows = ["a,open cupboard,3,[3],open,['cupboard']", 'b,put cupboard in sink,5,"[3, 8]",put-in,x']
-    (tmp_path / "s.csv").write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
-    argv = ["eval-classes", "--sentences", str(tmp_path / "s.csv"), "--verb-classes"]
-    argv += [str(tmp_path / "v.csv"), "--noun-classes", str(tmp_path / "n.csv")]
+    argv = _tiny_epic(tmp_path)
     assert main(argv + ["--method", "lookup", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     # the plain lookup finds "put" (class 1), not put-in: one verb of two
@@ -86,13 +91,7 @@ def test_cli_tagger_path_with_a_trained_stanza_model(tiny_treebank, tmp_path, ca
     models = tmp_path / "models"
     tiny = TrainOptions(size="tiny", max_steps=30, batch_size=10, eval_interval=30, lemma_steps=5)
     train_tagger("en", tiny_treebank / "train.conllu", tiny_treebank / "dev.conllu", models, tiny)
-    (tmp_path / "n.csv").write_text(NOUN_CSV, encoding="utf-8")
-    (tmp_path / "v.csv").write_text(VERB_CSV, encoding="utf-8")
-    rows = ["a,open cupboard,3,[3],open,x", 'b,put cupboard in sink,5,"[3, 8]",put-in,x']
-    (tmp_path / "s.csv").write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
-    argv = ["eval-classes", "--sentences", str(tmp_path / "s.csv"), "--verb-classes"]
-    argv += [str(tmp_path / "v.csv"), "--noun-classes", str(tmp_path / "n.csv")]
-    argv += ["--model-dir", str(models), "--no-cache", "--json"]
+    argv = _tiny_epic(tmp_path) + ["--model-dir", str(models), "--no-cache", "--json"]
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     # the imperative and particle rules settle both verbs whatever the tiny tagger says
