@@ -45,6 +45,7 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import cache
 
 from heuristics.nouns_verbs import (
     NOUN_UPOS,
@@ -53,6 +54,7 @@ from heuristics.nouns_verbs import (
     extract,
     normalise,
 )
+from heuristics.stop_nouns import default_stop_nouns
 
 CLAUSE_OPENERS = frozenset(["then"])
 NOMINAL_CONTEXT = ("DET", "ADP", "AUX")
@@ -125,16 +127,19 @@ class _Index:
         self.longest = max((len(p) for p in self.phrases), default=0)
 
 
-_INDEX_CACHE: dict[tuple[int, str], _Index] = {}
+_INDEX_CACHE: dict[tuple[int, str, int], tuple] = {}
 
 
 def _index(class_map, lang: str) -> _Index:
-    key = (id(class_map), lang)
-    if key not in _INDEX_CACHE or len(_INDEX_CACHE) > 16:
-        if len(_INDEX_CACHE) > 16:
+    """The :class:`_Index` of a class map, rebuilt when the map grows; the cache keeps the
+    map alive so that its ``id`` is not reused while cached."""
+    key = (id(class_map), lang, len(class_map))
+    cached = _INDEX_CACHE.get(key)
+    if cached is None or cached[0] is not class_map:
+        if len(_INDEX_CACHE) >= 16:
             _INDEX_CACHE.clear()
-        _INDEX_CACHE[key] = _Index(class_map, lang)
-    return _INDEX_CACHE[key]
+        cached = _INDEX_CACHE[key] = (class_map, _Index(class_map, lang))
+    return cached[1]
 
 
 def _first(candidates, known: set[str]) -> str | None:
@@ -238,14 +243,17 @@ def word_lemmas(words, lang: str, vocabulary, class_map=None):
     return out
 
 
+@cache
+def _english_subjects() -> frozenset:
+    return default_stop_nouns()["en"]
+
+
 def subject_verbs(words, lang: str, vocabulary=()):
     """The verb after a clause-initial generic subject retagged (module docstring)."""
-    from heuristics.stop_nouns import default_stop_nouns
-
     words = list(words)
     if lang != "en" or not words:
         return words
-    subjects = default_stop_nouns()["en"]
+    subjects = _english_subjects()
     start = 1 if words[0].upos == "DET" else 0
     verb = start + 1
     if verb >= len(words) or normalise(words[start].text, lang) not in subjects:
