@@ -174,6 +174,13 @@ RULE_NAMES = tuple(f.name for f in fields(ClassRules))
 
 
 def add_arguments(parser) -> None:
+    """The ``eval-classes`` options on ``parser`` (a subparser of ``python -m heuristics``)."""
+    parser.description = (
+        "Verb-class, exact noun-class-set and both accuracies (percent) of noun/verb extraction "
+        "on an EPIC retrieval-sentence CSV (narration_id,narration,verb_class,noun_classes,verb,"
+        "nouns; only narration is input). --method tagger: Stanza + the class-map rules; "
+        "--method lookup: the class instances as phrases (the baseline)."
+    )
     parser.add_argument("--sentences", type=Path, required=True, help="EPIC retrieval-sentence CSV")
     parser.add_argument("--verb-classes", type=Path, required=True, help="EPIC verb class CSV")
     parser.add_argument("--noun-classes", type=Path, required=True, help="EPIC noun class CSV")
