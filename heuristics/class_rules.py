@@ -8,12 +8,17 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
 
 - ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
   at a clause-initial position (the first word, or the first after *then*) whose form or
-  lemma is a verb instance is a VERB, even when it is also a noun instance (*soap*).
+  lemma is a verb instance is a VERB, even when it is also a noun instance (*soap*). One
+  that is no noun instance before the -ing form of a verb instance is a catenative
+  ("continue washing", "still stirring") and is tagged AUX, neither noun nor verb.
 - ``disagreement`` (any language): a word the tagger calls NOUN/PROPN/ADJ/X that is a verb
   instance and no noun instance is a VERB, unless a determiner, adposition or auxiliary
-  precedes it (then it is nominal or predicative: "the open door", "is open"); a VERB
-  that is a noun instance and no verb instance, not clause-initial, is a NOUN. A word
-  right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
+  precedes it (then it is nominal or predicative: "the open door", "is open"); a
+  closed-class word (preposition, particle, article) tagged NOUN/PROPN is an ADP; a word
+  tagged ADV/ADJ/ADP/AUX/INTJ/X/VERB/SYM/PART/NUM that is a noun instance and no verb
+  instance, not clause-initial and not closed-class, is a NOUN ("take lid": *lid* ADV),
+  and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down").
+  A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
 - ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
   board") found on the words becomes NOUN words, which the compound join of
   :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
@@ -154,7 +159,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     forms = [normalise(w.text, lang) for w in words]
     lemmas = [normalise(w.lemma or w.text, lang) for w in words]
     light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
-    out, made_verb = [], set()
+    out, made_verb, catenatives = [], set(), set()
     for i, w in enumerate(words):
         stems = [lemmas[i], *inflection_stems(forms[i])] if lang == "en" else [lemmas[i], forms[i]]
         verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
@@ -162,14 +167,18 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
         before_light = i + 1 < len(words) and lemmas[i + 1] in light
         after_verb = i > 0 and out[i - 1].upos == "VERB"
         upos = w.upos
-        if rules.imperative and initial and verb is not None:
+        after_catenative = i - 1 in catenatives
+        if rules.imperative and (initial or after_catenative) and verb is not None:
             upos = "VERB"
-        elif rules.imperative and initial and noun is None and _gerund_follows(words, forms, i):
-            upos = "VERB"  # catenative: "continue washing", "keep stirring"
+        elif rules.imperative and initial and noun is None and _gerund_follows(forms, i, index):
+            upos = "AUX"  # catenative, like an auxiliary: "continue washing", "still stirring"
+            catenatives.add(i)
         elif rules.disagreement and not before_light:
             after_nominal = i > 0 and out[i - 1].upos in NOMINAL_CONTEXT
             if verb and not noun and upos in RETAGGABLE_AS_VERB and not after_nominal:
                 upos = "VERB"
+            elif upos in NOUN_UPOS and not noun and forms[i] in CLOSED_CLASS:
+                upos = "ADP"  # closed-class words are no nouns ("onto" PROPN)
             elif (
                 noun
                 and upos in RETAGGABLE_AS_NOUN
@@ -190,9 +199,14 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     return out
 
 
-def _gerund_follows(words, forms, i: int) -> bool:
+def _gerund_follows(forms, i: int, index: _Index) -> bool:
+    """The next word is the -ing form of a verb instance."""
     nxt = i + 1
-    return nxt < len(words) and forms[nxt].endswith("ing") and words[nxt].upos == "VERB"
+    return (
+        nxt < len(forms)
+        and forms[nxt].endswith("ing")
+        and _first(inflection_stems(forms[nxt]), index.verbs) is not None
+    )
 
 
 def _initial_verbs(words, forms, rules: ClassRules) -> set[int]:
