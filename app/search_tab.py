@@ -37,9 +37,10 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs) -> str:
     if not coverage.lang_trained:
         trained = ", ".join(NAMES[code] for code in train_langs)
         return (
-            f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}), so "
-            "it cannot read this query: translate it (Translate the query) or use a model "
-            f"trained on {NAMES[lang]}."
+            f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}): "
+            "its ranking does not reflect this query. Tick “Translate the query”, or use a "
+            f"model trained on {NAMES[lang]} (`python -m app` without `--checkpoint` "
+            "trains one)."
         )
     if coverage.nothing_known:
         return (

@@ -183,7 +183,7 @@ def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
     assert (tokens > 1).all()  # every word known (0 is padding, 1 unknown)
     tokens, _ = encode_queries(run, ["కాగితం మడవండి"], ["te"])
     assert (tokens > 1).all()
-    text, logits = run.model.encode_text(*encode_queries(run, ["காகிதம்", "கார்"], ["ta", "ta"]))
+    text, _ = run.model.encode_text(*encode_queries(run, ["காகிதம்", "கார்"], ["ta", "ta"]))
     assert not torch.allclose(text[0], text[1])  # two Tamil queries, two different embeddings
 
 
