@@ -107,14 +107,17 @@ def _rows(a: torch.Tensor, b: torch.Tensor, names) -> None:
 def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
     """Semantic relevance ``R[i, j]`` in [0, 1] of items ``a_i`` and ``b_j`` (float32).
 
-    ``R = 0.5 * (|V_i ∩ V_j| / |V_i ∪ V_j| + |N_i ∩ N_j| / |N_i ∪ N_j|)`` over verb and noun
-    classes: the semantic relevance of the EPIC-KITCHENS-100 multi-instance retrieval
-    benchmark (Damen et al., "Rescaling Egocentric Vision", IJCV 2022, arXiv:2006.13256),
-    used for relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval
-    models with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688).
-    Empty-part rule (DESIGN.md): a part of speech empty on *both* sides is left out, so R is
-    the Jaccard of the other part alone; both parts empty on both sides gives R = 0. A part
-    empty on one side only has Jaccard 0 and still counts in the mean.
+    ``R = 0.5 * (IoU(V_i, V_j) + IoU(N_i, N_j))`` over verb and noun classes, ``IoU(A, B) =
+    |A ∩ B| / |A ∪ B|`` and 0 when the union is empty: the semantic relevance of the
+    EPIC-KITCHENS-100 multi-instance retrieval benchmark (Damen et al., "Rescaling
+    Egocentric Vision", IJCV 2022, arXiv:2006.13256; ``(verb_iou + noun_iou) / 2`` in
+    create_relevancy_files.py of aranciokov/RelevanceMargin-ICMR22), used for
+    relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval models
+    with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688; aranciokov/ranp).
+    Empty-part rule, as the reference code: a part of speech empty on both sides counts 0
+    (EPIC captions always have a verb and a noun, so the reference never meets 0/0; 0 is
+    the IoU of two empty sets there), so a verb-less listing caption reaches at most 0.5,
+    even against itself. A part empty on one side only has IoU 0 too.
 
     Inputs are multi-hot ``(na, Cn)``, ``(na, Cv)``, ``(nb, Cn)``, ``(nb, Cv)``.
     ``|A ∩ B| = A @ B.T`` is a sparse product (class sets are small), ``|A ∪ B| = |A| +
@@ -129,18 +132,16 @@ def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
     device = nouns_a.device
     nouns_a, verbs_a, nouns_b, verbs_b = (x.cpu() for x in (nouns_a, verbs_a, nouns_b, verbs_b))
     na, nb = nouns_a.shape[0], nouns_b.shape[0]
-    nouns, verbs = _SetPart(nouns_a, nouns_b), _SetPart(verbs_a, verbs_b)
+    parts = (_SetPart(nouns_a, nouns_b), _SetPart(verbs_a, verbs_b))
     out = torch.zeros(na, nb, dtype=torch.float32)  # torch allocates big blocks faster than numpy
     out_np = out.numpy()
     step = max(1, _BLOCK_ELEMENTS // max(nb, 1))
     for start in range(0, na, step):
         rows = slice(start, min(start + step, na))
         block = out_np[rows].reshape(-1)  # a view: C-contiguous rows
-        for part, other in ((nouns, verbs), (verbs, nouns)):
-            row, col, jaccard = part.jaccard(rows)
-            # Parts of speech present on at least one side: this one, plus maybe the other.
-            present = 1.0 + (other.has_a[row + rows.start] | other.has_b[col])
-            block[row * nb + col] += jaccard / present
+        for part in parts:
+            row, col, iou = part.jaccard(rows)
+            block[row * nb + col] += 0.5 * iou
     return out.to(device)
 
 
@@ -153,7 +154,6 @@ class _SetPart:
         self.a = sparse.csr_matrix(a.numpy())
         self.b_t = sparse.csr_matrix(b.numpy()).T.tocsr()
         self.size_a, self.size_b = a.sum(1).numpy(), b.sum(1).numpy()
-        self.has_a, self.has_b = self.size_a > 0, self.size_b > 0
 
     def jaccard(self, rows: slice):
         """Block-local row, column and Jaccard index of every pair in ``rows`` sharing a class."""

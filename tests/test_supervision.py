@@ -36,10 +36,11 @@ def sets(nouns, verbs, noun_index=None, verb_index=None):
 
 
 def reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b):
-    """DESIGN.md's R written pair by pair with Python sets (slow, obviously right)."""
+    """The reference R (EPIC-100 MIR, aranciokov/ranp) pair by pair with Python sets:
+    0.5 * (IoU_verb + IoU_noun), an empty union giving IoU 0."""
 
     def jaccard(x, y):
-        return len(x & y) / len(x | y) if x | y else None
+        return len(x & y) / len(x | y) if x | y else 0.0
 
     out = np.zeros((len(nouns_a), len(nouns_b)))
     for i, j in itertools.product(range(len(nouns_a)), range(len(nouns_b))):
@@ -47,8 +48,7 @@ def reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b):
             jaccard(set(nouns_a[i]), set(nouns_b[j])),
             jaccard(set(verbs_a[i]), set(verbs_b[j])),
         ]
-        parts = [p for p in parts if p is not None]
-        out[i, j] = sum(parts) / len(parts) if parts else 0.0
+        out[i, j] = 0.5 * sum(parts)
     return out
 
 
@@ -78,10 +78,11 @@ def test_empty_parts_of_speech():
     )
     # Listing caption vs describing caption: verbs empty on one side only -> Jaccard 0 counts.
     assert r[0, 0] == pytest.approx(0.5)
-    # Verbs empty on both sides -> the noun Jaccard alone.
-    assert r[0, 1] == 1.0 and r[1, 1] == pytest.approx(0.5) and r[1, 3] == 1.0
-    # Nouns empty on both sides -> the verb Jaccard alone.
-    assert r[2, 2] == pytest.approx(0.5)
+    # Verbs empty on both sides count 0 (the reference code): at most 0.5, even for the
+    # same nouns (the old rule, leaving the part out, gave 1.0, 0.5 and 1.0).
+    assert r[0, 1] == 0.5 and r[1, 1] == pytest.approx(0.25) and r[1, 3] == 0.5
+    # Nouns empty on both sides count 0: 0.5 * verb IoU (1/2).
+    assert r[2, 2] == pytest.approx(0.25)
     # Both parts empty on both sides -> 0; empty on one side only -> 0 too.
     empty = torch.zeros(1, len(index_n)), torch.zeros(1, len(index_v))
     assert relevance(*empty, *empty).item() == 0.0
