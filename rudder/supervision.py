@@ -233,29 +233,65 @@ def partial_labels(
     return labels
 
 
-def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None) -> torch.Tensor:
+def description_pairs(kinds, nouns) -> torch.Tensor:
+    """``(B, B)`` bool: the pairs RUDDER's *description* heuristic marks (label 3).
+
+    A pair ``(i, j)`` is marked when one caption is a ``listing`` caption (it names the
+    materials of a recipe) and the other a ``describing`` caption whose noun classes are
+    a non-empty subset of the listing caption's: the describing caption applies materials
+    the listing caption lists, RUDDER's "description" relation (an application of the
+    other caption). Symmetric; the diagonal is never marked. ``kinds`` are the captions'
+    ``kind`` column values (other kinds mark nothing); ``nouns`` their ``(B, C)``
+    multi-hot noun classes. This rule is rudder's reading of the paper's PO(M)
+    description labels (docs/fidelity.md).
+    """
+    nouns = _binary(nouns, "nouns")
+    kinds = np.asarray(list(kinds), dtype=object)
+    if len(kinds) != nouns.shape[0]:
+        raise ValueError(f"description_pairs: {len(kinds)} kinds but {nouns.shape[0]} noun rows")
+    listing = torch.from_numpy(kinds == "listing")
+    describing = torch.from_numpy(kinds == "describing")
+    size = nouns.sum(1)
+    covered = (nouns @ nouns.T) == size.unsqueeze(0)  # [l, d]: N_d ⊆ N_l
+    applies = listing[:, None] & describing[None, :] & covered & (size > 0)[None, :]
+    marked = applies | applies.T
+    marked.fill_diagonal_(False)
+    return marked
+
+
+def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None,
+                 description=None) -> torch.Tensor:
     """``(B, B)`` int8 labels of a training batch, diagonal 2.
 
     ``labels[i, j]`` is :func:`partial_labels` with batch caption ``i`` as query and the
-    batch caption of video ``j`` (caption ``j``) as candidate. ``manual`` is an optional
-    ``(B, B)`` matrix from :meth:`RelationTable.lookup`: entries >= 0 (manual labels
-    0..3) replace the heuristic, -1 keeps it. The diagonal is set to 2 last (a batch
-    holds each video once, so caption ``i``'s own video is its one certain positive).
+    batch caption of video ``j`` (caption ``j``) as candidate. ``description`` is an
+    optional ``(B, B)`` bool mask (:func:`description_pairs`) that turns heuristic
+    labels 0 and 1 into 3 (a positive stays 2). ``manual`` is an optional ``(B, B)``
+    matrix from :meth:`RelationTable.lookup`: entries >= 0 (manual labels 0..3) replace
+    both, -1 keeps them. The diagonal is set to 2 last (a batch holds each video once, so
+    caption ``i``'s own video is its one certain positive).
     """
     labels = partial_labels(nouns, verbs, nouns, verbs, alpha_n, alpha_v)
+    if description is not None:
+        description = torch.as_tensor(description, dtype=torch.bool)
+        _same_shape(description, labels, "description")
+        labels[description & (labels < 2)] = 3
     if manual is not None:
         manual = torch.as_tensor(manual)
-        if manual.shape != labels.shape:
-            raise ValueError(
-                f"batch_labels: manual has shape {tuple(manual.shape)}, "
-                f"expected {tuple(labels.shape)}"
-            )
+        _same_shape(manual, labels, "manual")
         if manual.numel() and (int(manual.min()) < -1 or int(manual.max()) > 3):
             raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
         known = manual >= 0
         labels[known] = manual[known].to(torch.int8)
     labels.fill_diagonal_(2)
     return labels
+
+
+def _same_shape(value: torch.Tensor, labels: torch.Tensor, name: str) -> None:
+    if value.shape != labels.shape:
+        raise ValueError(
+            f"batch_labels: {name} has shape {tuple(value.shape)}, expected {tuple(labels.shape)}"
+        )
 
 
 class RelationTable:

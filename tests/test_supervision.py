@@ -258,6 +258,35 @@ def test_batch_labels_diagonal_and_manual_override():
         batch_labels(nouns, verbs, 0.5, 0.5, manual=manual.fill_(4))
 
 
+def test_description_pairs_listing_and_describing():
+    # c0 lists bottle, straw, card; c1 describes cutting the bottle (subset: marked);
+    # c2 describes gluing bottle and magnet (not a subset); c3 is another listing;
+    # c4 describes with no noun (never marked); c5 describes the straw, kind unknown to the rule.
+    nouns = [["b", "s", "c"], ["b"], ["b", "m"], ["s"], [], ["s"]]
+    kinds = ["listing", "describing", "describing", "listing", "describing", "other"]
+    index = ClassIndex.build(nouns)
+    marked = supervision.description_pairs(kinds, index.multi_hot(nouns))
+    expected = torch.zeros(6, 6, dtype=torch.bool)
+    for a, b in ((0, 1),):  # c3 lists only the straw: c1 (bottle) is not under it
+        expected[a, b] = expected[b, a] = True
+    assert torch.equal(marked, expected)
+    with pytest.raises(ValueError, match="2 kinds but 6 noun rows"):
+        supervision.description_pairs(kinds[:2], index.multi_hot(nouns))
+
+
+def test_batch_labels_description_marks_only_non_positives():
+    nouns, verbs = sets(FALCON_NOUNS, FALCON_VERBS)
+    description = torch.zeros(4, 4, dtype=torch.bool)
+    description[0, 1] = description[0, 2] = description[3, 0] = description[2, 2] = True
+    manual = torch.full((4, 4), -1, dtype=torch.int8)
+    manual[3, 0] = 1  # a manual relation wins over the description heuristic
+    labels = batch_labels(nouns, verbs, 0.5, 0.5, manual=manual, description=description)
+    # heuristic [[2, 2, 1, 0], [2, 2, 1, 0], [1, 1, 2, 0], [0, 0, 0, 2]]
+    assert labels.tolist() == [[2, 2, 3, 0], [2, 2, 1, 0], [1, 1, 2, 0], [1, 0, 0, 2]]
+    with pytest.raises(ValueError, match="description has shape"):
+        batch_labels(nouns, verbs, 0.5, 0.5, description=description[:2])
+
+
 def relations(rows):
     a, b, label = zip(*rows)
     return pa.table(
