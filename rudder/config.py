@@ -66,6 +66,13 @@ class SupervisionConfig:
     alpha_v: float = 0.5
     rho: float = 0.25
     manual_relations: bool = False  # labels from the dataset's relations config (PO(M))
+    # PO(M) (docs/fidelity.md): label 3 from the caption kinds (supervision.description_pairs)
+    description_labels: bool = False
+    # Relation-aware batches: annotated caption pairs of different videos share a batch
+    relation_batches: bool = False
+    # Training-batch relevance: "caption" (caption i vs the batch caption of video j, as the
+    # single-caption clips of the reference code) or "video" (rho-aggregated video classes)
+    batch_relevance: str = "caption"
 
 
 @dataclass

@@ -359,6 +359,11 @@ class RelationTable:
         low, high = np.minimum(pos_a, pos_b), np.maximum(pos_a, pos_b)
         return low * np.int64(self.num_captions) + high
 
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every stored pair as caption positions ``(low, high)`` and its int8 label."""
+        n = np.int64(max(self.num_captions, 1))
+        return self._keys_sorted // n, self._keys_sorted % n, self._labels.copy()
+
     def lookup_positions(self, pos_a, pos_b) -> torch.Tensor:
         """``(len(a), len(b))`` int8 labels of caption positions, -1 for unknown pairs."""
         pos_a = np.asarray(pos_a, dtype=np.int64)[:, None]

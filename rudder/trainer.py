@@ -36,7 +36,7 @@ from rudder.runs import (
     resolve_dataset,
     write_config,
 )
-from rudder.supervision import RelationTable, batch_labels, batch_relevance
+from rudder.supervision import RelationTable, batch_labels, batch_relevance, description_pairs
 from rudder.text import CaptionSimilarity, Vocabulary
 
 log = logging.getLogger("rudder.train")
@@ -135,6 +135,8 @@ class Trainer:
         train, sup = self.splits["train"], self.config.supervision
         needs = self.loss_needs
         self.text_similarity = None
+        if sup.batch_relevance not in ("caption", "video"):
+            raise ConfigError(f"supervision.batch_relevance={sup.batch_relevance!r} is not one of ['caption', 'video']")
         if train.nouns is None and {"relevance", "labels"} & set(self.loss_fn.requires):
             raise ConfigError(
                 f"loss {self.config.loss.name!r} needs noun/verb classes, but {self.folder.root} has "
@@ -142,13 +144,23 @@ class Trainer:
             )
         if train.nouns is not None:
             self.video_nouns, self.video_verbs = train.video_classes(sup.rho)
-        self.relations = None
+        self.relations = self.relation_pairs = self.caption_kinds = None
+        if sup.relation_batches and not sup.manual_relations:
+            raise ConfigError("supervision.relation_batches needs supervision.manual_relations=true")
         if sup.manual_relations:
             table = self.folder.relations()
             if table is None:
                 raise ConfigError(f"supervision.manual_relations is set but {self.folder.root} has no relations config")
-            ids = [c for c in train.caption_ids.reshape(-1) if c is not None]
-            self.relations = RelationTable(ids, table)
+            valid = np.argwhere(np.vectorize(lambda c: c is not None, otypes=[bool])(train.caption_ids))
+            self.relations = RelationTable(train.caption_ids[valid[:, 0], valid[:, 1]], table)
+            if sup.relation_batches:
+                low, high, _ = self.relations.pairs()
+                pairs = torch.from_numpy(np.concatenate([valid[low], valid[high]], axis=1))
+                self.relation_pairs = pairs[pairs[:, 0] != pairs[:, 2]]  # a batch holds a video once
+        if sup.description_labels:
+            kinds = self.folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
+            kind_of = dict(zip(kinds["caption_id"], kinds["kind"]))
+            self.caption_kinds = np.vectorize(lambda c: kind_of.get(c), otypes=[object])(train.caption_ids)
         if "text_sims" in needs:
             texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
             self.text_similarity = CaptionSimilarity().fit(texts)
@@ -178,13 +190,18 @@ class Trainer:
         if nouns is None:
             needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
         if "relevance" in needs:
-            extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
+            if sup.batch_relevance == "caption":  # caption i vs the batch caption of video j
+                extra["relevance"] = batch_relevance(nouns, verbs, nouns, verbs)
+            else:
+                extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
         if "labels" in needs:
-            manual = None
+            manual = description = None
             if self.relations is not None:
                 ids = list(train.caption_ids[videos.numpy(), slots.numpy()])
                 manual = self.relations.lookup(ids, ids)
-            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual)
+            if self.caption_kinds is not None:
+                description = description_pairs(self.caption_kinds[videos.numpy(), slots.numpy()], nouns)
+            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual, description=description)
         if "text_sims" in needs:
             texts = list(train.caption_texts[videos.numpy(), slots.numpy()])
             extra["text_sims"] = self.text_similarity.pairwise(texts)
@@ -234,7 +251,7 @@ class Trainer:
             atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
-            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling)
+            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.relation_pairs)
             self.model.train()
             quiet = not sys.stderr.isatty() or not self.ctx.is_main
             losses_seen = [
