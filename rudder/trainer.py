@@ -164,6 +164,12 @@ class Trainer:
         if "text_sims" in needs:
             texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
             self.text_similarity = CaptionSimilarity().fit(texts)
+            loss = self.loss_fn
+            if getattr(loss, "scope", None) == "dataset" and loss.threshold is None:
+                # hn_exclusion's one threshold over all training caption pairs, kept in the config
+                params = self.config.loss.params
+                params["threshold"] = self.text_similarity.top_fraction_threshold(texts, loss.exclude_top)
+                self.loss_fn = losses.build(self.config.loss.name, **params)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         opt, params = self.config.optim, self.model.parameters()

@@ -8,7 +8,7 @@ from rudder.losses._base import anchor_view, mean_off_diagonal
 
 from .conftest import random_batch
 
-PARAMS = {"dw": {"dim": 16}}
+PARAMS = {"dw": {"dim": 16}, "hn_exclusion": {"threshold": 0.5}}
 
 
 def _inputs(size=6, seed=0):

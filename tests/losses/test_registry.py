@@ -18,7 +18,7 @@ TABLE = {
     "relevance_margin": {"max_violation": False},
     "mimm_adaptive": {"margin": 0.4},
     "sms": {"margin": 0.6, "slack": 0.1},
-    "hn_exclusion": {"margin": 0.2, "exclude_top": 0.01},
+    "hn_exclusion": {"margin": 0.2, "exclude_top": 0.01, "scope": "dataset", "threshold": None},
 }
 NEEDS = {
     "triplet": ("generator",),
