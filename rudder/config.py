@@ -73,6 +73,10 @@ class SupervisionConfig:
     # Training-batch relevance: "caption" (caption i vs the batch caption of video j, as the
     # single-caption clips of the reference code) or "video" (rho-aggregated video classes)
     batch_relevance: str = "caption"
+    # "own": a video's own caption (CE); "relevant": any training caption with R > threshold
+    # to it (EgoVLP/SMS's EPIC-100 MIR sampler)
+    positive_sampling: str = "own"
+    positive_threshold: float = 0.1
 
 
 @dataclass

@@ -15,6 +15,7 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses
+from rudder.batch_supervision import BatchSupervision
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
@@ -36,8 +37,7 @@ from rudder.runs import (
     resolve_dataset,
     write_config,
 )
-from rudder.supervision import RelationTable, batch_labels, batch_relevance, description_pairs
-from rudder.text import CaptionSimilarity, Vocabulary
+from rudder.text import Vocabulary
 
 log = logging.getLogger("rudder.train")
 
@@ -84,7 +84,6 @@ class Trainer:
         if config.loss.name == "dw":  # its distance distribution needs the embedding dimension
             config.loss.params.setdefault("dim", config.model.shared_dim)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
-        self.loss_needs = set(self.loss_fn.requires) | set(self.loss_fn.optional)
         self.state: dict | None = None
         if resume:
             self.state = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
@@ -104,7 +103,8 @@ class Trainer:
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device))
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
-        self._prepare_supervision()
+        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.loss_fn, self.device)
+        self.loss_fn = self.supervision.loss_fn  # hn_exclusion gets its dataset threshold
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
         self.model = CollaborativeExperts(config.model, expert_info, len(self.vocab))
         if config.sync_batchnorm:
@@ -131,46 +131,6 @@ class Trainer:
             self.class_index, data.max_words, data.max_frames, self.text_encoder,
         )
 
-    def _prepare_supervision(self) -> None:
-        train, sup = self.splits["train"], self.config.supervision
-        needs = self.loss_needs
-        self.text_similarity = None
-        if sup.batch_relevance not in ("caption", "video"):
-            raise ConfigError(f"supervision.batch_relevance={sup.batch_relevance!r} is not one of ['caption', 'video']")
-        if train.nouns is None and {"relevance", "labels"} & set(self.loss_fn.requires):
-            raise ConfigError(
-                f"loss {self.config.loss.name!r} needs noun/verb classes, but {self.folder.root} has "
-                "no noun_classes/verb_classes columns; add them with `python -m heuristics label`"
-            )
-        if train.nouns is not None:
-            self.video_nouns, self.video_verbs = train.video_classes(sup.rho)
-        self.relations = self.relation_pairs = self.caption_kinds = None
-        if sup.relation_batches and not sup.manual_relations:
-            raise ConfigError("supervision.relation_batches needs supervision.manual_relations=true")
-        if sup.manual_relations:
-            table = self.folder.relations()
-            if table is None:
-                raise ConfigError(f"supervision.manual_relations is set but {self.folder.root} has no relations config")
-            valid = np.argwhere(np.vectorize(lambda c: c is not None, otypes=[bool])(train.caption_ids))
-            self.relations = RelationTable(train.caption_ids[valid[:, 0], valid[:, 1]], table)
-            if sup.relation_batches:
-                low, high, _ = self.relations.pairs()
-                pairs = torch.from_numpy(np.concatenate([valid[low], valid[high]], axis=1))
-                self.relation_pairs = pairs[pairs[:, 0] != pairs[:, 2]]  # a batch holds a video once
-        if sup.description_labels:
-            kinds = self.folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
-            kind_of = dict(zip(kinds["caption_id"], kinds["kind"]))
-            self.caption_kinds = np.vectorize(lambda c: kind_of.get(c), otypes=[object])(train.caption_ids)
-        if "text_sims" in needs:
-            texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
-            self.text_similarity = CaptionSimilarity().fit(texts)
-            loss = self.loss_fn
-            if getattr(loss, "scope", None) == "dataset" and loss.threshold is None:
-                # hn_exclusion's one threshold over all training caption pairs, kept in the config
-                params = self.config.loss.params
-                params["threshold"] = self.text_similarity.top_fraction_threshold(texts, loss.exclude_top)
-                self.loss_fn = losses.build(self.config.loss.name, **params)
-
     def _optimizer(self) -> torch.optim.Optimizer:
         opt, params = self.config.optim, self.model.parameters()
         if opt.name == "sgd":
@@ -187,41 +147,14 @@ class Trainer:
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
 
     # -- one step -------------------------------------------------------------------------
-    def _supervision(self, videos: torch.Tensor, slots: torch.Tensor) -> dict:
-        train, sup, needs = self.splits["train"], self.config.supervision, self.loss_needs
-        extra = {}
-        nouns = verbs = None
-        if train.nouns is not None:
-            nouns, verbs = train.nouns[videos, slots].float(), train.verbs[videos, slots].float()
-        if nouns is None:
-            needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
-        if "relevance" in needs:
-            if sup.batch_relevance == "caption":  # caption i vs the batch caption of video j
-                extra["relevance"] = batch_relevance(nouns, verbs, nouns, verbs)
-            else:
-                extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
-        if "labels" in needs:
-            manual = description = None
-            if self.relations is not None:
-                ids = list(train.caption_ids[videos.numpy(), slots.numpy()])
-                manual = self.relations.lookup(ids, ids)
-            if self.caption_kinds is not None:
-                description = description_pairs(self.caption_kinds[videos.numpy(), slots.numpy()], nouns)
-            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual, description=description)
-        if "text_sims" in needs:
-            texts = list(train.caption_texts[videos.numpy(), slots.numpy()])
-            extra["text_sims"] = self.text_similarity.pairwise(texts)
-        if "generator" in needs:
-            extra["generator"] = self.loss_rng
-        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
-
     def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> float:
         train = self.splits["train"]
+        videos, slots, own_slots = self.supervision.positives(videos, slots, self.sampler_rng)
         local = shard(torch.arange(len(videos)), self.ctx)
         lv, ls = videos[local], slots[local]
         autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
         with autocast:
-            inputs, mask = train.text_input(lv, ls)
+            inputs, mask = train.text_input(*self.supervision.caption_cells(lv, ls))
             text, logits = self.model.encode_text(inputs.to(self.device), mask.to(self.device))
             features, masks, available = train.video_batch(lv, self.device)
             video = self.model.encode_video(features, masks, available)
@@ -230,7 +163,7 @@ class Trainer:
             for t in (text, logits, video, available)
         )
         sims = CollaborativeExperts.similarity(text, logits, video, available)
-        loss = self.loss_fn(sims, **self._supervision(videos, slots))
+        loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at epoch {self.epoch + 1}; lower optim.lr")
         self.optimizer.zero_grad(set_to_none=True)
@@ -257,7 +190,7 @@ class Trainer:
             atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
-            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.relation_pairs)
+            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.supervision.relation_pairs)
             self.model.train()
             quiet = not sys.stderr.isatty() or not self.ctx.is_main
             losses_seen = [

@@ -25,7 +25,7 @@ def batches_of(run, pairs):
 def manual_lookup(run, videos, slots):
     """(B, B) manual labels of a batch, -1 where unannotated (the diagonal too)."""
     ids = list(run.splits["train"].caption_ids[videos.numpy(), slots.numpy()])
-    return run.relations.lookup(ids, ids).fill_diagonal_(-1)
+    return run.supervision.relations.lookup(ids, ids).fill_diagonal_(-1)
 
 
 def test_manual_relations_and_descriptions_reach_the_batch_labels(tmp_path):
@@ -33,9 +33,9 @@ def test_manual_relations_and_descriptions_reach_the_batch_labels(tmp_path):
     manual = trainer(tmp_path / "manual", manual_relations=True, relation_batches=True,
                      description_labels=True)
     found = changed = described = 0
-    for videos, slots in batches_of(manual, manual.relation_pairs):
-        with_manual = manual._supervision(videos, slots)["labels"]
-        without = plain._supervision(videos, slots)["labels"]
+    for videos, slots in batches_of(manual, manual.supervision.relation_pairs):
+        with_manual = manual.supervision.batch(videos, slots, slots, None)["labels"]
+        without = plain.supervision.batch(videos, slots, slots, None)["labels"]
         lookup = manual_lookup(manual, videos, slots)
         known = lookup >= 0
         assert torch.equal(with_manual[known], lookup[known])  # every annotated pair is used
