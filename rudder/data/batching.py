@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -74,14 +75,14 @@ def _paired_batches(caption_mask, slots, pairs, batch_size, generator):
     has_caption = caption_mask.any(1)
     pairs = pairs[caption_mask[pairs[:, 0], pairs[:, 1]] & caption_mask[pairs[:, 2], pairs[:, 3]]]
     slots = slots.clone()
-    taken = torch.zeros(len(has_caption), dtype=torch.bool)
+    taken = np.zeros(len(has_caption), dtype=bool)
     kept = []
     for va, sa, vb, sb in pairs[torch.randperm(len(pairs), generator=generator)].tolist():
         if not (taken[va] or taken[vb]):  # one pass over the pairs per epoch, not per batch
             taken[va] = taken[vb] = True
             slots[va], slots[vb] = sa, sb
             kept.append((va, vb))
-    singles = torch.nonzero(has_caption & ~taken).squeeze(1)
+    singles = torch.nonzero(has_caption & ~torch.from_numpy(taken)).squeeze(1)
     singles = singles[torch.randperm(len(singles), generator=generator)]
     odd = singles[len(singles) - len(singles) % 2:]
     blocks = torch.cat([torch.tensor(kept, dtype=torch.long).reshape(-1, 2),
