@@ -108,16 +108,19 @@ class BatchSupervision:
         cells = cap_videos.numpy(), cap_slots.numpy()
         extra = {}
         nouns = verbs = None
-        if train.nouns is not None:
-            nouns, verbs = train.nouns[cap_videos, cap_slots].float(), train.verbs[cap_videos, cap_slots].float()
+        if train.nouns is not None:  # the loss's device: relevance and labels need no host round trip
+            nouns = train.nouns[cap_videos, cap_slots].to(self.device, torch.float32)
+            verbs = train.verbs[cap_videos, cap_slots].to(self.device, torch.float32)
         else:
             needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
         if "relevance" in needs:
             if sup.batch_relevance == "caption":  # caption i vs the own batch caption of video j
-                own_n, own_v = train.nouns[videos, own_slots].float(), train.verbs[videos, own_slots].float()
+                own_n = train.nouns[videos, own_slots].to(self.device, torch.float32)
+                own_v = train.verbs[videos, own_slots].to(self.device, torch.float32)
                 extra["relevance"] = batch_relevance(nouns, verbs, own_n, own_v)
             else:
-                extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
+                video_n, video_v = (x[videos].to(self.device) for x in (self.video_nouns, self.video_verbs))
+                extra["relevance"] = batch_relevance(nouns, verbs, video_n, video_v)
         if "labels" in needs:
             ids = list(train.caption_ids[cells])
             manual = None if self.relations is None else self.relations.lookup(ids, ids)

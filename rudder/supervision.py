@@ -164,15 +164,27 @@ class _SetPart:
 
 
 def batch_relevance(caption_nouns, caption_verbs, video_nouns, video_verbs) -> torch.Tensor:
-    """``(B, B)`` relevance of batch caption ``i`` to batch video ``j`` (see :func:`relevance`).
+    """``(B, B)`` relevance of batch caption ``i`` to batch video ``j``: :func:`relevance`'s
+    values, computed densely on the inputs' device (two small matrix products), so a GPU
+    training step needs no trip through the CPU.
 
-    Video class sets come from :func:`video_class_sets`; ``R[i, i]`` is the computed
-    relevance of a caption to its own video (DESIGN.md's anchor/candidate rule).
+    ``R[i, i]`` is the computed relevance of a caption to its own video (DESIGN.md's
+    anchor/candidate rule).
     """
-    out = relevance(caption_nouns, caption_verbs, video_nouns, video_verbs)
-    if out.shape[0] != out.shape[1]:
-        raise ValueError(f"batch_relevance: {out.shape[0]} captions but {out.shape[1]} videos")
-    return out
+    nouns_a, nouns_b = _pair(caption_nouns, video_nouns, ("caption_nouns", "video_nouns"))
+    verbs_a, verbs_b = _pair(caption_verbs, video_verbs, ("caption_verbs", "video_verbs"))
+    _rows(nouns_a, verbs_a, ("caption_nouns", "caption_verbs"))
+    _rows(nouns_b, verbs_b, ("video_nouns", "video_verbs"))
+    if nouns_a.shape[0] != nouns_b.shape[0]:
+        raise ValueError(f"batch_relevance: {nouns_a.shape[0]} captions but {nouns_b.shape[0]} videos")
+    return 0.5 * (_dense_iou(nouns_a, nouns_b) + _dense_iou(verbs_a, verbs_b))
+
+
+def _dense_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``|A_i ∩ B_j| / |A_i ∪ B_j|`` for 0/1 rows, 0 where the union is empty."""
+    shared = a @ b.T
+    union = a.sum(1, keepdim=True) + b.sum(1) - shared
+    return torch.where(union > 0, shared / union.clamp_min(1.0), 0.0)
 
 
 def video_class_sets(
@@ -228,9 +240,7 @@ def partial_labels(
     partial = (has_n & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
         has_v & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
     )
-    labels = partial.to(torch.int8)
-    labels[positive] = 2
-    return labels
+    return torch.where(positive, 2, partial.to(torch.int8)).to(torch.int8)
 
 
 def description_pairs(kinds, nouns) -> torch.Tensor:
@@ -249,8 +259,8 @@ def description_pairs(kinds, nouns) -> torch.Tensor:
     kinds = np.asarray(list(kinds), dtype=object)
     if len(kinds) != nouns.shape[0]:
         raise ValueError(f"description_pairs: {len(kinds)} kinds but {nouns.shape[0]} noun rows")
-    listing = torch.from_numpy(kinds == "listing")
-    describing = torch.from_numpy(kinds == "describing")
+    listing = torch.from_numpy(kinds == "listing").to(nouns.device)
+    describing = torch.from_numpy(kinds == "describing").to(nouns.device)
     size = nouns.sum(1)
     covered = (nouns @ nouns.T) == size.unsqueeze(0)  # [l, d]: N_d ⊆ N_l
     applies = listing[:, None] & describing[None, :] & covered & (size > 0)[None, :]
@@ -275,14 +285,14 @@ def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None,
     if description is not None:
         description = torch.as_tensor(description, dtype=torch.bool)
         _same_shape(description, labels, "description")
-        labels[description & (labels < 2)] = 3
+        labels = torch.where(description.to(labels.device) & (labels < 2), 3, labels).to(torch.int8)
     if manual is not None:
         manual = torch.as_tensor(manual)
         _same_shape(manual, labels, "manual")
         if manual.numel() and (int(manual.min()) < -1 or int(manual.max()) > 3):
             raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
-        known = manual >= 0
-        labels[known] = manual[known].to(torch.int8)
+        manual = manual.to(labels.device)
+        labels = torch.where(manual >= 0, manual.to(torch.int8), labels)
     labels.fill_diagonal_(2)
     return labels
 

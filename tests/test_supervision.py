@@ -329,3 +329,16 @@ def test_relation_table_errors():
         RelationTable(["c0", "c0"], relations([("c0", "c0", 2)]))
     empty = RelationTable(["c0", "c1"], relations([("x", "y", 2)]))
     assert empty.lookup(["c0", "c1"]).tolist() == [[-1, -1], [-1, -1]]
+
+
+def test_batch_relevance_equals_the_sparse_relevance():
+    generator = torch.Generator().manual_seed(3)
+    nouns = (torch.rand(40, 12, generator=generator) < 0.2).float()
+    verbs = (torch.rand(40, 5, generator=generator) < 0.15).float()  # many rows with no verb
+    video_nouns = (torch.rand(40, 12, generator=generator) < 0.2).float()
+    video_verbs = (torch.rand(40, 5, generator=generator) < 0.15).float()
+    dense = supervision.batch_relevance(nouns, verbs, video_nouns, video_verbs)
+    sparse = supervision.relevance(nouns, verbs, video_nouns, video_verbs)
+    assert torch.allclose(dense, sparse, atol=1e-6)
+    both_empty = (verbs.sum(1)[:, None] == 0) & (video_verbs.sum(1)[None, :] == 0)
+    assert both_empty.any() and (dense[both_empty] <= 0.5).all()
