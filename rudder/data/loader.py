@@ -140,18 +140,23 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         frames = _float_matrix(column.flatten(), info.dim)
         if not len(frames):  # only empty videos: index a zero row, masked out below
             frames = np.zeros((1, info.dim), np.float32)
-        index, masks_np = _frame_index(offsets[keep], offsets[keep + 1], max_frames)
-        feats = torch.zeros(num_videos, index.shape[1], info.dim)
-        masks = torch.zeros(num_videos, index.shape[1], dtype=torch.bool)
-        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(frames[index] * masks_np[..., None])
-        masks[torch.from_numpy(rows[keep])] = torch.from_numpy(masks_np)
+        starts, ends = np.zeros(num_videos, np.int64), np.zeros(num_videos, np.int64)  # absent: no frames
+        starts[rows[keep]], ends[rows[keep]] = offsets[keep], offsets[keep + 1]
+        index, masks_np = _frame_index(starts, ends, max_frames)
+        gathered = frames[index]  # the one copy: (videos, frames, D) in split order
+        gathered[~masks_np] = 0.0
+        feats, masks = torch.from_numpy(gathered), torch.from_numpy(masks_np)
         keep = keep[offsets[keep + 1] > offsets[keep]]  # an empty array means the expert is missing
     else:
         feats, masks = torch.zeros(num_videos, info.dim), None
         feats[torch.from_numpy(rows[keep])] = torch.from_numpy(_float_matrix(column, info.dim)[keep])
-    if not torch.isfinite(feats).all():
-        bad = int(torch.nonzero(~torch.isfinite(feats.reshape(num_videos, -1)).all(1))[0])
-        raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
+    # One sum is finite exactly when every value is (barring float32 overflow, which the exact
+    # check below then clears): ~10x cheaper than an elementwise test of the whole matrix.
+    if not torch.isfinite(feats.sum()):
+        finite_rows = torch.isfinite(feats.reshape(num_videos, -1)).all(1)
+        if not finite_rows.all():
+            bad = int(torch.nonzero(~finite_rows)[0])
+            raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
     present[rows[keep]] = True
     return feats, masks, present
 

@@ -1,6 +1,7 @@
 """rudder.data.loader reads features from Arrow buffers: same values as a plain Python read."""
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 
@@ -38,3 +39,23 @@ def test_features_equal_a_python_read(tiny_dataset):
             assert torch.equal(videos.features["audio@mr"][row], torch.from_numpy(frames))
             seen += 1
     assert seen and videos.available.sum(0).tolist()[0] == seen
+
+
+def test_a_nan_feature_is_reported_with_its_video(tiny_dataset, tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from rudder.data.layout import LayoutError
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_dataset, copy)
+    path = copy / "features" / "object" / "train.parquet"
+    table = pq.read_table(path)
+    values = np.array(table.column("feature").to_pylist(), np.float32)
+    values[3, 5] = np.nan  # written behind the writer's back (the writer refuses NaN)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
+    pq.write_table(table.set_column(1, "feature", column), path)
+    bad = table.column("video_id")[3].as_py()
+    with pytest.raises(LayoutError, match=rf"features.object \(train\): video '{bad}' has NaN"):
+        load_videos(DatasetFolder(copy), "train", ["object"])
