@@ -50,7 +50,8 @@ def test_the_table_rows_are_the_issue_ones():
     table1 = load_suite("rudder-table1")
     assert table1.labels == ("Triplet", "DW", "MM", "OT", "PO", "PO(M)")
     losses = {r.label: (r.data["loss"]["name"], r.data.get("supervision", {})) for r in table1.rows}
-    assert losses["PO"] == ("po", {}) and losses["PO(M)"] == ("po", {"manual_relations": True})
+    assert losses["PO"] == ("po", {}) and losses["PO(M)"] == (
+        "po", {"manual_relations": True, "relation_batches": True, "description_labels": True})
     relevance = load_suite("relevance")
     taus = sorted(
         r.data["loss"]["params"]["tau"] for r in relevance.rows if r.data["loss"]["name"] == "ranp"
