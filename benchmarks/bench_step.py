@@ -8,7 +8,8 @@ g with 3 layers and Mish: about 36.6 M parameters) this times
   pickle, the trainer configured as ``--set`` would;
 - the reference: ``benchmarks/reference_ce.py`` (CE's CENet + MaxMarginRankingLoss + Adam).
 Targets: CPU (2 threads) rudder <= 0.7x the reference at B = 64; GPU with AMP <= 0.25x at
-B = 128 and 256. Prints a table (median ms per step over ``--steps`` after warm-up).
+B = 128 and 256. Prints a table (median ms per step over ``--steps`` after warm-up, the two
+steps taking turns so that other load on the machine slows both alike).
 
 Usage: python benchmarks/bench_step.py [--device cpu|cuda] [--batch-sizes 64] [--steps 10]
        [--threads 2] [--set optim.fused=true ...]
@@ -74,18 +75,21 @@ def rudder_config(data: Path, text: Path, device: str, threads: int, overrides) 
     return from_dict(values)
 
 
-def median_ms(step, steps: int, device) -> float:
-    times = []
+def interleaved_ms(steps: int, device, *fns) -> list[float]:
+    """Median ms per call of each of ``fns``, called in turn every step (so a busy machine
+    slows them alike), after 3 warm-up rounds."""
+    times = [[] for _ in fns]
     for i in range(steps + 3):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if i >= 3:
-            times.append(1e3 * (time.perf_counter() - start))
-    return statistics.median(times)
+        for fn, record in zip(fns, times):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if i >= 3:
+                record.append(1e3 * (time.perf_counter() - start))
+    return [statistics.median(record) for record in times]
 
 
 def main(argv=None) -> int:
@@ -113,12 +117,12 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     for batch in args.batch_sizes:
         videos, slots = torch.arange(batch), torch.zeros(batch, dtype=torch.long)
-        ours = median_ms(lambda v=videos, s=slots: trainer._step(v, s), args.steps, device)
         inputs = (torch.randn(batch, WORDS, WORD_DIM, device=device),
                   {k: torch.randn(batch, d, device=device) for k, d in FIXED.items()},
                   torch.randn(batch, AUDIO_FRAMES, AUDIO_DIM, device=device),
                   (torch.rand(batch, len(FIXED) + 1, device=device) < 0.95).float().index_fill_(1, torch.tensor([0], device=device), 1.0))
-        ref = median_ms(lambda x=inputs: reference_step(reference, optimizer, x), args.steps, device)
+        ours, ref = interleaved_ms(args.steps, device, lambda v=videos, s=slots: trainer._step(v, s),
+                                   lambda x=inputs: reference_step(reference, optimizer, x))
         print(f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x |")
     return 0
 
