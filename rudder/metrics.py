@@ -266,7 +266,7 @@ def _order_bits(block: np.ndarray) -> np.ndarray:
 def _sorted_keys(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     """Each row's uint64 keys ``high << 32 | low``, sorted: a plain value sort of one word per
     item, about twice as fast as a stable argsort."""
-    key = high.astype(np.uint64)
+    key = high.astype(np.uint64, order="C")  # C order even for a transposed input
     key <<= np.uint64(32)
     key |= low
     key.sort(axis=1)

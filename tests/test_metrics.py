@@ -340,6 +340,8 @@ def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, monkeypatch):
             assert metrics.mean_average_precision(sims, rel, binary=binary) == pytest.approx(
                 ap, abs=1e-12
             )
+        transposed = metrics.relevance_metrics(sims.T.copy().T, rel.T.copy().T)  # Fortran order
+        assert transposed == pytest.approx(metrics.relevance_metrics(sims, rel), abs=1e-15)
         assert metrics.relevance_metrics(sims, rel, reduction="none") == {
             "nDCG": pytest.approx(metrics.ndcg(sims, rel, reduction="none"), abs=1e-15),
             "mAP": pytest.approx(metrics.mean_average_precision(sims, rel, reduction="none")),
