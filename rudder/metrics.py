@@ -6,8 +6,9 @@ with K captions per video the rows are video-major (row ``r`` is caption ``r % K
 torch tensors (converted to numpy; float16/bfloat16 widened losslessly to float32, integers
 and booleans to float64). NaN similarities are rejected.
 
-Every computation is vectorised over queries; large matrices are processed in blocks of
-rows (or columns) of about ``_BLOCK`` elements to bound memory, never one query at a time.
+Every computation is vectorised over queries; matrices are processed in blocks of rows of
+about ``_BLOCK`` elements (small enough for a block's temporaries to stay in cache), never one
+query at a time.
 """
 
 from __future__ import annotations
