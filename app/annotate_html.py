@@ -1,5 +1,8 @@
 """HTML of the annotation tab: the query caption, a candidate, their videos' other captions.
 
+The query and candidate cards are short (caption, terms, hints) so the label buttons below
+them stay in view; the videos' other captions come in a separate block under the buttons.
+
 Every caption text, id and language code goes through :func:`app.escaping.html_text`.
 """
 
@@ -19,7 +22,7 @@ def query_html(collection: Collection, query_id: str) -> str:
         f"({html_text(row['lang'])}, video {html_text(row['video_id'])}, "
         f"{html_text(segment_text(row['start'], row['end']))} s)</div>"
         f"<p class='rudder-text' lang='{html_text(row['lang'])}'>{html_text(row['text'])}</p>"
-        f"{terms_html(row)}{other_captions_html(collection, row['video_id'], query_id)}</div>"
+        f"{terms_html(row)}</div>"
     )
 
 
@@ -39,8 +42,7 @@ def candidate_html(collection: Collection, candidate, position: int, total: int)
         f"({html_text(row['lang'])}, video {html_text(row['video_id'])}) — "
         f"{' · '.join(hints)}</div>"
         f"<p class='rudder-text' lang='{html_text(row['lang'])}'>{html_text(row['text'])}</p>"
-        f"{terms_html(row)}{other_captions_html(collection, row['video_id'], row['caption_id'])}"
-        "</div>"
+        f"{terms_html(row)}</div>"
     )
 
 
@@ -54,17 +56,22 @@ def terms_html(row: dict) -> str:
     return f"<div class='rudder-terms'>{' · '.join(parts)}</div>" if parts else ""
 
 
-def other_captions_html(collection: Collection, video_id: str, except_id: str) -> str:
-    rows = [collection.record(p) for p in collection.caption_rows(video_id)]
-    rows = [r for r in rows if r["caption_id"] != except_id]
-    if not rows:
-        return ""
-    items = "".join(
-        f"<li><span class='rudder-lang'>{html_text(r['lang'])}</span> "
-        f"<span lang='{html_text(r['lang'])}'>{html_text(r['text'])}</span></li>"
-        for r in rows
-    )
-    return (
-        "<details class='rudder-others' open>"
-        f"<summary>Other captions of this video ({len(rows)})</summary><ul>{items}</ul></details>"
-    )
+def other_captions_html(collection: Collection, query_id: str, candidate_id: str) -> str:
+    """The other captions of the query's and the candidate's videos, side by side."""
+    blocks = []
+    for role, caption_id in (("query", query_id), ("candidate", candidate_id)):
+        if not caption_id:
+            continue
+        video_id = collection.caption(caption_id)["video_id"]
+        rows = [collection.record(p) for p in collection.caption_rows(video_id)]
+        items = "".join(
+            f"<li><span class='rudder-lang'>{html_text(r['lang'])}</span> "
+            f"<span lang='{html_text(r['lang'])}'>{html_text(r['text'])}</span></li>"
+            for r in rows
+            if r["caption_id"] != caption_id
+        )
+        blocks.append(
+            f"<details class='rudder-others' open><summary>Other captions of the {role}'s "
+            f"video {html_text(video_id)} ({len(rows) - 1})</summary><ul>{items}</ul></details>"
+        )
+    return f"<div class='rudder-others-row'>{''.join(blocks)}</div>" if blocks else ""

@@ -1,35 +1,54 @@
-"""The annotation tab: label caption pairs positive / partial / description / negative.
+"""The annotation tab's handlers: label caption pairs positive / partial / description / negative.
 
 The tab is stateless between calls: what to show next is recomputed from the SQLite store
 (the first candidate, in heuristic order, that the annotator has not labelled), so two
-annotators, a reload or a restarted server all continue where the store says.
+annotators, a reload or a restarted server all continue where the store says. A browser
+tab (a Gradio session) *claims* the pair it shows (:meth:`AnnotationStore.claim`), so two
+tabs of one annotator never show the same pair. With a login (``--auth``) the annotator is
+the logged-in user, whatever the Annotator field says. The layout is in
+:mod:`app.annotate_layout`.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import tempfile
 import threading
-from functools import lru_cache, partial
+from functools import lru_cache
 
 import pandas as pd
 
-from app.annotate_html import candidate_html, query_html
+from app.annotate_html import candidate_html, other_captions_html, query_html
 from app.annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check_annotator
 from app.candidates import CandidateRanker
 from app.collection import Collection
-from app.escaping import markdown_text
+from app.escaping import markdown_text, user_error
 from app.export import agreement, export, relation_records
 
-LABELS = ("positive", "partial", "description", "negative")
-SHORTCUTS = {"positive": "1", "partial": "2", "description": "3", "negative": "4"}
 SAME, ANY, ALL = "same", "any", "(all datasets)"
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
 AGREEMENT_COLUMNS = ["annotator_a", "annotator_b", "shared_pairs", "kappa"]
+NO_ANNOTATOR = "Enter your name in the Annotator field (top left) to label."
+
+
+def session_of(request) -> str | None:
+    """The Gradio session (one browser tab) of a request, None without one."""
+    return getattr(request, "session_hash", None) or None
+
+
+def logged_in_user(request) -> str | None:
+    """The ``--auth`` user name of a request, None without a login."""
+    return getattr(request, "username", None) or None
 
 
 class AnnotateTab:
-    """Handlers of the annotation tab over a store and named collections."""
+    """Handlers of the annotation tab over a store and named collections.
+
+    Every handler the page calls takes the Gradio request last (``request``; None when
+    called from Python): its user name replaces the Annotator field under ``--auth``, and
+    its session hash names the tab that claims the pair it shows.
+    """
 
     def __init__(
         self,
@@ -49,7 +68,9 @@ class AnnotateTab:
     # ----------------------------------------------------------- helpers
     def _collection(self, dataset: str) -> Collection:
         if dataset not in self.collections:
-            raise _error(f"unknown dataset {dataset!r}; choose one of {sorted(self.collections)}")
+            raise user_error(
+                f"unknown dataset {dataset!r}; choose one of {sorted(self.collections)}"
+            )
         return self.collections[dataset]
 
     def _ranker(self, dataset: str) -> CandidateRanker:
@@ -66,63 +87,89 @@ class AnnotateTab:
         try:
             query = collection.caption(query_id)
         except KeyError as error:
-            raise _error(str(error.args[0])) from None
+            raise user_error(str(error.args[0])) from None
         lang = query["lang"] if cand_lang == SAME else None if cand_lang == ANY else cand_lang
         return self._ranked(dataset, query_id, lang)
 
     def _rank(self, dataset: str, query_id: str, lang: str | None) -> pd.DataFrame:
         return self._ranker(dataset).rank(query_id, lang, self.limit)
 
-    def _annotator(self, annotator: str) -> str:
+    @staticmethod
+    def annotator_of(annotator, request=None) -> str:
+        """The logged-in user if any, else the stripped Annotator field ('' when empty);
+        a name the store refuses (too long) is an error."""
+        name = logged_in_user(request) or (annotator or "").strip()
         try:
-            return check_annotator(annotator)
+            return check_annotator(name) if name else ""
         except AnnotationError as error:
-            raise _error(str(error)) from None
+            raise user_error(str(error)) from None
+
+    @staticmethod
+    def name_missing():
+        """The outputs of a handler called without an annotator: one message, nothing else."""
+        import gradio as gr
+
+        return (gr.update(),) * 4 + (f"**{NO_ANNOTATOR}**",) + (gr.update(),) * 2
 
     # ------------------------------------------------------------- views
     def view(
-        self, annotator, dataset, query_id, cand_lang=SAME, after_id=None, show_id=None, note=""
+        self,
+        annotator,
+        dataset,
+        query_id,
+        cand_lang=SAME,
+        after_id=None,
+        show_id=None,
+        note="",
+        session=None,
     ):
-        """-> (query html, query id, candidate html, candidate id, progress markdown, history).
+        """-> (query html, query id, candidate html, candidate id, progress markdown, history,
+        other captions html).
 
         The candidate shown is ``show_id`` if given, else the first one the annotator has not
-        labelled, searching from just after ``after_id`` (wrapping around).
+        labelled, searching from just after ``after_id`` (wrapping around); with a
+        ``session`` and an annotator, it is claimed for that session, skipping the ones
+        other sessions of the annotator claim.
         """
         if not query_id:
+            empty = pd.DataFrame(columns=HISTORY_COLUMNS)
             return (
                 "<p>Pick a query caption: next unlabelled, random, or find one.</p>",
                 "",
                 "",
                 "",
                 markdown_text(note),
-                pd.DataFrame(columns=HISTORY_COLUMNS),
-            )
-        collection = self._collection(dataset)
-        annotator = (annotator or "").strip()
-        cands = self.candidates(dataset, query_id, cand_lang)
-        done = self.store.labelled_candidates(dataset, annotator, query_id) if annotator else set()
-        open_ = ~cands["caption_id"].isin(done).to_numpy()
-        start = 0
-        if after_id is not None and after_id in set(cands["caption_id"]):
-            start = int(cands.index[cands["caption_id"] == after_id][0]) + 1
-        order = list(range(start, len(cands))) + list(range(start))
-        position = next((p for p in order if open_[p]), None)
-        if show_id is not None and show_id in set(cands["caption_id"]):
-            position = int(cands.index[cands["caption_id"] == show_id][0])
-        if position is None:
-            cand_html, cand_id = (
-                (
-                    f"<p>All {len(cands)} candidates of this query are labelled. "
-                    "Press <b>Next unlabelled</b> for another query.</p>"
-                ),
+                empty,
                 "",
             )
+        collection = self._collection(dataset)
+        cands = self.candidates(dataset, query_id, cand_lang)
+        ids = cands["caption_id"].tolist()
+        done = self.store.labelled_candidates(dataset, annotator, query_id) if annotator else set()
+        start = ids.index(after_id) + 1 if after_id in ids else 0
+        order = ids[start:] + ids[:start]
+        forced = show_id in ids
+        if forced:
+            order = [show_id]
+        if annotator and session:
+            cand_id = self.store.claim(session, dataset, annotator, query_id, order, forced)
         else:
-            cand_id = cands["caption_id"].iat[position]
-            cand_html = candidate_html(collection, cands.iloc[position], position, len(cands))
-        labelled = len(cands) - int(open_.sum())
+            cand_id = next((c for c in order if forced or c not in done), None)
+        labelled = sum(c in done for c in ids)
+        if cand_id is None:
+            others = len(ids) - labelled
+            cand_html = (
+                f"<p>The other {others} unlabelled candidates of this query are open in your "
+                "other tabs. Press <b>Next unlabelled</b> for another query.</p>"
+                if others
+                else f"<p>All {len(ids)} candidates of this query are labelled. "
+                "Press <b>Next unlabelled</b> for another query.</p>"
+            )
+        else:
+            position = ids.index(cand_id)
+            cand_html = candidate_html(collection, cands.iloc[position], position, len(ids))
         progress = [
-            f"Query {markdown_text(query_id)}: **{labelled} of {len(cands)}** candidates labelled"
+            f"Query {markdown_text(query_id)}: **{labelled} of {len(ids)}** candidates labelled"
         ]
         if annotator:
             counts = self.store.counts_by_query(dataset, annotator)
@@ -132,7 +179,7 @@ class AnnotateTab:
                 f"{markdown_text(dataset)}"
             )
         else:
-            progress.append("enter your annotator name to label")
+            progress.append(f"**{NO_ANNOTATOR}**")
         progress.append(self._ranker(dataset).description)
         if note:
             progress.insert(0, f"**{markdown_text(note)}**")
@@ -140,9 +187,10 @@ class AnnotateTab:
             query_html(collection, query_id),
             query_id,
             cand_html,
-            cand_id,
+            cand_id or "",
             " · ".join(progress),
             self._history(dataset, annotator, query_id),
+            other_captions_html(collection, query_id, cand_id),
         )
 
     def _history(self, dataset, annotator, query_id) -> pd.DataFrame:
@@ -166,37 +214,46 @@ class AnnotateTab:
         )
 
     # ---------------------------------------------------------- handlers
-    def next_unlabelled(self, annotator, dataset, cand_lang=SAME):
-        """The first started-but-unfinished query of the annotator, else the first untouched one."""
-        annotator = self._annotator(annotator)
+    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, request=None):
+        """The first started-but-unfinished query of the annotator, else the first untouched
+        one; queries whose open candidates all show in the annotator's other tabs are passed."""
+        annotator = self.annotator_of(annotator, request)
+        if not annotator:
+            return self.name_missing()
         collection = self._collection(dataset)
         counts = self.store.counts_by_query(dataset, annotator)
-        for query_id in counts:
-            if query_id in collection.row_of.index and counts[query_id] < len(
-                self.candidates(dataset, query_id, cand_lang)
-            ):
-                return self.view(annotator, dataset, query_id, cand_lang)
-        untouched = collection.captions["caption_id"][
-            ~collection.captions["caption_id"].isin(counts.keys())
-        ]
-        if untouched.empty:
-            return self.view(
-                annotator,
-                dataset,
-                "",
-                cand_lang,
-                note="Every caption of this dataset has labels from you.",
-            )
-        return self.view(annotator, dataset, untouched.iat[0], cand_lang)
-
-    def random_query(self, annotator, dataset, cand_lang=SAME):
-        collection = self._collection(dataset)
+        started = (
+            query_id
+            for query_id in counts
+            if query_id in collection.row_of.index
+            and counts[query_id] < len(self.candidates(dataset, query_id, cand_lang))
+        )
+        untouched = (
+            caption_id
+            for caption_id in collection.captions["caption_id"]
+            if caption_id not in counts
+        )
+        for query_id in itertools.chain(started, untouched):
+            result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
+            if result[3]:
+                return result
         return self.view(
-            annotator, dataset, random.choice(collection.captions["caption_id"].tolist()), cand_lang
+            annotator,
+            dataset,
+            "",
+            cand_lang,
+            note="Every caption of this dataset has labels "
+            "from you (or is open in another of your tabs).",
         )
 
-    def open_query(self, annotator, dataset, query_id, cand_lang=SAME):
-        return self.view(annotator, dataset, query_id, cand_lang)
+    def random_query(self, annotator, dataset, cand_lang=SAME, request=None):
+        collection = self._collection(dataset)
+        query_id = random.choice(collection.captions["caption_id"].tolist())
+        return self.open_query(annotator, dataset, query_id, cand_lang, request)
+
+    def open_query(self, annotator, dataset, query_id, cand_lang=SAME, request=None):
+        annotator = self.annotator_of(annotator, request)
+        return self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
 
     def find(self, dataset, text):
         """Captions whose id or text contains ``text`` (case-insensitive), at most 50."""
@@ -214,37 +271,64 @@ class AnnotateTab:
         ]
         return gr.update(choices=choices, value=None)
 
-    def label(self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME):
+    def label(
+        self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+    ):
         """Store ``label`` for (query, candidate), then show the next candidate (or next query)."""
-        annotator = self._annotator(annotator)
+        annotator = self.annotator_of(annotator, request)
+        if not annotator:
+            return self.name_missing()
         collection = self._collection(dataset)
         for caption_id in (query_id, candidate_id):
             if caption_id not in collection.row_of.index:
-                raise _error(
+                raise user_error(
                     f"dataset {dataset!r} has no caption {caption_id!r}: "
                     "pick a query and a candidate first"
                 )
+        session = session_of(request)
         try:
-            self.store.add(dataset, annotator, query_id, candidate_id, label)
+            self.store.add(dataset, annotator, query_id, candidate_id, label, session)
         except AnnotationError as error:
-            raise _error(str(error)) from None
-        result = self.view(annotator, dataset, query_id, cand_lang, after_id=candidate_id)
+            raise user_error(str(error)) from None
+        result = self.view(
+            annotator, dataset, query_id, cand_lang, after_id=candidate_id, session=session
+        )
         if result[3]:
             return result
-        return self.next_unlabelled(annotator, dataset, cand_lang)
+        return self.next_unlabelled(annotator, dataset, cand_lang, request)
 
-    def skip(self, annotator, dataset, query_id, candidate_id, cand_lang=SAME):
-        return self.view(annotator, dataset, query_id, cand_lang, after_id=candidate_id)
+    def skip(self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None):
+        annotator = self.annotator_of(annotator, request)
+        if not annotator:
+            return self.name_missing()
+        return self.view(
+            annotator,
+            dataset,
+            query_id,
+            cand_lang,
+            after_id=candidate_id,
+            session=session_of(request),
+        )
 
-    def undo(self, annotator, dataset, cand_lang=SAME):
+    def undo(self, annotator, dataset, cand_lang=SAME, request=None):
         """Undo the annotator's newest label in ``dataset`` and show that pair again."""
-        annotator = self._annotator(annotator)
+        annotator = self.annotator_of(annotator, request)
+        if not annotator:
+            return self.name_missing()
         undone = self.store.undo(dataset, annotator)
         if undone is None:
             return self.view(annotator, dataset, "", cand_lang, note="Nothing to undo.")
         query_id, candidate_id = undone["caption_id_a"], undone["caption_id_b"]
         note = f"Undid {LABEL_NAMES[undone['label']]} for {query_id} / {candidate_id}"
-        return self.view(annotator, dataset, query_id, cand_lang, show_id=candidate_id, note=note)
+        return self.view(
+            annotator,
+            dataset,
+            query_id,
+            cand_lang,
+            show_id=candidate_id,
+            note=note,
+            session=session_of(request),
+        )
 
     def export(self, scope):
         """-> (relations.jsonl path, relations.csv path, agreement table, status)."""
@@ -262,126 +346,12 @@ class AnnotateTab:
         )
         return table
 
-    # ------------------------------------------------------------ layout
-    def build(self, demo) -> None:
-        """Lay out the tab's components inside the current ``gr.Blocks`` and wire events."""
+    def whoami(self, request=None):
+        """The Annotator field under ``--auth``: the logged-in user, read-only (unchanged
+        without a login)."""
         import gradio as gr
 
-        names = sorted(self.collections)
-        lang_choices = [("same as the query", SAME), ("any", ANY)] + [
-            (code, code)
-            for code in sorted({lang for c in self.collections.values() for lang in c.languages})
-        ]
-        with gr.Row():
-            annotator = gr.Textbox(label="Annotator", max_length=100, elem_id="ann-annotator")
-            dataset = gr.Dropdown(names, value=names[0], label="Dataset", elem_id="ann-dataset")
-            cand_lang = gr.Dropdown(
-                lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang"
-            )
-        with gr.Row():
-            next_button = gr.Button("Next unlabelled", variant="primary", elem_id="ann-next")
-            random_button = gr.Button("Random", elem_id="ann-random")
-            find_text = gr.Textbox(
-                label="Find a caption (id or text)", max_length=200, elem_id="ann-find-text"
-            )
-            found = gr.Dropdown(
-                choices=[], label="Matching captions", allow_custom_value=True, elem_id="ann-found"
-            )
-        query_html = gr.HTML(elem_id="ann-query")
-        candidate_html = gr.HTML(elem_id="ann-candidate")
-        with gr.Row():
-            query_id = gr.Textbox(
-                label="Query caption id", interactive=False, elem_id="ann-query-id"
-            )
-            candidate_id = gr.Textbox(
-                label="Candidate caption id", interactive=False, elem_id="ann-candidate-id"
-            )
-        with gr.Row():
-            buttons = {
-                name: gr.Button(
-                    f"{name.capitalize()} [{SHORTCUTS[name]}]",
-                    elem_id=f"ann-{name}",
-                    variant="primary" if name == "positive" else "secondary",
-                )
-                for name in LABELS
-            }
-            skip = gr.Button("Skip [s]", elem_id="ann-skip")
-            undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo")
-        progress = gr.Markdown(elem_id="ann-progress")
-        history = gr.Dataframe(
-            headers=HISTORY_COLUMNS,
-            interactive=False,
-            wrap=True,
-            label="Your labels for this query",
-            elem_id="ann-history",
-        )
-        with gr.Accordion("Export and agreement", open=False):
-            with gr.Row():
-                scope = gr.Dropdown([ALL, *names], value=ALL, label="Export", elem_id="ann-scope")
-                export_button = gr.Button("Export relations", elem_id="ann-export")
-                agreement_button = gr.Button("Agreement (Cohen's kappa)", elem_id="ann-agreement")
-            with gr.Row():
-                jsonl_file = gr.File(label="relations.jsonl", elem_id="ann-jsonl")
-                csv_file = gr.File(label="relations.csv", elem_id="ann-csv")
-            export_status = gr.Markdown()
-            kappa = gr.Dataframe(
-                headers=AGREEMENT_COLUMNS,
-                interactive=False,
-                label="Agreement per annotator pair",
-                elem_id="ann-kappa",
-            )
-
-        view = [query_html, query_id, candidate_html, candidate_id, progress, history]
-        next_button.click(
-            self.next_unlabelled, [annotator, dataset, cand_lang], view, api_name="next_unlabelled"
-        )
-        random_button.click(
-            self.random_query, [annotator, dataset, cand_lang], view, api_name="random_query"
-        )
-        find_text.submit(self.find, [dataset, find_text], found, api_name="find_captions")
-        found.input(
-            self.open_query, [annotator, dataset, found, cand_lang], view, api_name="open_query"
-        )
-        cand_lang.input(
-            self.open_query,
-            [annotator, dataset, query_id, cand_lang],
-            view,
-            api_name="change_candidate_language",
-        )
-        pair = [annotator, dataset, query_id, candidate_id, cand_lang]
-        for name, button in buttons.items():
-            button.click(
-                partial(self.label, name),
-                pair,
-                view,
-                api_name=f"label_{name}",
-                concurrency_limit=None,
-            )
-        skip.click(self.skip, pair, view, api_name="skip")
-        undo.click(
-            self.undo,
-            [annotator, dataset, cand_lang],
-            view,
-            api_name="undo",
-            concurrency_limit=None,
-        )
-        export_button.click(
-            self.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
-        )
-        agreement_button.click(self.agreement, scope, kappa, api_name="agreement")
-        _logged_in_user.__annotations__["request"] = gr.Request  # so Gradio passes the request
-        demo.load(_logged_in_user, None, annotator, api_name="whoami")
-
-
-def _logged_in_user(request):
-    """The ``--auth`` user name as the default annotator (unchanged without login)."""
-    import gradio as gr
-
-    name = getattr(request, "username", None)
-    return name if name else gr.update()
-
-
-def _error(message: str):
-    import gradio as gr
-
-    return gr.Error(message)
+        name = logged_in_user(request)
+        if not name:
+            return gr.update()
+        return gr.update(value=name, interactive=False, label="Annotator (logged in)")

@@ -7,12 +7,19 @@ undone. Each write is its own ``BEGIN IMMEDIATE`` transaction committed with
 ``synchronous=FULL``: two annotators writing at once wait for each other (``busy_timeout``)
 instead of failing, and a server killed mid-session keeps every label it acknowledged.
 Each thread (Gradio runs handlers in a thread pool) keeps its own connection.
+
+A *claim* reserves the pair a browser tab (a session) shows, so that two tabs of one
+annotator never show, and so never label, the same pair: :meth:`AnnotationStore.claim`
+picks the first pair that is neither labelled by the annotator nor claimed by another of
+their sessions and claims it, in one transaction. A session holds one claim at a time; a
+claim expires after ``claim_seconds`` (a closed tab frees its pair).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,7 +45,17 @@ CREATE VIEW IF NOT EXISTS current_labels AS
         SELECT MAX(m.id) FROM labels m
         WHERE m.undone = 0 AND m.dataset = l.dataset AND m.annotator = l.annotator
           AND m.caption_id_a = l.caption_id_a AND m.caption_id_b = l.caption_id_b);
+CREATE TABLE IF NOT EXISTS claims (
+    session TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    caption_id_a TEXT NOT NULL,
+    caption_id_b TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS claims_pair ON claims (dataset, annotator, caption_id_a, caption_id_b);
 """
+CLAIM_SECONDS = 600.0
 MAX_NAME = 100
 
 
@@ -68,10 +85,12 @@ def label_code(label) -> int:
 class AnnotationStore:
     """Pair labels in the SQLite file ``path`` (created with its schema on first use)."""
 
-    def __init__(self, path, busy_timeout: float = 30.0):
+    def __init__(self, path, busy_timeout: float = 30.0, claim_seconds: float = CLAIM_SECONDS):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.busy_timeout = busy_timeout
+        self.claim_seconds = claim_seconds
+        self.clock = time.time
         self._local = threading.local()
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -99,21 +118,95 @@ class AnnotationStore:
                 raise
             db.execute("COMMIT")
 
-    def add(self, dataset: str, annotator: str, caption_id_a: str, caption_id_b: str, label) -> int:
-        """Record a label; returns its row id once committed."""
+    def add(
+        self,
+        dataset: str,
+        annotator: str,
+        caption_id_a: str,
+        caption_id_b: str,
+        label,
+        session: str | None = None,
+    ) -> int:
+        """Record a label; returns its row id once committed.
+
+        With ``session``, a pair claimed by another live session of the annotator (another
+        tab) is refused.
+        """
         annotator, code = check_annotator(annotator), label_code(label)
         if not caption_id_a or not caption_id_b:
             raise AnnotationError("both caption ids are needed to record a label")
         if caption_id_a == caption_id_b:
             raise AnnotationError(f"caption {caption_id_a!r} cannot be labelled against itself")
-        time = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds")
         with self._write() as db:
+            pair = (dataset, annotator, caption_id_a, caption_id_b)
+            if session is not None and caption_id_b in self._claimed_by_others(
+                db, *pair[:3], session
+            ):
+                raise AnnotationError(
+                    f"{caption_id_a} / {caption_id_b} is open in another tab of {annotator}; "
+                    "label it there"
+                )
             cursor = db.execute(
                 "INSERT INTO labels (dataset, annotator, caption_id_a, caption_id_b, label, time)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (dataset, annotator, caption_id_a, caption_id_b, code, time),
+                (*pair, code, stamp),
             )
             return int(cursor.lastrowid)
+
+    def claim(
+        self,
+        session: str,
+        dataset: str,
+        annotator: str,
+        caption_id_a: str,
+        candidates,
+        force: bool = False,
+    ) -> str | None:
+        """Claim for ``session`` the first of ``candidates`` (caption ids, in order) that the
+        annotator has not labelled against ``caption_id_a`` and no other live session of
+        theirs claims; with ``force``, the first candidate whatever its state (other claims
+        on it are dropped). Releases the session's previous claim; returns the claimed id,
+        or None when none is free.
+        """
+        annotator = check_annotator(annotator)
+        query = (dataset, annotator, caption_id_a)
+        now = self.clock()
+        with self._write() as db:
+            db.execute("DELETE FROM claims WHERE expires <= ? OR session = ?", (now, session))
+            taken = set()
+            if not force:
+                taken = self._claimed_by_others(db, *query, session) | self._labelled(db, *query)
+            chosen = next((c for c in candidates if c not in taken), None)
+            if chosen is not None:
+                db.execute(
+                    "DELETE FROM claims WHERE dataset = ? AND annotator = ? AND caption_id_a = ?"
+                    " AND caption_id_b = ?",
+                    (*query, chosen),
+                )
+                db.execute(
+                    "INSERT INTO claims (session, dataset, annotator, caption_id_a, caption_id_b,"
+                    " expires) VALUES (?, ?, ?, ?, ?, ?)",
+                    (session, *query, chosen, now + self.claim_seconds),
+                )
+        return chosen
+
+    def _claimed_by_others(self, db, dataset, annotator, caption_id_a, session) -> set[str]:
+        rows = db.execute(
+            "SELECT caption_id_b FROM claims WHERE dataset = ? AND annotator = ?"
+            " AND caption_id_a = ? AND session != ? AND expires > ?",
+            (dataset, annotator, caption_id_a, session, self.clock()),
+        ).fetchall()
+        return {row[0] for row in rows}
+
+    @staticmethod
+    def _labelled(db, dataset, annotator, caption_id_a) -> set[str]:
+        rows = db.execute(
+            "SELECT DISTINCT caption_id_b FROM current_labels"
+            " WHERE dataset = ? AND annotator = ? AND caption_id_a = ?",
+            (dataset, annotator, caption_id_a),
+        ).fetchall()
+        return {row[0] for row in rows}
 
     def undo(self, dataset: str, annotator: str) -> dict | None:
         """Mark the annotator's newest live label in ``dataset`` undone; returns it (or None)."""
@@ -158,12 +251,7 @@ class AnnotationStore:
     def labelled_candidates(self, dataset: str, annotator: str, caption_id_a: str) -> set[str]:
         """Caption ids the annotator currently has a label for against ``caption_id_a``."""
         with self._connect() as db:
-            rows = db.execute(
-                "SELECT DISTINCT caption_id_b FROM current_labels"
-                " WHERE dataset = ? AND annotator = ? AND caption_id_a = ?",
-                (dataset, annotator, caption_id_a),
-            ).fetchall()
-        return {row[0] for row in rows}
+            return self._labelled(db, dataset, annotator, caption_id_a)
 
     def counts_by_query(self, dataset: str, annotator: str) -> dict[str, int]:
         """Number of current labels per query caption for one annotator."""

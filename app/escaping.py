@@ -2,6 +2,9 @@
 
 Captions and queries come from datasets and users; anything rendered as HTML or Markdown
 goes through :func:`html_text` or :func:`markdown_text` first, so ``<script>`` shows as text.
+Error toasts render their message as (sanitised) HTML, so every error the app raises is
+built by :func:`user_error`, which escapes it: an ``<img>`` or a link typed by a user shows
+as text and loads nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ def markdown_text(value) -> str:
     """``value`` as literal Markdown text: HTML-escaped, Markdown punctuation backslashed."""
     text = "" if value is None else str(value).replace("\n", " ")
     return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", text), quote=False)
+
+
+def user_error(message):
+    """A ``gr.Error`` whose toast shows ``message`` literally (``<``, ``>``, ``&`` escaped;
+    the toast puts it in element content, where quotes are harmless)."""
+    import gradio as gr
+
+    return gr.Error(html.escape(str(message), quote=False))
 
 
 def cap_query(text, limit: int = MAX_QUERY_CHARS) -> str:

@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from app.engine import SearchEngine
-from app.escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text
+from app.engine import Coverage, SearchEngine
+from app.escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from rudder.languages import NAMES, SUPPORTED, check_language, detect_language
 from rudder.translate import TranslationUnavailable, translate_texts
 
@@ -30,6 +30,30 @@ def segment_text(start, end) -> str:
     if start is None or pd.isna(start):
         return ""
     return f"{start:.1f}–{end:.1f}"
+
+
+def coverage_warning(coverage: Coverage, lang: str, train_langs) -> str:
+    """A warning when the model was not trained on ``lang`` or knows few of the words."""
+    if not coverage.lang_trained:
+        trained = ", ".join(NAMES[code] for code in train_langs)
+        return (
+            f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}): "
+            "its ranking does not reflect this query. Tick “Translate the query”, or use a "
+            f"model trained on {NAMES[lang]} (`python -m app` without `--checkpoint` "
+            "trains one)."
+        )
+    if coverage.nothing_known:
+        return (
+            "⚠ None of the query's words is in the model's vocabulary, so no video can be "
+            "ranked for it: try other words."
+        )
+    if coverage.mostly_unknown:
+        unknown = ", ".join(coverage.unknown[:8])
+        return (
+            f"⚠ {len(coverage.unknown)} of the query's {len(coverage.words)} words are unknown "
+            f"to the model ({markdown_text(unknown)}): the ranking rests on the others."
+        )
+    return ""
 
 
 class SearchTab:
@@ -64,7 +88,7 @@ class SearchTab:
             display_lang = check_language(display_lang, "the display language")
             target = check_language(target, "the translation target")
         except ValueError as error:
-            raise gr.Error(str(error)) from None
+            raise user_error(str(error)) from None
         how = "detected from the script" if lang_choice == AUTO else "chosen"
         notes = [f"Query language: **{NAMES[lang]}** ({how})."]
         if translate and target != lang:
@@ -74,6 +98,17 @@ class SearchTab:
                 query, lang = cap_query(translated), target
             except (TranslationUnavailable, ValueError) as error:
                 notes.append(f"⚠ Translation unavailable: {markdown_text(error)}")
+        coverage = self.engine.coverage(query, lang)
+        warning = coverage_warning(coverage, lang, self.engine.train_langs)
+        if warning:
+            notes.append(warning)
+        if coverage.nothing_known:
+            return (
+                " ".join(notes),
+                pd.DataFrame(columns=RESULT_COLUMNS),
+                gr.update(choices=[], value=None),
+                "",
+            )
         hits = self.engine.search(query, lang, int(k), display_lang)
         rows = [
             [
@@ -105,8 +140,6 @@ class SearchTab:
 
     def player(self, caption_or_video_id) -> str:
         """HTML: the video (from the media folder) at the caption's segment, and its captions."""
-        import gradio as gr
-
         if not caption_or_video_id:
             return ""
         collection = self.collection
@@ -116,7 +149,7 @@ class SearchTab:
         elif caption_or_video_id in collection.videos.index:
             chosen, video_id = None, caption_or_video_id
         else:
-            raise gr.Error(f"unknown caption or video id {caption_or_video_id!r}")
+            raise user_error(f"unknown caption or video id {caption_or_video_id!r}")
         parts = [f"<div class='rudder-player'><h4>{html_text(video_id)}</h4>"]
         path = collection.media_path(video_id)
         fragment = "" if chosen is None else f"#t={chosen['start']:.2f},{chosen['end']:.2f}"

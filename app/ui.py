@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.annotate_layout import KEYBOARD_JS, build_annotate_tab
 from app.annotate_tab import AnnotateTab
 from app.annotations_db import AnnotationStore
 from app.collection import Collection
@@ -17,28 +18,8 @@ from app.escaping import markdown_text
 from app.results_tab import ResultsTab
 from app.search_tab import SearchTab, default_translator
 from rudder.data.layout import DatasetFolder
+from rudder.languages import SUPPORTED
 
-# Keyboard shortcuts of the annotation tab; keys typed into text fields are left alone and
-# buttons are only pressed while visible (the annotation tab is open).
-KEYBOARD_JS = """
-if (!window.__rudderKeys) {
-  window.__rudderKeys = true;
-  const map = {"1": "ann-positive", "p": "ann-positive", "2": "ann-partial", "a": "ann-partial",
-               "3": "ann-description", "d": "ann-description", "4": "ann-negative",
-               "n": "ann-negative", "s": "ann-skip", "u": "ann-undo"};
-  document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-    const target = event.target;
-    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target && target.tagName);
-    if (typing || (target && target.isContentEditable)) return;
-    const id = map[(event.key || "").toLowerCase()];
-    const button = id && document.getElementById(id);
-    if (!button || button.offsetParent === null) return;
-    event.preventDefault();
-    button.click();
-  });
-}
-"""
 CSS = """
 .rudder-text { font-size: 1.25rem; margin: 0.3rem 0; }
 .rudder-label { color: var(--body-text-color-subdued); font-size: 0.85rem; }
@@ -49,6 +30,8 @@ CSS = """
 .rudder-captions td, .rudder-captions th { padding: 0.2rem 0.5rem; text-align: left; }
 .rudder-captions tr.chosen { background: var(--color-accent-soft); }
 .rudder-lang { font-family: monospace; margin-right: 0.4rem; }
+.rudder-others-row { display: flex; gap: 1rem; }
+.rudder-others-row > details { flex: 1; }
 """
 # Latin fallbacks before the Indic ones (Lohit fonts carry odd Latin glyphs); Devanagari,
 # Tamil and Telugu characters fall through to the Lohit fonts.
@@ -80,13 +63,17 @@ def build_app(
     annotate_datasets=(),
     translator=None,
     description: str = "",
+    train_langs=SUPPORTED,
+    check_words: bool = True,
 ):
     """The Gradio app over ``dataset`` searched with ``model``.
 
     ``encode(texts, langs) -> (tokens, mask)`` tokenises queries (default: per-language
     tokenizer + ``vocab.batch``); ``model_key`` names the weights in the index cache
     (default: a hash of the weights); ``annotate_datasets`` are further dataset folders
-    offered for annotation; ``translator(text, src, dest)`` replaces Google Translate.
+    offered for annotation; ``translator(text, src, dest)`` replaces Google Translate;
+    ``train_langs`` are the model's training caption languages and ``check_words=False``
+    turns off the out-of-vocabulary warning (for a frozen pretrained text encoder).
     """
     import gradio as gr
 
@@ -101,6 +88,8 @@ def build_app(
         max_frames=max_frames,
         model_key=model_key,
         cache_dir=cache_dir,
+        train_langs=train_langs,
+        check_words=check_words,
     )
     collections = {collection.name: collection}
     for folder in annotate_datasets:
@@ -121,7 +110,7 @@ def build_app(
             with gr.Tab("Search", id="search"):
                 search.build()
             with gr.Tab("Annotate", id="annotate"):
-                annotate.build(demo)
+                build_annotate_tab(annotate, demo)
             with gr.Tab("Results", id="results"):
                 results.build(demo)
     demo.queue(default_concurrency_limit=4)

@@ -93,6 +93,7 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
     cpu_known = sum("cpu_seconds" in t for t in timings)
     seeds = sorted({j.seed for j in jobs})
     epochs = sorted({j.config.epochs for j in jobs})
+    lrs = sorted({j.config.optim.lr for j in jobs})
     items = [
         ("Reproduces", suite.source),
         ("Command", f"`{command}` (from the project root)"),
@@ -108,11 +109,13 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
             "Schedule",
             (
                 f"at most {', '.join(map(str, epochs))} epochs, early stopping patience "
-                f"{config.patience}, model selection on validation `{config.selection}`, batch "
-                f"{config.data.batch_size}, {config.optim.name} lr {config.optim.lr}; seeds "
+                f"{config.patience}, model selection on the {config.data.val_split} split "
+                f"`{config.selection}`, batch {config.data.batch_size}, {config.optim.name} lr "
+                f"{', '.join(map(str, lrs))}; seeds "
                 f"{', '.join(map(str, seeds))}"
             ),
         ),
+        ("Hyper-parameters", _settings_text(suite, jobs)),
         (
             "Training time",
             (
@@ -141,6 +144,19 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
             ),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _settings_text(suite: Suite, jobs: list[Job]) -> str:
+    """The settings experiments.tune chose per row, or that none were tuned."""
+    tuned = {j.row.label: j.settings for j in jobs if j.settings}
+    if not tuned:
+        return "every row at its YAML's settings (not tuned)"
+    chosen = "; ".join(
+        f"{label}: " + ", ".join(f"{key.split('.')[-1]} {value}" for key, value in s.items())
+        for label, s in tuned.items()
+    )
+    where = f"all trials in `{suite.name}-tuned.yaml`"
+    return f"chosen on validation by `python -m experiments.tune` ({where}): {chosen}"
 
 
 def _videos(job: Job) -> np.ndarray:

@@ -16,7 +16,7 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.suites import (
@@ -48,6 +48,7 @@ class Job:
     seed: int
     config: TrainConfig
     run_dir: Path
+    settings: dict = field(default_factory=dict)  # chosen by experiments.tune, applied to config
 
     @property
     def status(self) -> str:
@@ -72,11 +73,11 @@ class Job:
         return config_changes(yaml.safe_load(saved.read_text(encoding="utf-8")), self.config)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The arguments experiments.run and experiments.tune share: suite, dataset and folders."""
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.run",
-        description="Reproduce a paper table: train each row over seeds (resuming finished runs), "
-        "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
+        prog=prog,
+        description=description,
         epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
     )
     parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
@@ -85,15 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="dataset folder (required by the real-dataset suites; "
         "replaces data.dataset of every row)",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
-    parser.add_argument(
-        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
-    )
     parser.add_argument(
         "--output",
         type=Path,
         default=DEFAULT_OUTPUT,
-        help=f"folder for the tables and plots (default {DEFAULT_OUTPUT})",
+        help=f"folder for the tables, plots and tuned settings (default {DEFAULT_OUTPUT})",
     )
     parser.add_argument(
         "--runs-dir",
@@ -113,10 +110,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = suite_parser(
+        "python -m experiments.run",
+        "Reproduce a paper table: train each row over seeds (resuming finished runs), "
+        "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
+    parser.add_argument(
+        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
+    )
+    parser.add_argument(
+        "--tuned",
+        type=Path,
+        help="hyper-parameters chosen by experiments.tune (default, for a suite with a tune "
+        "section: <output>/<suite>-tuned.yaml)",
+    )
+    parser.add_argument(
+        "--untuned",
+        action="store_true",
+        help="ignore the suite's tuning and train every row with its YAML's settings",
+    )
+    return parser
+
+
 def plan(
-    suite: Suite, seeds: int, runs_dir: Path, dataset: str | None = None, epochs: int | None = None
+    suite: Suite,
+    seeds: int,
+    runs_dir: Path,
+    dataset: str | None = None,
+    epochs: int | None = None,
+    tuned: Path | None = None,
 ) -> list[Job]:
-    """Every (row, seed) of the suite with its resolved config and run directory."""
+    """Every (row, seed) of the suite with its resolved config and run directory; with
+    ``tuned`` (a file of :mod:`experiments.tune`), each row takes its chosen settings."""
     if suite.requires_dataset and dataset is None:
         raise SuiteError(
             f"suite {suite.name!r} runs on a real dataset and needs --dataset DIR: "
@@ -124,28 +151,40 @@ def plan(
         )
     if seeds < 1:
         raise SuiteError(f"--seeds must be at least 1, got {seeds}")
-    jobs, fingerprints = [], {}
+    fingerprints, base_keys = {}, {}
     for row in suite.rows:
         spec = row_config(row, dataset, epochs, seed=0).data.dataset
         if spec not in fingerprints:
             fingerprints[spec] = resolve_dataset(spec).fingerprint()
-        key = run_key(row_data(row, dataset, epochs), fingerprints[spec])
+        base_keys[row.label] = run_key(row_data(row, dataset), fingerprints[spec])
+    settings = {}
+    if tuned is not None:
+        from experiments.tune import load_tuned
+
+        settings = load_tuned(tuned, suite, base_keys)
+    jobs = []
+    for row in suite.rows:
+        chosen = settings.get(row.label)
+        spec = row_config(row, dataset, epochs, seed=0).data.dataset
+        key = run_key(row_data(row, dataset, epochs, chosen), fingerprints[spec])
         for seed in range(seeds):
-            config = row_config(row, dataset, epochs, seed)
-            jobs.append(Job(row, seed, config, Path(runs_dir) / key / f"seed-{seed}"))
+            config = row_config(row, dataset, epochs, seed, chosen)
+            run_dir = Path(runs_dir) / key / f"seed-{seed}"
+            jobs.append(Job(row, seed, config, run_dir, dict(chosen or {})))
     return jobs
 
 
-def train_job(job: Job) -> float:
-    """Train (or resume) one run; adds its wall-clock and CPU seconds (all threads of this
-    process) to ``timing.json``."""
+def train_job(job: Job, fit=None) -> float:
+    """Train (or resume) one run with ``fit`` (default :func:`rudder.train.run`: train, then
+    test); adds its wall-clock and CPU seconds (all threads of this process) to
+    ``timing.json``."""
     from rudder.train import run
 
     status = job.status
     if status == "done":
         return 0.0
     start, cpu_start = time.perf_counter(), time.process_time()
-    run(job.config, job.run_dir, resume=status == "resume", overwrite=status == "new")
+    (fit or run)(job.config, job.run_dir, resume=status == "resume", overwrite=status == "new")
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     timing_path = job.run_dir / TIMING_FILE
     previous = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
@@ -173,11 +212,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         suite = load_suite(args.suite, args.suites_dir)
-        jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs)
+        tuned = None
+        if not args.untuned and (suite.tune is not None or args.tuned is not None):
+            from experiments.tune import tuned_path
+
+            tuned = args.tuned or tuned_path(args.output, suite.name)
+        jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs, tuned)
     except (SuiteError, RudderError) as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
-    print(f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds")
+    print(
+        f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds"
+        + (f", settings from {tuned}" if tuned else ", the rows' own settings")
+    )
     for job in jobs:
         print(f"  [{job.status:6}] {job.row.label:24} seed {job.seed}  {job.run_dir}")
     if args.dry_run:

@@ -11,6 +11,8 @@ says what the table compares::
     comparisons: [{a: PO, b: MM}, ...]   # Wilcoxon tests; "best" = the best row of best_of
     best_of: [RAN, ...]                  # optional
     fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4}   # optional
+    tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
+                                 # see experiments.tune
 
 Run directories are keyed by :func:`run_key` (the config without its seed, plus the
 dataset's fingerprint), so a row that two suites share (same YAML content) is trained once.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+from rudder.errors import RudderError
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 SUITE_FILE = "suite.yaml"
@@ -68,6 +71,7 @@ class Suite:
     best_of: tuple[str, ...] = ()
     fusion: Fusion | None = None
     requires_dataset: str | None = None
+    tune: dict | None = None
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -79,7 +83,7 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
     return sorted(p.parent.name for p in Path(root).glob(f"*/{SUITE_FILE}"))
 
 
-_KEYS = {"title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion"}
+_KEYS = {"title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune"}
 
 
 def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
@@ -130,7 +134,17 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         best_of,
         fusion,
         meta.get("requires_dataset"),
+        _tune(meta_path, meta.get("tune")),
     )
+
+
+def _tune(path: Path, spec) -> dict | None:
+    """The suite's ``tune`` section: a mapping, or a YAML file named relative to the suite."""
+    if spec is None or isinstance(spec, dict):
+        return spec
+    if not isinstance(spec, str):
+        raise SuiteError(f"{path}: tune must be a mapping or the name of a YAML file")
+    return _load(path.parent / spec)
 
 
 def _load(path: Path) -> dict:
@@ -167,9 +181,18 @@ def _fusion(path: Path, spec, labels) -> Fusion | None:
     return Fusion(members, methods, q)
 
 
-def row_data(row: Row, dataset: str | None = None, epochs: int | None = None) -> dict:
-    """The row's YAML content with the runner's overrides (dataset, epochs), as a dict."""
+def row_data(
+    row: Row, dataset: str | None = None, epochs: int | None = None, settings: dict | None = None
+) -> dict:
+    """The row's YAML content with the runner's overrides (dataset, epochs) and ``settings``
+    (dotted keys to values, e.g. tuned hyper-parameters), as a dict."""
     data = copy.deepcopy(row.data)
+    for key, value in (settings or {}).items():
+        *sections, name = key.split(".")
+        node = data
+        for part in sections:
+            node = node.setdefault(part, {})
+        node[name] = value  # as given: no YAML round trip (YAML 1.1 reads 1e-05 as a string)
     if dataset is not None:
         apply_override(data, f"data.dataset={json.dumps(str(dataset))}")
     if epochs is not None:
@@ -178,14 +201,19 @@ def row_data(row: Row, dataset: str | None = None, epochs: int | None = None) ->
 
 
 def row_config(
-    row: Row, dataset: str | None = None, epochs: int | None = None, seed: int = 0
+    row: Row,
+    dataset: str | None = None,
+    epochs: int | None = None,
+    seed: int = 0,
+    settings: dict | None = None,
 ) -> TrainConfig:
-    """The row's TrainConfig with the runner's overrides (dataset, epochs, seed), checked."""
-    data = row_data(row, dataset, epochs)
+    """The row's TrainConfig with the runner's overrides (dataset, epochs, seed, settings),
+    checked."""
+    data = row_data(row, dataset, epochs, settings)
     apply_override(data, f"seed={int(seed)}")
     try:
         return from_dict(data)
-    except (ConfigError, ValueError) as error:
+    except (RudderError, ValueError) as error:
         raise SuiteError(f"{row.path}: {error}") from None
 
 

@@ -19,6 +19,7 @@ from heuristics.download import DownloadError
 from heuristics.label import LabelError
 from heuristics.relations import RelationError
 from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
+from heuristics.stop_nouns import StopNounError, load_stop_nouns
 from heuristics.taggers import MODEL_INFO, TaggerError
 from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
@@ -36,6 +37,7 @@ ERRORS = (
     UnsupportedLanguageError,
     LayoutError,
     RudderError,
+    StopNounError,
 )
 
 
@@ -189,7 +191,7 @@ def cmd_eval_tagger(args) -> int:
 
 
 def cmd_tag(args) -> int:
-    from heuristics.nouns_verbs import extract
+    from heuristics.class_rules import extract_classes
     from heuristics.taggers import tag_texts
 
     texts = list(args.text)
@@ -204,7 +206,9 @@ def cmd_tag(args) -> int:
     tagger = _build_tagger(args, _annotated_captions(args.dataset) if args.dataset else ())
     class_map, options = _class_map(args), _options(args)
     for text, words in zip(texts, tag_texts(tagger, texts, args.lang, cache=_cache(args))):
-        nouns, verbs = extract(words, args.lang, options)
+        nouns, verbs, noun_classes, verb_classes = extract_classes(
+            words, args.lang, class_map, options
+        )
         print(
             json.dumps(
                 {
@@ -212,8 +216,8 @@ def cmd_tag(args) -> int:
                     "words": [[w.text, w.lemma, w.upos] for w in words],
                     "nouns": nouns,
                     "verbs": verbs,
-                    "noun_classes": class_map.classes("noun", args.lang, nouns),
-                    "verb_classes": class_map.classes("verb", args.lang, verbs),
+                    "noun_classes": noun_classes,
+                    "verb_classes": verb_classes,
                 },
                 ensure_ascii=False,
             )
@@ -233,6 +237,7 @@ def cmd_label(args) -> int:
         options=_options(args),
         stats_queries=args.stats_queries,
         num_proc=args.num_proc,
+        stop_nouns=load_stop_nouns(args.stop_nouns, not args.no_stop_nouns),
     )
     stats = label_dataset(
         args.dataset,
@@ -365,8 +370,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--stats-queries", type=int, default=5000, help="queries per split for the statistics"
     )
     p.add_argument("--report", type=Path, help="also write the statistics as JSON")
+    p.add_argument(
+        "--stop-nouns", type=Path, help="TSV lang<TAB>lemma of subject nouns not counted"
+    )
+    p.add_argument("--no-stop-nouns", action="store_true", help="count every noun")
     _tagger_args(p)
     p.set_defaults(run=cmd_label)
+
+    from heuristics import eval_classes
+
+    p = sub.add_parser(
+        "eval-classes", help="verb/noun class accuracy of extraction on EPIC-format sentences"
+    )
+    eval_classes.add_arguments(p)
+    p.set_defaults(run=eval_classes.run)
 
     p = sub.add_parser("video-relations", help="RUDDER's video-based heuristic -> relations")
     p.add_argument("--dataset", type=Path, required=True)

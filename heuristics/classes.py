@@ -42,6 +42,8 @@ class ClassMap:
 
     entries: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)
+    _partitive_key: tuple = field(default=(), repr=False, compare=False)
+    _partitive: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     def add(self, pos: str, lang: str, lemma: str, concept: str, source: str) -> None:
         key = (pos, lang, normalise(lemma, lang))
@@ -66,6 +68,27 @@ class ClassMap:
         """The concept id of one exact lemma, or None."""
         return self.entries.get((pos, lang, lemma))
 
+    def partitive_heads(self, lang: str) -> frozenset:
+        """Nouns ``h`` with at least 3 instances ``h:m``, most of them in another class than
+        ``h`` (EPIC's ``top:plate`` is a plate, ``piece:onion`` an onion): parts of a whole."""
+        key = (lang, len(self.entries))
+        if self._partitive_key != key:
+            own, votes = {}, {}
+            for (pos, code, lemma), concept in self.entries.items():
+                if pos == "noun" and code == lang:
+                    if ":" in lemma:
+                        votes.setdefault(lemma.split(":", 1)[0], []).append(concept)
+                    else:
+                        own[lemma] = concept
+            self._partitive = frozenset(
+                head
+                for head, concepts in votes.items()
+                if len(concepts) >= 3
+                and sum(c != own.get(head) for c in concepts) > len(concepts) / 2
+            )
+            self._partitive_key = key
+        return self._partitive
+
     def classes(self, pos: str, lang: str, lemmas) -> list[str]:
         """Concept ids of ``lemmas`` (already normalised), in order, each once."""
         if pos not in POS:
@@ -73,6 +96,9 @@ class ClassMap:
         out = []
         for lemma in lemmas:
             forms = _backoff(lemma, pos)
+            head, _, rest = lemma.partition(":")
+            if pos == "noun" and rest and head in self.partitive_heads(lang):
+                forms = [lemma, *_backoff(rest, pos), *forms[1:]]
             concept = next(
                 (c for c in (self.lookup(pos, lang, f) for f in forms) if c is not None), None
             )

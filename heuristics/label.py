@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from heuristics.class_rules import ClassRules, corpus_vocabulary, extract_classes
 from heuristics.classes import ClassMap
-from heuristics.nouns_verbs import ExtractionOptions, extract
+from heuristics.nouns_verbs import ExtractionOptions
+from heuristics.stop_nouns import counted_nouns, default_stop_nouns
 from heuristics.taggers import TaggerError, check_texts, tag_texts
 from rudder.data.layout import LABEL_COLUMNS, SPLITS, DatasetFolder, replace_tables
 from rudder.languages import check_language
@@ -39,6 +41,8 @@ class LabelConfig:
     options: ExtractionOptions = field(default_factory=ExtractionOptions)
     stats_queries: int = 5000
     num_proc: int = 1
+    stop_nouns: dict = field(default_factory=default_stop_nouns)  # lang -> lemmas
+    rules: ClassRules = field(default_factory=ClassRules)
 
 
 def caption_tables(folder: DatasetFolder) -> dict[str, pa.Table]:
@@ -76,19 +80,26 @@ def annotate(
     options: ExtractionOptions,
     cache=None,
     num_proc: int = 1,
+    stop_nouns=None,
+    rules: ClassRules | None = None,
 ) -> pa.Table:
-    """``table`` with ``nouns``, ``verbs``, ``noun_classes``, ``verb_classes`` (re)placed."""
+    """``table`` with ``nouns``, ``verbs``, ``noun_classes``, ``verb_classes`` (re)placed;
+    the class-map ``rules`` apply, and ``stop_nouns`` are left out of ``noun_classes``."""
     langs = table.column("lang").to_pylist()
     texts = table.column("text").to_pylist()
     columns = {name: [None] * len(texts) for name in LABEL_COLUMNS}
     for lang in sorted(set(langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
         tagged = tag_texts(tagger, [texts[i] for i in rows], lang, cache=cache, num_proc=num_proc)
+        vocabulary = corpus_vocabulary(tagged, lang)
         for i, words in zip(rows, tagged):
-            nouns, verbs = extract(words, lang, options)
+            nouns, verbs, _, verb_classes = extract_classes(
+                words, lang, class_map, options, rules or ClassRules(), vocabulary
+            )
             columns["nouns"][i], columns["verbs"][i] = nouns, verbs
-            columns["noun_classes"][i] = class_map.classes("noun", lang, nouns)
-            columns["verb_classes"][i] = class_map.classes("verb", lang, verbs)
+            counted = counted_nouns(nouns, lang, stop_nouns or {})
+            columns["noun_classes"][i] = class_map.classes("noun", lang, counted)
+            columns["verb_classes"][i] = verb_classes
     keep = [name for name in table.column_names if name not in LABEL_COLUMNS]
     out = table.select(keep)
     for name in LABEL_COLUMNS:
@@ -184,7 +195,16 @@ def label_dataset(
     for split, table in tables.items():
         _check(split, table)
     labelled = {
-        split: annotate(table, tagger, class_map, config.options, cache, config.num_proc)
+        split: annotate(
+            table,
+            tagger,
+            class_map,
+            config.options,
+            cache,
+            config.num_proc,
+            config.stop_nouns,
+            config.rules,
+        )
         for split, table in tables.items()
     }
     stats = {
@@ -197,6 +217,11 @@ def label_dataset(
         )
         for split, t in labelled.items()
     }
+    for split, t in labelled.items():
+        rows = zip(t.column("lang").to_pylist(), t.column("nouns").to_pylist())
+        stats[split]["captions_with_stop_nouns"] = sum(
+            len(counted_nouns(n, lang, config.stop_nouns or {})) < len(n) for lang, n in rows
+        )
     if not dry_run:
         replace_tables(folder.root, "captions", labelled)
     return stats
@@ -220,4 +245,6 @@ def format_statistics(stats: dict) -> str:
             f"| {split} | {s['captions']} | {s['queries']} | {' | '.join(cells)} "
             f"| {s['queries_without_nouns_or_verbs']} |"
         )
+    stopped = {split: s.get("captions_with_stop_nouns") for split, s in stats.items()}
+    lines.append(f"\ncaptions with a stop-listed subject noun (not counted): {stopped}")
     return "\n".join(lines)

@@ -17,7 +17,11 @@ verb here), in order of first mention, each once. Three configurable joins
 - English noun compounds: consecutive NOUN/PROPN words form one noun named
   ``head:modifier[:modifier]`` in EPIC-KITCHENS-100's format (``water tap`` ->
   ``tap:water``; ``frying pan lid`` -> ``lid:frying:pan``); with relations, the modifiers
-  are the ``compound`` dependents of the head noun.
+  are the ``compound`` dependents of the head noun. With ``of_phrases`` (set by
+  :mod:`heuristics.class_rules` for class maps that name "X of Y" so), "top of bread crust"
+  is one noun ``top:bread:crust`` (tagger without a parser).
+- With ``known_verb`` (a class map), an English verb joins a particle across its object
+  (``put X in Y`` -> ``put-in``) when the joined verb is known (:func:`_phrasal`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ PARTICLES = frozenset(
     ]
 )
 PARTICLE_UPOS = ("ADP", "PART", "ADV")
+CLAUSE_BREAKS = frozenset(["then"])
 # Light verbs (lemma -> stem used in the joined verb) per language.
 LIGHT_VERBS = {
     "hi": {"करना": "कर", "कर": "कर", "होना": "हो", "हो": "हो"},
@@ -93,6 +98,7 @@ class ExtractionOptions:
     )
     light_verb_hosts: tuple = ("NOUN", "ADJ")
     noun_compounds: tuple = ("en",)
+    of_phrases: tuple = ()  # languages where "N1 of N2" is one noun N1:N2 (EPIC's naming)
 
 
 @cache
@@ -125,8 +131,31 @@ def _has_relations(words) -> bool:
     return any(w.deprel is not None for w in words)
 
 
-def _phrasal(words, lemmas, index: int, options: ExtractionOptions, parsed: bool) -> int | None:
-    """Index of the particle of the verb at ``index``, or None."""
+def _clause_break(words, lemmas, j: int) -> bool:
+    """*then*, or *and* before a verb, starts a new clause (*and* between nouns does not)."""
+    if lemmas[j] == "and":
+        return j + 1 < len(words) and words[j + 1].upos == "VERB"
+    return lemmas[j] in CLAUSE_BREAKS
+
+
+def _phrasal(
+    words, lemmas, index: int, options: ExtractionOptions, parsed: bool, known_verb=None
+) -> int | None:
+    """Index of the particle of the verb at ``index``, or None.
+
+    With ``known_verb`` (a class map's test of a joined verb), the first particle or
+    preposition of the verb's clause (up to the next verb or *and*/*then*), across the
+    object, whose joined verb is known wins (``put X in Y`` -> ``put-in``).
+    """
+    if known_verb is not None:
+        for j in range(index + 1, len(words)):
+            if words[j].upos == "VERB" or _clause_break(words, lemmas, j):
+                break
+            joinable = words[j].upos in PARTICLE_UPOS or lemmas[j] in options.particles
+            if lemmas[j] == "of" and j > index + 1:
+                continue  # "of" across an object heads the noun's complement (spoons of sugar)
+            if joinable and known_verb(f"{lemmas[index]}-{lemmas[j]}"):
+                return j
     if parsed:
         return next(
             (j for j, w in enumerate(words) if w.deprel == "compound:prt" and w.head == index + 1),
@@ -170,20 +199,33 @@ def _compounds(words, lang: str, options: ExtractionOptions, parsed: bool) -> di
                 out.setdefault(head, []).append(j)
         return out
     run: list[int] = []
+    runs = []
     for j, w in enumerate(words + [TaggedWord("", "", "X")]):
         if w.upos in NOUN_UPOS:
             run.append(j)
             continue
+        if run:
+            runs.append(run)
+        run = []
+    for run in runs:
         if len(run) > 1:
             out[run[-1]] = run[:-1]
-        run = []
+    if lang in options.of_phrases:
+        starts = {r[0]: r for r in runs}
+        for run in runs:
+            after = starts.get(run[-1] + 2)
+            if after and normalise(words[run[-1] + 1].text, lang) == "of" and run[-1] not in out:
+                out[run[-1]] = after  # "top of bread crust" -> top:bread:crust
     return out
 
 
 def extract(
-    words, lang: str, options: ExtractionOptions | None = None
+    words, lang: str, options: ExtractionOptions | None = None, known_verb=None
 ) -> tuple[list[str], list[str]]:
-    """``(nouns, verbs)`` lemma lists of one tagged caption (see the module docstring)."""
+    """``(nouns, verbs)`` lemma lists of one tagged caption (see the module docstring).
+
+    ``known_verb(name) -> bool`` (optional) lets an English verb join a particle across its
+    object when the joined name is known (:func:`_phrasal`)."""
     options = options or ExtractionOptions()
     words = list(words)
     lemmas = [normalise(w.lemma or w.text, lang) for w in words]
@@ -205,7 +247,7 @@ def extract(
                 name = f"{lemmas[host]}+{_light_stem(name, lang, light_table)}"
                 used.add(host)
         if options.phrasal_verbs and lang == "en":
-            particle = _phrasal(words, lemmas, i, options, parsed)
+            particle = _phrasal(words, lemmas, i, options, parsed, known_verb)
             if particle is not None:
                 name = f"{name}-{lemmas[particle]}"
                 used.add(particle)

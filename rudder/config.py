@@ -74,6 +74,17 @@ class SupervisionConfig:
     alpha_v: float = 0.5
     rho: float = 0.25
     manual_relations: bool = False  # labels from the dataset's relations config (PO(M))
+    # PO(M) (docs/fidelity.md): label 3 from the caption kinds (supervision.description_pairs)
+    description_labels: bool = False
+    # Relation-aware batches: annotated caption pairs of different videos share a batch
+    relation_batches: bool = False
+    # Training-batch relevance: "caption" (caption i vs the batch caption of video j, as the
+    # single-caption clips of the reference code) or "video" (rho-aggregated video classes)
+    batch_relevance: str = "caption"
+    # "own": a video's own caption (CE); "relevant": any training caption with R > threshold
+    # to it (EgoVLP/SMS's EPIC-100 MIR sampler)
+    positive_sampling: str = "own"
+    positive_threshold: float = 0.1
 
 
 @dataclass
@@ -111,6 +122,9 @@ class TrainConfig:
     amp: bool = True  # mixed precision on CUDA only
     tensorboard: bool = False
     sync_batchnorm: bool = False
+    # torch.compile the encoders: "none", or a torch.compile mode ("default", "reduce-overhead"
+    # = CUDA graphs, "max-autotune"). A compilation failure falls back to eager with a warning.
+    compile: str = "none"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -176,6 +190,7 @@ RULES: dict[str, Rule] = {
     "epochs": _at_least(1),
     "patience": _at_least(0),
     "selection": Rule(choices=SELECTIONS),
+    "compile": Rule(choices=("none", "default", "reduce-overhead", "max-autotune")),
     "data.caption_langs": Rule(languages=True, non_empty=True),
     "data.audio_langs": Rule(languages=True),
     "data.caption_sampling": Rule(choices=("random", "all")),
@@ -188,6 +203,9 @@ RULES: dict[str, Rule] = {
     "supervision.alpha_n": _fraction(),
     "supervision.alpha_v": _fraction(),
     "supervision.rho": _fraction(),
+    "supervision.batch_relevance": Rule(choices=("caption", "video")),
+    "supervision.positive_sampling": Rule(choices=("own", "relevant")),
+    "supervision.positive_threshold": _fraction(),
     "optim.name": Rule(choices=("adam", "adamw", "sgd")),
     "optim.lr": _at_least(0.0),
     "optim.weight_decay": _at_least(0.0),

@@ -74,15 +74,39 @@ class PairEncoder(torch.nn.Module):
         return text, logits, self.model.encode_video(features, frame_masks, available)
 
 
-def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device) -> torch.nn.Module:
-    """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed."""
+def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device, compile_mode: str = "none"):
+    """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed,
+    compiled with ``torch.compile(mode=compile_mode)`` unless ``"none"``."""
     encoder = PairEncoder(model)
-    if not ctx.enabled:
-        return encoder
-    from torch.nn.parallel import DistributedDataParallel
+    if ctx.enabled:
+        from torch.nn.parallel import DistributedDataParallel
 
-    ids = [device.index if device.index is not None else ctx.local_rank] if device.type == "cuda" else None
-    return DistributedDataParallel(encoder, device_ids=ids)
+        ids = [device.index if device.index is not None else ctx.local_rank] if device.type == "cuda" else None
+        encoder = DistributedDataParallel(encoder, device_ids=ids)
+    return encoder if compile_mode == "none" else CompiledOrEager(encoder, compile_mode)
+
+
+class CompiledOrEager:
+    """Call ``torch.compile(module, mode)``; if compiling fails (no compiler, an unsupported
+    op), warn once and run the module eagerly from then on, so a run never dies of it."""
+
+    def __init__(self, module: torch.nn.Module, mode: str):
+        self.module, self.mode = module, mode
+        self.compiled = torch.compile(module, mode=mode)
+
+    def __call__(self, *args):
+        if self.compiled is not None:
+            try:
+                return self.compiled(*args)
+            except Exception as error:  # noqa: BLE001 -- inductor and dynamo fail in many ways
+                import logging
+
+                logging.getLogger("rudder.train").warning(
+                    "torch.compile(mode=%r) failed (%s: %s); training continues without it",
+                    self.mode, type(error).__name__, str(error).splitlines()[0][:200] if str(error) else "",
+                )
+                self.compiled = None
+        return self.module(*args)
 
 
 def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:

@@ -107,14 +107,17 @@ def _rows(a: torch.Tensor, b: torch.Tensor, names) -> None:
 def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
     """Semantic relevance ``R[i, j]`` in [0, 1] of items ``a_i`` and ``b_j`` (float32).
 
-    ``R = 0.5 * (|V_i ∩ V_j| / |V_i ∪ V_j| + |N_i ∩ N_j| / |N_i ∪ N_j|)`` over verb and noun
-    classes: the semantic relevance of the EPIC-KITCHENS-100 multi-instance retrieval
-    benchmark (Damen et al., "Rescaling Egocentric Vision", IJCV 2022, arXiv:2006.13256),
-    used for relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval
-    models with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688).
-    Empty-part rule (DESIGN.md): a part of speech empty on *both* sides is left out, so R is
-    the Jaccard of the other part alone; both parts empty on both sides gives R = 0. A part
-    empty on one side only has Jaccard 0 and still counts in the mean.
+    ``R = 0.5 * (IoU(V_i, V_j) + IoU(N_i, N_j))`` over verb and noun classes, ``IoU(A, B) =
+    |A ∩ B| / |A ∪ B|`` and 0 when the union is empty: the semantic relevance of the
+    EPIC-KITCHENS-100 multi-instance retrieval benchmark (Damen et al., "Rescaling
+    Egocentric Vision", IJCV 2022, arXiv:2006.13256; ``(verb_iou + noun_iou) / 2`` in
+    create_relevancy_files.py of aranciokov/RelevanceMargin-ICMR22), used for
+    relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval models
+    with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688; aranciokov/ranp).
+    Empty-part rule, as the reference code: a part of speech empty on both sides counts 0
+    (EPIC captions always have a verb and a noun, so the reference never meets 0/0; 0 is
+    the IoU of two empty sets there), so a verb-less listing caption reaches at most 0.5,
+    even against itself. A part empty on one side only has IoU 0 too.
 
     Inputs are multi-hot ``(na, Cn)``, ``(na, Cv)``, ``(nb, Cn)``, ``(nb, Cv)``.
     ``|A ∩ B| = A @ B.T`` is a sparse product (class sets are small), ``|A ∪ B| = |A| +
@@ -129,18 +132,16 @@ def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
     device = nouns_a.device
     nouns_a, verbs_a, nouns_b, verbs_b = (x.cpu() for x in (nouns_a, verbs_a, nouns_b, verbs_b))
     na, nb = nouns_a.shape[0], nouns_b.shape[0]
-    nouns, verbs = _SetPart(nouns_a, nouns_b), _SetPart(verbs_a, verbs_b)
+    parts = (_SetPart(nouns_a, nouns_b), _SetPart(verbs_a, verbs_b))
     out = torch.zeros(na, nb, dtype=torch.float32)  # torch allocates big blocks faster than numpy
     out_np = out.numpy()
     step = max(1, _BLOCK_ELEMENTS // max(nb, 1))
     for start in range(0, na, step):
         rows = slice(start, min(start + step, na))
         block = out_np[rows].reshape(-1)  # a view: C-contiguous rows
-        for part, other in ((nouns, verbs), (verbs, nouns)):
-            row, col, jaccard = part.jaccard(rows)
-            # Parts of speech present on at least one side: this one, plus maybe the other.
-            present = 1.0 + (other.has_a[row + rows.start] | other.has_b[col])
-            block[row * nb + col] += jaccard / present
+        for part in parts:
+            row, col, iou = part.jaccard(rows)
+            block[row * nb + col] += 0.5 * iou
     return out.to(device)
 
 
@@ -153,7 +154,6 @@ class _SetPart:
         self.a = sparse.csr_matrix(a.numpy())
         self.b_t = sparse.csr_matrix(b.numpy()).T.tocsr()
         self.size_a, self.size_b = a.sum(1).numpy(), b.sum(1).numpy()
-        self.has_a, self.has_b = self.size_a > 0, self.size_b > 0
 
     def jaccard(self, rows: slice):
         """Block-local row, column and Jaccard index of every pair in ``rows`` sharing a class."""
@@ -233,29 +233,65 @@ def partial_labels(
     return labels
 
 
-def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None) -> torch.Tensor:
+def description_pairs(kinds, nouns) -> torch.Tensor:
+    """``(B, B)`` bool: the pairs RUDDER's *description* heuristic marks (label 3).
+
+    A pair ``(i, j)`` is marked when one caption is a ``listing`` caption (it names the
+    materials of a recipe) and the other a ``describing`` caption whose noun classes are
+    a non-empty subset of the listing caption's: the describing caption applies materials
+    the listing caption lists, RUDDER's "description" relation (an application of the
+    other caption). Symmetric; the diagonal is never marked. ``kinds`` are the captions'
+    ``kind`` column values (other kinds mark nothing); ``nouns`` their ``(B, C)``
+    multi-hot noun classes. This rule is rudder's reading of the paper's PO(M)
+    description labels (docs/fidelity.md).
+    """
+    nouns = _binary(nouns, "nouns")
+    kinds = np.asarray(list(kinds), dtype=object)
+    if len(kinds) != nouns.shape[0]:
+        raise ValueError(f"description_pairs: {len(kinds)} kinds but {nouns.shape[0]} noun rows")
+    listing = torch.from_numpy(kinds == "listing")
+    describing = torch.from_numpy(kinds == "describing")
+    size = nouns.sum(1)
+    covered = (nouns @ nouns.T) == size.unsqueeze(0)  # [l, d]: N_d ⊆ N_l
+    applies = listing[:, None] & describing[None, :] & covered & (size > 0)[None, :]
+    marked = applies | applies.T
+    marked.fill_diagonal_(False)
+    return marked
+
+
+def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None,
+                 description=None) -> torch.Tensor:
     """``(B, B)`` int8 labels of a training batch, diagonal 2.
 
     ``labels[i, j]`` is :func:`partial_labels` with batch caption ``i`` as query and the
-    batch caption of video ``j`` (caption ``j``) as candidate. ``manual`` is an optional
-    ``(B, B)`` matrix from :meth:`RelationTable.lookup`: entries >= 0 (manual labels
-    0..3) replace the heuristic, -1 keeps it. The diagonal is set to 2 last (a batch
-    holds each video once, so caption ``i``'s own video is its one certain positive).
+    batch caption of video ``j`` (caption ``j``) as candidate. ``description`` is an
+    optional ``(B, B)`` bool mask (:func:`description_pairs`) that turns heuristic
+    labels 0 and 1 into 3 (a positive stays 2). ``manual`` is an optional ``(B, B)``
+    matrix from :meth:`RelationTable.lookup`: entries >= 0 (manual labels 0..3) replace
+    both, -1 keeps them. The diagonal is set to 2 last (a batch holds each video once, so
+    caption ``i``'s own video is its one certain positive).
     """
     labels = partial_labels(nouns, verbs, nouns, verbs, alpha_n, alpha_v)
+    if description is not None:
+        description = torch.as_tensor(description, dtype=torch.bool)
+        _same_shape(description, labels, "description")
+        labels[description & (labels < 2)] = 3
     if manual is not None:
         manual = torch.as_tensor(manual)
-        if manual.shape != labels.shape:
-            raise ValueError(
-                f"batch_labels: manual has shape {tuple(manual.shape)}, "
-                f"expected {tuple(labels.shape)}"
-            )
+        _same_shape(manual, labels, "manual")
         if manual.numel() and (int(manual.min()) < -1 or int(manual.max()) > 3):
             raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
         known = manual >= 0
         labels[known] = manual[known].to(torch.int8)
     labels.fill_diagonal_(2)
     return labels
+
+
+def _same_shape(value: torch.Tensor, labels: torch.Tensor, name: str) -> None:
+    if value.shape != labels.shape:
+        raise ValueError(
+            f"batch_labels: {name} has shape {tuple(value.shape)}, expected {tuple(labels.shape)}"
+        )
 
 
 class RelationTable:
@@ -322,6 +358,11 @@ class RelationTable:
     def _keys(self, pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
         low, high = np.minimum(pos_a, pos_b), np.maximum(pos_a, pos_b)
         return low * np.int64(self.num_captions) + high
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every stored pair as caption positions ``(low, high)`` and its int8 label."""
+        n = np.int64(max(self.num_captions, 1))
+        return self._keys_sorted // n, self._keys_sorted % n, self._labels.copy()
 
     def lookup_positions(self, pos_a, pos_b) -> torch.Tensor:
         """``(len(a), len(b))`` int8 labels of caption positions, -1 for unknown pairs."""

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from rudder import losses
 from rudder.atomic import atomic_savez
+from rudder.batch_supervision import BatchSupervision
 from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, link_or_copy, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
@@ -31,8 +32,6 @@ from rudder.runs import (
     resolve_dataset,
     write_config,
 )
-from rudder.supervision import RelationTable, batch_labels, batch_relevance
-from rudder.text import CaptionSimilarity
 from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
@@ -112,7 +111,6 @@ class Trainer:
         if config.loss.name == "dw":  # its distance distribution needs the embedding dimension
             config.loss.params.setdefault("dim", config.model.shared_dim)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
-        self.loss_needs = set(self.loss_fn.requires) | set(self.loss_fn.optional)
         self.state: dict | None = None
         if resume:
             self.state = load_checkpoint(self.run_dir / "checkpoints" / "last.pt")
@@ -136,7 +134,8 @@ class Trainer:
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device), self.folder)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
-        self._prepare_supervision()
+        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.loss_fn, self.device)
+        self.loss_fn = self.supervision.loss_fn  # hn_exclusion gets its dataset threshold
         if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
             raise ConfigError(
                 f"selection={config.selection} needs noun/verb classes, but {self.folder.root} has none; "
@@ -151,7 +150,7 @@ class Trainer:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
         self.model.check_values = False  # load_split validated the data; checks would sync the GPU
-        self.encoder = wrap_encoder(self.model, ctx, self.device)
+        self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
@@ -176,28 +175,6 @@ class Trainer:
             self.class_index, data.max_words, data.max_frames, self.text_encoder,
         )
 
-    def _prepare_supervision(self) -> None:
-        train, sup = self.splits["train"], self.config.supervision
-        needs = self.loss_needs
-        self.text_similarity = None
-        if train.nouns is None and {"relevance", "labels"} & set(self.loss_fn.requires):
-            raise ConfigError(
-                f"loss {self.config.loss.name!r} needs noun/verb classes, but {self.folder.root} has "
-                "no noun_classes/verb_classes columns; add them with `python -m heuristics label`"
-            )
-        if train.nouns is not None:
-            self.video_nouns, self.video_verbs = train.video_classes(sup.rho)
-        self.relations = None
-        if sup.manual_relations:
-            table = self.folder.relations()
-            if table is None:
-                raise ConfigError(f"supervision.manual_relations is set but {self.folder.root} has no relations config")
-            ids = [c for c in train.caption_ids.reshape(-1) if c is not None]
-            self.relations = RelationTable(ids, table)
-        if "text_sims" in needs:
-            texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
-            self.text_similarity = CaptionSimilarity().fit(texts)
-
     def _optimizer(self) -> torch.optim.Optimizer:
         opt, params = self.config.optim, self.model.parameters()
         how = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}[opt.implementation]
@@ -215,36 +192,14 @@ class Trainer:
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
 
     # -- one step -------------------------------------------------------------------------
-    def _supervision(self, videos: torch.Tensor, slots: torch.Tensor) -> dict:
-        train, sup, needs = self.splits["train"], self.config.supervision, self.loss_needs
-        extra = {}
-        nouns = verbs = None
-        if train.nouns is not None:
-            nouns, verbs = train.nouns[videos, slots].float(), train.verbs[videos, slots].float()
-        if nouns is None:
-            needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
-        if "relevance" in needs:
-            extra["relevance"] = batch_relevance(nouns, verbs, self.video_nouns[videos], self.video_verbs[videos])
-        if "labels" in needs:
-            manual = None
-            if self.relations is not None:
-                ids = list(train.caption_ids[videos.numpy(), slots.numpy()])
-                manual = self.relations.lookup(ids, ids)
-            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual)
-        if "text_sims" in needs:
-            texts = list(train.caption_texts[videos.numpy(), slots.numpy()])
-            extra["text_sims"] = self.text_similarity.pairwise(texts)
-        if "generator" in needs:
-            extra["generator"] = self.loss_rng
-        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
-
     def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         train = self.splits["train"]
+        videos, slots, own_slots = self.supervision.positives(videos, slots, self.sampler_rng)
         local = shard(torch.arange(len(videos)), self.ctx)
         lv, ls = videos[local], slots[local]
         autocast = torch.autocast("cuda", dtype=torch.float16) if self.use_amp else nullcontext()
         with autocast:
-            inputs, mask = train.text_input(lv, ls)
+            inputs, mask = train.text_input(*self.supervision.caption_cells(lv, ls))
             features, masks, available = train.video_batch(lv, self.device)
             text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device), features, masks, available)
         text, logits, video, available = (
@@ -252,7 +207,7 @@ class Trainer:
             for t in (text, logits, video, available)
         )
         sims = CollaborativeExperts.similarity(text, logits, video, available)
-        loss = self.loss_fn(sims, **self._supervision(videos, slots))
+        loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)
@@ -277,7 +232,7 @@ class Trainer:
                 atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
-            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling)
+            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.supervision.relation_pairs)
             self.model.train()
             quiet = not sys.stderr.isatty() or not self.ctx.is_main
             losses_seen = [
@@ -372,11 +327,16 @@ class Trainer:
         self.best_tiebreak = state.get("best_tiebreak", -math.inf)  # checkpoints before the tie rule
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
         _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
+        last, best = self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt"
+        best_is_last = self.best_epoch == self.epoch and self.ctx.is_main
+        if best_is_last and (not best.exists() or load_checkpoint(best)["epoch"] != self.epoch):
+            link_or_copy(last, best)  # a stop came between last.pt and its best.pt link
 
     def test(self) -> dict:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
         best = load_checkpoint(self.run_dir / "checkpoints" / "best.pt", map_location=self.device)
         self.model.load_state_dict(best["model"])
+        self.splits.clear()  # training is over: free the train/validation tensors before the test split
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:

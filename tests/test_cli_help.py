@@ -18,6 +18,7 @@ COMMANDS = [
     ["datasets_scripts", "publish"],
     ["app"],
     ["experiments.run"],
+    ["experiments.tune"],
 ]
 
 

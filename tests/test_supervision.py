@@ -36,10 +36,11 @@ def sets(nouns, verbs, noun_index=None, verb_index=None):
 
 
 def reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b):
-    """DESIGN.md's R written pair by pair with Python sets (slow, obviously right)."""
+    """The reference R (EPIC-100 MIR, aranciokov/ranp) pair by pair with Python sets:
+    0.5 * (IoU_verb + IoU_noun), an empty union giving IoU 0."""
 
     def jaccard(x, y):
-        return len(x & y) / len(x | y) if x | y else None
+        return len(x & y) / len(x | y) if x | y else 0.0
 
     out = np.zeros((len(nouns_a), len(nouns_b)))
     for i, j in itertools.product(range(len(nouns_a)), range(len(nouns_b))):
@@ -47,8 +48,7 @@ def reference_relevance(nouns_a, verbs_a, nouns_b, verbs_b):
             jaccard(set(nouns_a[i]), set(nouns_b[j])),
             jaccard(set(verbs_a[i]), set(verbs_b[j])),
         ]
-        parts = [p for p in parts if p is not None]
-        out[i, j] = sum(parts) / len(parts) if parts else 0.0
+        out[i, j] = 0.5 * sum(parts)
     return out
 
 
@@ -78,10 +78,11 @@ def test_empty_parts_of_speech():
     )
     # Listing caption vs describing caption: verbs empty on one side only -> Jaccard 0 counts.
     assert r[0, 0] == pytest.approx(0.5)
-    # Verbs empty on both sides -> the noun Jaccard alone.
-    assert r[0, 1] == 1.0 and r[1, 1] == pytest.approx(0.5) and r[1, 3] == 1.0
-    # Nouns empty on both sides -> the verb Jaccard alone.
-    assert r[2, 2] == pytest.approx(0.5)
+    # Verbs empty on both sides count 0 (the reference code): at most 0.5, even for the
+    # same nouns (the old rule, leaving the part out, gave 1.0, 0.5 and 1.0).
+    assert r[0, 1] == 0.5 and r[1, 1] == pytest.approx(0.25) and r[1, 3] == 0.5
+    # Nouns empty on both sides count 0: 0.5 * verb IoU (1/2).
+    assert r[2, 2] == pytest.approx(0.25)
     # Both parts empty on both sides -> 0; empty on one side only -> 0 too.
     empty = torch.zeros(1, len(index_n)), torch.zeros(1, len(index_v))
     assert relevance(*empty, *empty).item() == 0.0
@@ -257,6 +258,35 @@ def test_batch_labels_diagonal_and_manual_override():
         batch_labels(nouns, verbs, 0.5, 0.5, manual=manual.fill_(4))
 
 
+def test_description_pairs_listing_and_describing():
+    # c0 lists bottle, straw, card; c1 describes cutting the bottle (subset: marked);
+    # c2 describes gluing bottle and magnet (not a subset); c3 is another listing;
+    # c4 describes with no noun (never marked); c5 describes the straw, kind unknown to the rule.
+    nouns = [["b", "s", "c"], ["b"], ["b", "m"], ["s"], [], ["s"]]
+    kinds = ["listing", "describing", "describing", "listing", "describing", "other"]
+    index = ClassIndex.build(nouns)
+    marked = supervision.description_pairs(kinds, index.multi_hot(nouns))
+    expected = torch.zeros(6, 6, dtype=torch.bool)
+    for a, b in ((0, 1),):  # c3 lists only the straw: c1 (bottle) is not under it
+        expected[a, b] = expected[b, a] = True
+    assert torch.equal(marked, expected)
+    with pytest.raises(ValueError, match="2 kinds but 6 noun rows"):
+        supervision.description_pairs(kinds[:2], index.multi_hot(nouns))
+
+
+def test_batch_labels_description_marks_only_non_positives():
+    nouns, verbs = sets(FALCON_NOUNS, FALCON_VERBS)
+    description = torch.zeros(4, 4, dtype=torch.bool)
+    description[0, 1] = description[0, 2] = description[3, 0] = description[2, 2] = True
+    manual = torch.full((4, 4), -1, dtype=torch.int8)
+    manual[3, 0] = 1  # a manual relation wins over the description heuristic
+    labels = batch_labels(nouns, verbs, 0.5, 0.5, manual=manual, description=description)
+    # heuristic [[2, 2, 1, 0], [2, 2, 1, 0], [1, 1, 2, 0], [0, 0, 0, 2]]
+    assert labels.tolist() == [[2, 2, 3, 0], [2, 2, 1, 0], [1, 1, 2, 0], [1, 0, 0, 2]]
+    with pytest.raises(ValueError, match="description has shape"):
+        batch_labels(nouns, verbs, 0.5, 0.5, description=description[:2])
+
+
 def relations(rows):
     a, b, label = zip(*rows)
     return pa.table(
@@ -284,6 +314,8 @@ def test_relation_table_symmetry_and_unknown():
     assert torch.equal(full, full.T)
     assert table.lookup(["c1", "zz"], ["c3", "c0", "zz"]).tolist() == [[3, 2, -1], [-1, -1, -1]]
     assert table.lookup_positions(np.array([2]), np.array([0, 3])).tolist() == [[1, -1]]
+    low, high, labels = table.pairs()
+    assert list(zip(low.tolist(), high.tolist(), labels.tolist())) == [(0, 1, 2), (0, 2, 1), (1, 3, 3)]
 
 
 def test_relation_table_errors():

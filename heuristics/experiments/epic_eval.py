@@ -1,116 +1,41 @@
-"""How often extracted classes equal EPIC-KITCHENS-100's gold ones (retrieval train sentences).
+"""EPIC-KITCHENS-100 extraction experiment: baseline, rules, ablation and held-out halves.
 
-``python -m heuristics.experiments.epic_eval --model-dir DIR`` reads
-``EPIC_100_retrieval_train_sentence.csv`` (``narration_id,narration,verb_class,
-noun_classes,verb,nouns``) and the two class CSVs. Only the narration text is input; the
-gold ``verb_class`` and ``noun_classes`` are what is scored (the gold ``verb``/``nouns``
-columns are never read). Two methods:
+``python -m heuristics.experiments.epic_eval --model-dir DIR [--report F.json]`` scores, on
+``EPIC_100_retrieval_train_sentence.csv`` with the two class CSVs (see
+:mod:`heuristics.eval_classes` for the methods and scores):
 
-- tagger: rudder's tokeniser, the English Stanza tagger in ``DIR``, noun/verb extraction
-  (:mod:`heuristics.nouns_verbs`: phrasal verbs, noun compounds) and the class CSVs
-  (:meth:`heuristics.classes.ClassMap.classes`, with its back-off); the predicted verb class
-  is that of the first extracted verb.
-- lookup: every class instance as a phrase (``tap:water`` -> "water tap",
-  ``pick-up`` -> "pick up"), matched longest-first left to right on the narration's tokens,
-  no morphology; where a phrase is both a noun and a verb instance, it is the verb while no
-  verb has been found yet, else the noun. The verb class is that of the first verb match.
-
-Scores: verb-class accuracy, exact noun-class-set accuracy, both, and the mean Jaccard of
-the noun-class sets. ``--limit N`` scores every ``len/N``-th row instead (deterministic).
+- the lookup baseline, with and without the verbs-first fix;
+- the tagger with every class-map rule, with none (the bare tagger), and with each rule
+  turned off in turn (ablation);
+- the same for two halves: the narrations of participants P01-P15 and of P16-P37 (the
+  rules have no fitted parameters, so the halves show whether they hold on other kitchens
+  and people), and even/odd rows.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import csv
 import json
-import time
+from dataclasses import replace
 from pathlib import Path
 
-from heuristics.classes import ClassFileError, read_epic_classes
+from heuristics.class_rules import ClassRules
+from heuristics.eval_classes import (
+    RULE_NAMES,
+    load_classes,
+    predict_lookup,
+    predict_tagged,
+    read_sentences,
+    scores,
+    tag,
+)
 from rudder.atomic import atomic_write_text
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
 
 
-def read_sentences(path) -> list[dict]:
-    """Rows with ``narration``, ``verb_class`` (str) and ``noun_classes`` (set of str)."""
-    path = Path(path)
-    rows = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        need = {"narration_id", "narration", "verb_class", "noun_classes"}
-        if not need <= set(reader.fieldnames or ()):
-            raise ClassFileError(
-                f"{path}:1: expected columns {sorted(need)}, got {reader.fieldnames}"
-            )
-        for row in reader:
-            try:
-                nouns = ast.literal_eval(row["noun_classes"])
-                verb = int(row["verb_class"])
-            except (ValueError, SyntaxError):
-                raise ClassFileError(
-                    f"{path}:{reader.line_num}: bad verb_class or noun_classes"
-                ) from None
-            rows.append(
-                {
-                    "id": row["narration_id"],
-                    "narration": row["narration"],
-                    "verb_class": str(verb),
-                    "noun_classes": {str(n) for n in nouns},
-                }
-            )
-    return rows
-
-
-def _phrases(class_map) -> dict[tuple[str, ...], dict[str, str]]:
-    """Token tuple of every instance phrase -> {pos: class id}."""
-    from rudder.text import tokenize
-
-    out: dict[tuple[str, ...], dict[str, str]] = {}
-    for (pos, lang, lemma), concept in class_map.entries.items():
-        if pos == "noun":
-            head, *mods = lemma.split(":")
-            phrase = " ".join(mods + [head])
-        else:
-            phrase = lemma.replace("-", " ")
-        out.setdefault(tuple(tokenize(phrase, "en")), {}).setdefault(pos, concept)
-    return out
-
-
-def lookup(tokens: list[str], phrases: dict, longest: int) -> tuple[str | None, set[str]]:
-    """(verb class, noun classes) by longest-match phrase lookup (module docstring)."""
-    verb, nouns, i = None, set(), 0
-    while i < len(tokens):
-        for width in range(min(longest, len(tokens) - i), 0, -1):
-            hit = phrases.get(tuple(tokens[i : i + width]))
-            if hit:
-                if "verb" in hit and (verb is None or "noun" not in hit):
-                    verb = hit["verb"] if verb is None else verb
-                else:
-                    nouns.add(hit["noun"])
-                i += width
-                break
-        else:
-            i += 1
-    return verb, nouns
-
-
-def _scores(pairs) -> dict:
-    """pairs: (predicted verb, predicted nouns, gold verb, gold nouns)."""
-    n = len(pairs)
-    verb = sum(p[0] == p[2] for p in pairs)
-    nouns = sum(p[1] == p[3] for p in pairs)
-    both = sum(p[0] == p[2] and p[1] == p[3] for p in pairs)
-    jaccard = sum(len(p[1] & p[3]) / len(p[1] | p[3]) if p[1] | p[3] else 1.0 for p in pairs)
-    return {
-        "rows": n,
-        "verb_class_accuracy": verb / n,
-        "noun_set_accuracy": nouns / n,
-        "both_accuracy": both / n,
-        "noun_jaccard": jaccard / n,
-    }
+def _participant(narration_id: str) -> int:
+    return int(narration_id.split("_", 1)[0].lstrip("P"))
 
 
 def main(argv=None) -> int:
@@ -120,63 +45,48 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--epic", type=Path, default=EPIC)
-    parser.add_argument(
-        "--model-dir",
-        type=Path,
-        help="folder with an English Stanza model (train-tagger --lang en)",
-    )
-    parser.add_argument("--limit", type=int, help="score an evenly spaced subset of this many rows")
+    parser.add_argument("--model-dir", type=Path, required=True, help="English Stanza models")
     parser.add_argument("--report", type=Path)
     args = parser.parse_args(argv)
 
-    from heuristics.nouns_verbs import extract
-    from heuristics.taggers import StanzaTagger, TagCache, tag_texts
-    from rudder.text import tokenize
-
     rows = read_sentences(args.epic / "EPIC_100_retrieval_train_sentence.csv")
-    if args.limit and args.limit < len(rows):
-        step = len(rows) / args.limit
-        rows = [rows[int(k * step)] for k in range(args.limit)]
-    classes = read_epic_classes(args.epic / "EPIC_100_noun_classes.csv", "noun")
-    classes.update(read_epic_classes(args.epic / "EPIC_100_verb_classes.csv", "verb"))
+    classes = load_classes(
+        args.epic / "EPIC_100_noun_classes.csv", args.epic / "EPIC_100_verb_classes.csv"
+    )
     texts = [r["narration"] for r in rows]
     gold = [(r["verb_class"], r["noun_classes"]) for r in rows]
-
-    phrases = _phrases(classes)
-    longest = max(len(p) for p in phrases)
-    start = time.perf_counter()
-    found = [lookup(tokenize(t, "en"), phrases, longest) for t in texts]
-    results = {
-        "lookup": {
-            **_scores([(v, n, *g) for (v, n), g in zip(found, gold)]),
-            "seconds": round(time.perf_counter() - start, 1),
-        }
+    subsets = {
+        "all": list(range(len(rows))),
+        "P01-P15": [i for i, r in enumerate(rows) if _participant(r["id"]) <= 15],
+        "P16-P37": [i for i, r in enumerate(rows) if _participant(r["id"]) > 15],
+        "even rows": list(range(0, len(rows), 2)),
+        "odd rows": list(range(1, len(rows), 2)),
     }
-
-    if args.model_dir:
-        tagger = StanzaTagger(args.model_dir)
-        start = time.perf_counter()
-        tagged = tag_texts(tagger, texts, "en", cache=TagCache())
-        predicted = []
-        for words in tagged:
-            nouns, verbs = extract(words, "en")
-            verb_classes = classes.classes("verb", "en", verbs)
-            predicted.append(
-                (
-                    verb_classes[0] if verb_classes else None,
-                    set(classes.classes("noun", "en", nouns)),
-                )
-            )
-        results["tagger"] = {
-            **_scores([(v, n, *g) for (v, n), g in zip(predicted, gold)]),
-            "seconds": round(time.perf_counter() - start, 1),
-            "model": tagger.model_id("en"),
-        }
-    for name, r in results.items():
-        print(
-            f"| {name} | {r['rows']} | {100 * r['verb_class_accuracy']:.1f} | {100 * r['noun_set_accuracy']:.1f} "
-            f"| {100 * r['both_accuracy']:.1f} | {100 * r['noun_jaccard']:.1f} |"
+    tagged = tag(texts, args.model_dir)
+    methods = {
+        "lookup (nouns first)": predict_lookup(texts, classes, verbs_first=False),
+        "lookup": predict_lookup(texts, classes),
+        "tagger, no rules": predict_tagged(tagged, classes, ClassRules.none()),
+        "tagger + rules": predict_tagged(tagged, classes, ClassRules()),
+    }
+    for name in RULE_NAMES:
+        methods[f"  without {name}"] = predict_tagged(
+            tagged, classes, replace(ClassRules(), **{name: False})
         )
+    results = {}
+    print("| method | rows | verb class | noun set | both | noun Jaccard |")
+    print("|---|---|---|---|---|---|")
+    for subset, index in subsets.items():
+        for method, predicted in methods.items():
+            if subset != "all" and method.startswith("  "):
+                continue
+            r = scores([predicted[i] for i in index], [gold[i] for i in index])
+            results[f"{subset}: {method.strip()}"] = r
+            print(
+                f"| {subset}: {method.strip()} | {r['rows']} | {100 * r['verb_class_accuracy']:.1f} "
+                f"| {100 * r['noun_set_accuracy']:.1f} | {100 * r['both_accuracy']:.1f} "
+                f"| {100 * r['noun_jaccard']:.1f} |"
+            )
     if args.report:
         atomic_write_text(args.report, json.dumps(results, indent=2) + "\n")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -10,6 +11,7 @@ def epoch_batches(
     batch_size: int,
     generator: torch.Generator,
     mode: str = "random",
+    pairs: torch.Tensor | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """The ``(video_index, caption_slot)`` batches of one epoch.
 
@@ -18,7 +20,19 @@ def epoch_batches(
     holds the r-th caption (in a random order per video) of every video with more than r
     captions, and batches never cross rounds, so a batch holds each video at most once.
     Videos without a valid caption are skipped. A round's last batch may be smaller; a lone
-    leftover video joins the batch before it (a batch of one has no negative). The order depends only on ``generator``.
+    leftover video joins the batch before it (a batch of one has no negative). The order
+    depends only on ``generator``.
+
+    ``pairs`` (``random`` mode only) makes the sampler relation-aware: an ``(M, 4)`` long
+    tensor of annotated caption pairs ``(video_a, slot_a, video_b, slot_b)`` between two
+    different videos (e.g. from :meth:`rudder.supervision.RelationTable.pairs`; pairs
+    naming an invalid caption slot are ignored). Each epoch
+    the pairs are visited in a random order and a pair is kept when neither of its videos
+    is taken yet (a random maximal set of video-disjoint pairs); a kept pair's two captions
+    are the slots of its videos and always land in the same batch, so its manual label
+    reaches the loss. The other videos draw their slot uniformly as in ``random``. Batches
+    then hold ``batch_size`` rounded down to an even number of videos (pairs never
+    straddle two batches).
     """
     num_videos, num_slots = caption_mask.shape
     has_caption = caption_mask.any(1)
@@ -26,6 +40,10 @@ def epoch_batches(
     keys = torch.rand(num_videos, num_slots, generator=generator)
     keys[~caption_mask] = 2.0
     slot_order = keys.argsort(1)
+    if pairs is not None:
+        if mode != "random":
+            raise ValueError("relation-aware batches need caption sampling 'random'")
+        return _paired_batches(caption_mask, slot_order[:, 0], pairs, batch_size, generator)
     if mode == "random":
         rounds = [(torch.nonzero(has_caption).squeeze(1), slot_order[:, 0])]
     elif mode == "all":
@@ -38,8 +56,37 @@ def epoch_batches(
     batches = []
     for videos, slots in rounds:
         videos = videos[torch.randperm(len(videos), generator=generator)]
-        chunks = list(torch.split(videos, batch_size))
-        if len(chunks) > 1 and len(chunks[-1]) == 1:
-            chunks[-2:] = [torch.cat(chunks[-2:])]
-        batches += [(chunk, slots[chunk]) for chunk in chunks if len(chunk) >= 2]
+        batches += _chunks(videos, slots, batch_size)
     return batches
+
+
+def _chunks(videos: torch.Tensor, slots: torch.Tensor, batch_size: int):
+    chunks = list(torch.split(videos, batch_size))
+    if len(chunks) > 1 and len(chunks[-1]) == 1:
+        chunks[-2:] = [torch.cat(chunks[-2:])]
+    return [(chunk, slots[chunk]) for chunk in chunks if len(chunk) >= 2]
+
+
+def _paired_batches(caption_mask, slots, pairs, batch_size, generator):
+    """``random`` batches in which a random maximal set of video-disjoint pairs sits together."""
+    pairs = torch.as_tensor(pairs, dtype=torch.long).reshape(-1, 4)
+    if bool((pairs[:, 0] == pairs[:, 2]).any()):
+        raise ValueError("relation-aware batches: a pair joins two captions of one video")
+    has_caption = caption_mask.any(1)
+    pairs = pairs[caption_mask[pairs[:, 0], pairs[:, 1]] & caption_mask[pairs[:, 2], pairs[:, 3]]]
+    slots = slots.clone()
+    taken = np.zeros(len(has_caption), dtype=bool)
+    kept = []
+    for va, sa, vb, sb in pairs[torch.randperm(len(pairs), generator=generator)].tolist():
+        if not (taken[va] or taken[vb]):  # one pass over the pairs per epoch, not per batch
+            taken[va] = taken[vb] = True
+            slots[va], slots[vb] = sa, sb
+            kept.append((va, vb))
+    singles = torch.nonzero(has_caption & ~torch.from_numpy(taken)).squeeze(1)
+    singles = singles[torch.randperm(len(singles), generator=generator)]
+    odd = singles[len(singles) - len(singles) % 2:]
+    blocks = torch.cat([torch.tensor(kept, dtype=torch.long).reshape(-1, 2),
+                        singles[: len(singles) - len(odd)].reshape(-1, 2)])
+    blocks = blocks[torch.randperm(len(blocks), generator=generator)]
+    videos = torch.cat([blocks.reshape(-1), odd])
+    return _chunks(videos, slots, max(2, batch_size - batch_size % 2))

@@ -263,7 +263,7 @@ bumps the generator version (and the cache folder `sample-v<version>`). Licence:
 """
 CARD_HOW_BUILT = """\
 - {videos} videos, each a recipe of one of {toys} toy types (3-6 materials from a lexicon of
-  {materials}, 2-5 of {actions} actions); durations 60-300 s; splits 70/10/20 by video.
+  {materials}, 2-5 of {actions} actions); durations 60-300 s; splits {splits} by video.
 - 5-8 timed captions per video and language, written from templates with each language's case
   forms and polite imperatives: *listing* captions name the materials, *describing* captions
   one or two steps. Marathi, Hindi and English for every video; Tamil and Telugu for {ta} / {te}

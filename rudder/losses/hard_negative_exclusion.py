@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from ._base import (
+    LossConfigError,
+    LossInputError,
     RetrievalLoss,
     anchor_view,
     check_number,
@@ -42,34 +44,66 @@ def excluded_pairs(text_sims: torch.Tensor, exclude_top: float) -> torch.Tensor:
 class HardNegativeExclusion(RetrievalLoss):
     """``hn_exclusion``: ``hn`` after removing the candidates whose captions nearly match.
 
-    Formula: the pairs ``(i, j)`` whose caption-caption similarity ``text_sims[i, j]``
-    is among the top ``exclude_top`` fraction of the B(B-1) off-diagonal pairs
-    (:func:`excluded_pairs`) are not negatives -- for caption anchor ``i`` and video
+    Formula: a pair ``(i, j)`` is *excluded* (not a negative) when its caption-caption
+    similarity ``text_sims[i, j]`` is too high -- for caption anchor ``i`` and video
     candidate ``j`` read ``(i, j)``, for video anchor ``i`` and caption candidate ``j``
     read ``(j, i)``; then per anchor and direction
     ``[margin + max_{b not excluded, b != a} s_ab - s_aa]+`` (0 when every candidate is
-    excluded).
+    excluded). "Too high" depends on ``scope``:
+
+    - ``"dataset"`` (default, the paper's rule): ``text_sims[i, j] >= threshold``, one
+      similarity value fixed over the whole training set so that the top ``exclude_top``
+      fraction of all training caption pairs lies above it
+      (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`; the trainer computes
+      it once and records it as ``loss.params.threshold``). Calling the loss in this scope
+      without ``threshold`` is an error.
+    - ``"batch"``: the ``floor(exclude_top · B(B-1))`` most similar off-diagonal pairs of
+      each batch (:func:`excluded_pairs`), a count per batch; ``threshold`` is unused.
+
     Reduction: as ``hn``: mean over the anchors of each direction, the two directions summed.
     Source: Galanopoulos & Mezaris, "Hard-negatives or Non-negatives? A Hard-negative
     Selection Strategy for Cross-modal Retrieval Using the Improved Marginal Ranking
-    Loss", ICCV Workshops 2021 (exclusion of the most caption-similar in-batch
-    candidates from the hard-negative mining of VSE++'s loss). The caption similarity
-    comes from a frozen text representation given by the caller (the default pipeline:
-    TF-IDF on character n-grams); no gradient flows through ``text_sims``.
+    Loss", ICCV Workshops 2021 (exclusion of the candidates whose caption similarity to
+    the anchor's caption exceeds a threshold fixed from the training set's caption pairs,
+    from the hard-negative mining of VSE++'s loss). The caption similarity comes from a
+    frozen text representation given by the caller (the default pipeline: TF-IDF on
+    character n-grams, not the paper's sentence encoder); no gradient flows through
+    ``text_sims``.
     """
 
     name = "hn_exclusion"
     requires = ("text_sims",)
-    param_names = ("margin", "exclude_top")
+    param_names = ("margin", "exclude_top", "scope", "threshold")
 
-    def __init__(self, margin: float = 0.2, exclude_top: float = 0.01):
+    def __init__(self, margin: float = 0.2, exclude_top: float = 0.01, scope: str = "dataset",
+                 threshold: float | None = None):
         super().__init__()
         self.margin = check_number(self.name, "margin", margin, low=0)
         self.exclude_top = check_number(self.name, "exclude_top", exclude_top, low=0, high=1,
                                         high_open=True)
+        if scope not in ("dataset", "batch"):
+            raise LossConfigError(
+                f"loss 'hn_exclusion': parameter 'scope' must be 'dataset' or 'batch', got {scope!r}"
+            )
+        self.scope = scope
+        self.threshold = None if threshold is None else check_number(self.name, "threshold",
+                                                                     threshold)
+
+    def excluded(self, text_sims: torch.Tensor) -> torch.Tensor:
+        """(B, B) bool: the pairs that are not negatives (see the class docstring)."""
+        if self.scope == "batch":
+            return excluded_pairs(text_sims, self.exclude_top)
+        if self.threshold is None:
+            raise LossInputError(
+                "loss 'hn_exclusion' with scope 'dataset' needs `threshold`, the similarity "
+                "above which the top exclude_top of all training caption pairs lie: "
+                "CaptionSimilarity.top_fraction_threshold(training_captions, exclude_top) "
+                "(the trainer sets it), or use scope='batch'"
+            )
+        return (text_sims >= self.threshold) & off_diagonal(text_sims.shape[0], text_sims.device)
 
     def compute(self, sims, text_sims):
-        excluded = anchor_view(excluded_pairs(text_sims, self.exclude_top))
+        excluded = anchor_view(self.excluded(text_sims))
         allowed = off_diagonal(sims.shape[0], sims.device) & ~excluded
         negative = hardest(anchor_view(sims), allowed)
         return direction_means(F.relu(self.margin + negative - positives(sims)))

@@ -18,11 +18,13 @@ from ._base import (
 class PartialOrder(RetrievalLoss):
     """``po``: order positives < partials < negatives by distance, with four margins.
 
-    Formula: ``d = 1 - s``; for every anchor ``a`` (caption or video) and candidate
-    ``b != a``, with the pair's label ``L`` read by the anchor/candidate rule
-    (``labels[a, b]`` for a caption anchor and video candidate, ``labels[b, a]`` for a
-    video anchor and caption candidate), ``dp = d_aa`` and ``dc`` the anchor-candidate
-    distance:
+    Formula (RUDDER paper, Eq. 1 / Sec. 3.1): ``d = 1 - s``; for every pair ``(i, j)``,
+    ``j != i``, with ``L = labels[i, j]`` (caption ``i`` as the query, the batch caption
+    of video ``j`` as the candidate), the *same* label governs both terms of the pair,
+    ``d(t_i, v_j)`` against ``d(t_i, v_i)`` (caption anchor ``i``) and ``d(v_i, t_j)``
+    against ``d(v_i, t_i)`` (video anchor ``i``), as the paper's quadruplet sum
+    ``[.. d_ij ..] + [.. d_ji ..]`` under one label. With ``dp = d_ii`` and ``dc`` the
+    anchor-candidate distance:
 
     - ``L = 2`` positive: ``[dc - dp - p]+`` (as close as the pair, up to ``p``);
     - ``L = 0`` negative: ``[n + dp - dc]+``;
@@ -36,13 +38,15 @@ class PartialOrder(RetrievalLoss):
     Margins must satisfy ``p < m1 < m2 < n``.
     Reduction: the total over both directions divided by 2B(B-1), so with every
     off-diagonal label 0 the value equals ``mm`` with ``margin = n``.
-    Source: the partial-order (quadruplet) loss of the RUDDER paper ("RUDDER: A Cross
-    Lingual Video and Text Retrieval Dataset"), in the form specified by issue 3.
-    Deliberate deviation from the issue's wording: the issue sums both terms of a pair
-    ``(i, j)`` under ``labels[i, j]``; here the video-anchor term (video ``i`` vs
-    caption ``j``) reads ``labels[j, i]``, DESIGN.md's anchor/candidate rule, since a
-    label belongs to a (caption, video) pair whatever the direction. The two agree
-    whenever ``labels`` is symmetric.
+    Source: the partial-order (quadruplet) loss of the RUDDER paper (Madan et al., "A
+    Multilingual Dataset for Low-Resource Text-Video Retrieval"; Akula et al.,
+    arXiv:2103.05457), Eq. 1. The pair labels come from
+    :func:`rudder.supervision.batch_labels`; they are asymmetric (the noun/verb
+    heuristic reads the query's parts of speech), and a video anchor ``i`` reads row
+    ``i`` (its own caption is the query), not column ``i``: reading ``labels[j, i]``
+    for the video anchor is a different loss (DESIGN.md, "Pair labels are per
+    quadruplet"), which collapses video-to-text retrieval on the sample
+    (docs/fidelity.md).
     """
 
     name = "po"
@@ -76,6 +80,6 @@ class PartialOrder(RetrievalLoss):
     def compute(self, sims, labels):
         # Every case is [low - x]+ + [x - high]+ on x = dc - dp = s_aa - s_ab (module doc).
         x = sims.diagonal().view(1, -1, 1) - anchor_view(sims)
-        label = anchor_view(labels).long()
+        label = labels.long().expand(2, -1, -1)  # labels[i, j] for both anchors i (doc)
         low, high = (bound.to(sims.device, sims.dtype)[label] for bound in self.bounds())
         return mean_off_diagonal(F.relu(low - x) + F.relu(x - high))

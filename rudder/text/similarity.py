@@ -11,6 +11,7 @@ vector and similarity 0 to everything (itself included).
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 import numpy as np
@@ -65,6 +66,31 @@ class CaptionSimilarity:
         b = a if texts_b is None else self.transform(texts_b)
         sims = (a @ b.T).toarray().astype(np.float32, copy=False)
         return torch.from_numpy(np.clip(sims, 0.0, 1.0))
+
+    def top_fraction_threshold(self, texts, fraction: float, block_rows: int = 512) -> float:
+        """The similarity of the ``k``-th most similar pair of distinct ``texts``, ``k =
+        floor(fraction · P)`` over all ``P = n(n-1)/2`` pairs (``inf`` when ``k == 0``).
+
+        Pairs with a similarity ``>=`` this value are (up to ties) the top ``fraction`` of all
+        caption pairs: the hard-negative exclusion threshold of Galanopoulos & Mezaris (ICCV
+        Workshops 2021), fixed once over the training set. Computed in row blocks of the
+        upper triangle, keeping a running top ``k``, so memory stays O(block_rows · n + k).
+        """
+        if not 0.0 <= fraction < 1.0:
+            raise ValueError(f"top_fraction_threshold: fraction must be in [0, 1), got {fraction}")
+        vectors = self.transform(texts)
+        n = vectors.shape[0]
+        count = math.floor(fraction * n * (n - 1) / 2 + 1e-9)
+        if count == 0:
+            return math.inf
+        top = np.empty(0, dtype=np.float32)
+        for start in range(0, n, block_rows):
+            stop = min(start + block_rows, n)
+            block = (vectors[start:stop] @ vectors.T).toarray()
+            upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]  # pairs (i, j), i < j
+            values = np.concatenate([top, block[upper].astype(np.float32)])
+            top = values if len(values) <= count else np.partition(values, len(values) - count)[-count:]
+        return float(np.clip(top.min(), 0.0, 1.0))
 
 
 def _as_texts(texts, where: str) -> list[str]:

@@ -100,16 +100,62 @@ def build_app_dataset(path, num_videos: int = 30, seed: int = 0):
     return DatasetFolder(path)
 
 
-def random_model(folder: DatasetFolder, seed: int = 0):
-    """A randomly initialised small CollaborativeExperts and the dataset's vocabulary."""
+def random_model(folder: DatasetFolder, seed: int = 0, langs=LANGS):
+    """A randomly initialised small CollaborativeExperts and the vocabulary of the dataset's
+    training captions in ``langs``."""
     from rudder.data.loader import build_vocabulary
-    from rudder.languages import SUPPORTED
     from rudder.models import CollaborativeExperts, ModelConfig
 
     torch.manual_seed(seed)
-    vocab = build_vocabulary(folder, SUPPORTED)
+    vocab = build_vocabulary(folder, langs)
     config = ModelConfig(shared_dim=32, word_dim=16, text_vlad_clusters=4, video_vlad_clusters=2)
     return CollaborativeExperts(config, folder.meta.experts, len(vocab)).eval(), vocab
+
+
+def build_segment_dataset(path, num_videos: int = 12):
+    """Videos with two segments each, captioned in Marathi and English (aligned: the same
+    start and end) and in Hindi for the first segment only.
+
+    Video ``i``: segment 0 (0-5 s) folds noun ``i % 5``, segment 1 (5-10 s) cuts or paints
+    noun ``(i + 2) % 5``.
+    """
+    langs = ("mr", "hi", "en")
+    meta = DatasetMeta("segments", "1", list(langs), {"scene": ExpertInfo(16)})
+    video_ids = [f"s{i:02d}" for i in range(num_videos)]
+    nouns, verbs = list(NOUNS), list(VERBS)
+    rows = []
+    for i, vid in enumerate(video_ids):
+        segments = [(nouns[i % 5], "v:fold"), (nouns[(i + 2) % 5], verbs[1 + i % 2])]
+        for s, (noun, verb) in enumerate(segments):
+            for lang in langs if s == 0 else ("mr", "en"):
+                rows.append(
+                    {
+                        "caption_id": f"{vid}-{lang}-{s}",
+                        "video_id": vid,
+                        "lang": lang,
+                        "text": caption_text(noun, verb, lang),
+                        "start": 5.0 * s,
+                        "end": 5.0 * s + 5.0,
+                        "kind": "describing",
+                        "machine_translated": False,
+                    }
+                )
+    splits = ["train"] * (num_videos - 4) + ["validation"] * 2 + ["test"] * 2
+    rng = np.random.default_rng(1)
+    with DatasetWriter(path, meta, Card("Segments", "Two aligned segments per video.")) as writer:
+        writer.write_videos(
+            pa.table(
+                {
+                    "video_id": video_ids,
+                    "duration": [10.0] * num_videos,
+                    "split": splits,
+                    "experts": [["scene"]] * num_videos,
+                }
+            )
+        )
+        writer.write_captions(pa.Table.from_pylist(rows))
+        writer.write_expert("scene", [(video_ids, rng.normal(size=(num_videos, 16)))])
+    return DatasetFolder(path)
 
 
 def free_port() -> int:
@@ -138,6 +184,22 @@ def app_dataset(tmp_path_factory) -> DatasetFolder:
 @pytest.fixture(scope="session")
 def model_and_vocab(app_dataset):
     return random_model(app_dataset)
+
+
+@pytest.fixture(scope="session")
+def trilingual_model(app_dataset):
+    """A random model whose vocabulary holds only the Marathi, Hindi and English captions."""
+    return random_model(app_dataset, langs=("mr", "hi", "en"))
+
+
+@pytest.fixture(scope="session")
+def segment_dataset(tmp_path_factory) -> DatasetFolder:
+    return build_segment_dataset(tmp_path_factory.mktemp("segments") / "segments")
+
+
+@pytest.fixture(scope="session")
+def segment_model(segment_dataset):
+    return random_model(segment_dataset, langs=("mr", "hi", "en"))
 
 
 @pytest.fixture(scope="session")

@@ -188,3 +188,80 @@ def test_three_labels_reach_sqlite(page, tmp_path, served):
             "WHERE annotator = 'browser-annotator' AND undone = 0 ORDER BY id"
         ).fetchall()
     assert rows == labelled
+
+
+def open_annotation(page, annotator="browser-layout"):
+    page.locator("button[role=tab]", has_text="Annotate").click()
+    if annotator:
+        page.locator("#ann-annotator textarea").fill(annotator)
+    page.locator("#ann-next" if annotator else "#ann-random").click()
+    page.wait_for_function("document.querySelector('#ann-candidate-id textarea').value !== ''")
+
+
+def test_label_buttons_show_above_the_caption_lists(page, tmp_path):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_annotation(page)
+    page.wait_for_selector(".rudder-others")
+    lists = page.locator(".rudder-others").first.bounding_box()
+    for elem_id in ("ann-positive", "ann-partial", "ann-description", "ann-negative", "ann-skip"):
+        box = page.locator(f"#{elem_id}").bounding_box()
+        assert box["y"] + box["height"] <= 720, f"{elem_id} is below the fold: {box}"
+        assert box["y"] + box["height"] <= lists["y"], f"{elem_id} is under the captions lists"
+    assert page.evaluate("window.scrollY") == 0
+    shot(page, tmp_path, "annotate-buttons")
+
+
+def test_keyboard_shortcuts_are_listed_on_the_page(page):
+    from app.annotate_layout import SHORTCUTS
+
+    page.locator("button[role=tab]", has_text="Annotate").click()
+    listed = page.locator("#ann-keys").inner_text()
+    for elem_id, keys in SHORTCUTS.items():
+        action = elem_id.removeprefix("ann-")
+        assert all(key.upper() in listed for key in keys) and action in listed
+
+
+def test_a_missing_annotator_name_is_one_message(page, tmp_path):
+    open_annotation(page, annotator="")
+    page.locator("#ann-query").click()
+    page.keyboard.press("1")
+    page.locator("#ann-positive").click()
+    message = "Enter your name in the Annotator field (top left) to label."
+    page.wait_for_function(
+        f"document.querySelector('#ann-progress').innerText.trim() === {message!r}"
+    )
+    page.wait_for_timeout(500)
+    body = page.locator("body").inner_text()
+    assert body.count(message) == 1 and "Error" not in body
+    assert page.locator("[data-testid=toast-body]").count() == 0
+    shot(page, tmp_path, "annotate-no-name")
+
+
+def test_error_toast_shows_typed_html_as_text(page, tmp_path):
+    typed = "<img src=http://example.invalid/x.png>"
+    page.locator("#search-pick input").fill(typed)
+    page.locator("#search-pick input").press("Enter")
+    toast = page.locator("[data-testid=toast-body]")
+    toast.wait_for(timeout=30_000)
+    assert typed in toast.inner_text() and "unknown caption or video id" in toast.inner_text()
+    assert toast.locator("img, a").count() == 0
+    shot(page, tmp_path, "toast")
+
+
+def test_two_tabs_of_one_annotator_show_different_pairs(page, browser, served):
+    second = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    second.goto(served[0], wait_until="domcontentloaded")
+    second.wait_for_selector("#search-query textarea", timeout=60_000)
+    try:
+        pairs = []
+        for tab in (page, second):
+            open_annotation(tab, annotator="browser-twin")
+            pairs.append(
+                (
+                    tab.locator("#ann-query-id textarea").input_value(),
+                    tab.locator("#ann-candidate-id textarea").input_value(),
+                )
+            )
+        assert pairs[0] != pairs[1]
+    finally:
+        second.context.close()

@@ -131,7 +131,7 @@ def test_player_serves_only_the_media_folder(client, served, media_dir, script_c
 
 
 def view(result):
-    query_html, query_id, candidate_html, candidate_id, progress, history = result
+    query_html, query_id, candidate_html, candidate_id, progress, history, others = result
     return {
         "query": query_id,
         "candidate": candidate_id,
@@ -139,6 +139,7 @@ def view(result):
         "history": history["data"],
         "candidate_html": candidate_html,
         "query_html": query_html,
+        "others": others,
     }
 
 
@@ -175,14 +176,13 @@ def test_annotation_flow(client, served):
     assert found["choices"] and all("होडी" in label for label, _ in found["choices"])
     opened = view(client.predict("asha", "app-test", "v001-mr", "same", api_name="/open_query"))
     assert opened["query"] == "v001-mr" and "होडी" in opened["query_html"]
+    assert "Other captions of the query's video v001 (4)" in opened["others"]
     english = view(
         client.predict("asha", "app-test", "v001-mr", "en", api_name="/change_candidate_language")
     )
     assert english["candidate"].endswith("-en")
     rand = view(client.predict("asha", "app-test", "any", api_name="/random_query"))
     assert rand["query"] and rand["candidate"]
-    with pytest.raises(Exception, match="annotator name"):
-        client.predict("", "app-test", "v000-mr", "v015-mr", "same", api_name="/label_positive")
     with pytest.raises(Exception, match="no caption 'v999-mr'"):
         client.predict("asha", "app-test", "v000-mr", "v999-mr", "same", api_name="/label_positive")
 
@@ -242,16 +242,16 @@ def label_many(client, annotator, pairs, errors):
 
 
 @pytest.mark.parametrize("count", [25, pytest.param(200, marks=pytest.mark.slow)])
-def test_two_clients_label_pairs_at_once(served, count):
+def test_four_clients_label_pairs_at_once(served, count):
     url, db_path, _ = served
     captions = [f"v{i:03d}-{lang}" for i in range(30) for lang in ("mr", "hi", "ta", "te", "en")]
     pairs = [
         (f"v{q:03d}-mr", c) for q in range(10) for c in captions if not c.startswith(f"v{q:03d}")
     ][:count]
     assert len(pairs) == count
-    clients = [Client(url, verbose=False, analytics_enabled=False) for _ in range(2)]
+    clients = [Client(url, verbose=False, analytics_enabled=False) for _ in range(4)]
     errors = []
-    names = (f"conc-a-{count}", f"conc-b-{count}")
+    names = tuple(f"conc-{n}-{count}" for n in "abcd")
     threads = [
         threading.Thread(target=label_many, args=(c, name, pairs, errors))
         for c, name in zip(clients, names)
@@ -271,7 +271,7 @@ def test_two_clients_label_pairs_at_once(served, count):
             ).fetchall()
             assert [(a, b) for a, b, _ in rows] == pairs
             assert [label for *_, label in rows] == [(2, 1, 3, 0)[i % 4] for i in range(count)]
-    print(f"{2 * count} labels through two clients in {time.perf_counter() - start:.1f} s")
+    print(f"{4 * count} labels through four clients in {time.perf_counter() - start:.1f} s")
 
 
 def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, translator, port):
@@ -293,7 +293,80 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         client = Client(
             demo.local_url, verbose=False, analytics_enabled=False, auth=("asha", "secret")
         )
-        assert client.predict(api_name="/whoami") == "asha"
+        whoami = client.predict(api_name="/whoami")  # the Annotator field: the user, read-only
+        assert whoami["value"] == "asha" and whoami["interactive"] is False
         assert len(search(client, "कागद दुमडा", k=3)[1]["data"]) == 3
+        # The annotator is the logged-in user, whatever the Annotator field says.
+        shown = view(client.predict("mallory", "app-test", "same", api_name="/next_unlabelled"))
+        assert "asha has labelled 0 pairs" in shown["progress"]
+        pair = [shown["query"], shown["candidate"], "same"]
+        client.predict("mallory", "app-test", *pair, api_name="/label_positive")
+        client.predict("", "app-test", *pair, api_name="/label_negative")  # no name needed
+        with sqlite3.connect(tmp_path / "l.sqlite") as db:
+            rows = db.execute("SELECT annotator, label FROM labels ORDER BY id").fetchall()
+        assert rows == [("asha", 2), ("asha", 0)]
     finally:
         demo.close()
+
+
+def test_error_toasts_show_user_input_as_text(client):
+    """Toasts render HTML: an image or link typed by a user must come back escaped."""
+    typed = "<img src=https://example.invalid/x.png><a href=https://example.invalid>x</a>"
+    with pytest.raises(Exception) as raised:
+        client.predict(typed, api_name="/play")
+    message = str(raised.value)
+    assert "unknown caption or video id" in message
+    assert "&lt;img src=https://example.invalid/x.png&gt;&lt;a href=" in message
+    assert "<img" not in message and "<a " not in message
+    with pytest.raises(Exception) as raised:
+        client.predict("asha", "app-test", typed, "same", api_name="/open_query")
+    assert "&lt;img" in str(raised.value) and "<img" not in str(raised.value)
+
+
+def test_a_missing_annotator_name_is_one_message(client, served):
+    for api, args in (
+        ("/label_positive", ("", "app-test", "v000-mr", "v015-mr", "same")),
+        ("/next_unlabelled", ("  ", "app-test", "same")),
+        ("/skip", ("", "app-test", "v000-mr", "v015-mr", "same")),
+        ("/undo", ("", "app-test", "same")),
+    ):
+        progress = client.predict(*args, api_name=api)[4]  # no error raised
+        assert progress == "**Enter your name in the Annotator field (top left) to label.**"
+    with sqlite3.connect(served[1]) as db:
+        assert db.execute("SELECT COUNT(*) FROM labels WHERE annotator = ''").fetchone()[0] == 0
+
+
+def test_two_tabs_of_one_annotator_never_get_the_same_pair(served):
+    """Each tab (a client session) claims the pair it shows; the other tab skips it."""
+    url, db_path, _ = served
+    tabs = [Client(url, verbose=False, analytics_enabled=False) for _ in range(2)]
+    shown = [
+        view(tab.predict("twin", "app-test", "same", api_name="/next_unlabelled")) for tab in tabs
+    ]
+    assert shown[0]["query"] == shown[1]["query"] == "v000-mr"
+    assert shown[0]["candidate"] != shown[1]["candidate"]
+    seen = [(v["query"], v["candidate"]) for v in shown]
+    for _ in range(12):  # label in turns, each tab what it shows
+        for i, tab in enumerate(tabs):
+            pair = ["twin", "app-test", shown[i]["query"], shown[i]["candidate"], "same"]
+            shown[i] = view(tab.predict(*pair, api_name="/label_partial"))
+            current = (shown[i]["query"], shown[i]["candidate"])
+            other = shown[1 - i]
+            assert current != (other["query"], other["candidate"])
+            seen.append(current)
+    with sqlite3.connect(db_path) as db:
+        pairs = db.execute(
+            "SELECT caption_id_a, caption_id_b FROM labels WHERE annotator = 'twin'"
+        ).fetchall()
+    assert len(pairs) == 24 == len(set(pairs))  # nothing labelled twice
+    # A pair shown in the other tab is refused, not labelled a second time.
+    other = shown[1]
+    with pytest.raises(Exception, match="open in another tab"):
+        tabs[0].predict(
+            "twin",
+            "app-test",
+            other["query"],
+            other["candidate"],
+            "same",
+            api_name="/label_negative",
+        )

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 import app.__main__ as cli
 from app.annotations_db import AnnotationStore
@@ -18,10 +19,16 @@ def test_auth_flag():
             cli.parse_auth(bad)
 
 
-def fake_run(root: Path, name: str, dataset: str, age: float) -> Path:
+FIVE = ["mr", "hi", "ta", "te", "en"]
+
+
+def fake_run(root: Path, name: str, dataset: str, age: float, langs=FIVE) -> Path:
     run = root / name
     (run / "checkpoints").mkdir(parents=True)
-    (run / "config.yaml").write_text(f"data:\n  dataset: {dataset}\n")
+    config = f"data:\n  dataset: {dataset}\n"
+    if langs is not None:
+        config += f"  caption_langs: [{', '.join(langs)}]\n"
+    (run / "config.yaml").write_text(config)
     best = run / "checkpoints" / "best.pt"
     best.write_bytes(b"")
     stamp = time.time() - age
@@ -38,6 +45,28 @@ def test_newest_run_trained_on_the_dataset(tmp_path):
     assert cli.newest_run_for(tmp_path, "sample") == newer
     assert cli.newest_run_for(tmp_path, "elsewhere") is None
     assert cli.newest_run_for(tmp_path / "missing", "sample") is None
+
+
+def test_runs_missing_a_language_of_the_dataset_are_passed_over(tmp_path):
+    covering = fake_run(tmp_path, "five", "sample", age=300)
+    fake_run(tmp_path, "three", "sample", age=100, langs=["mr", "hi", "en"])
+    fake_run(tmp_path, "default", "sample", age=50, langs=None)  # the default: mr, hi, en
+    assert cli.newest_run_for(tmp_path, "sample", FIVE) == covering
+    assert cli.newest_run_for(tmp_path, "sample", ["mr"]).name == "default"
+    assert cli.newest_run_for(tmp_path / "five", "sample", FIVE + ["xx"]) is None
+
+
+def test_the_quick_model_learns_every_language_of_the_dataset(monkeypatch, tmp_path):
+    from rudder import train
+
+    calls = []
+    monkeypatch.setattr(train, "main", calls.append)
+    out = cli.train_quick(tmp_path, "sample", 2, FIVE)
+    (argv,) = calls
+    settings = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"]
+    assert "data.caption_langs=[mr,hi,ta,te,en]" in settings
+    assert "data.caption_sampling=all" in settings
+    assert argv[argv.index("--output-dir") + 1] == str(out) and out.parent == tmp_path
 
 
 class Recorder:
@@ -64,10 +93,16 @@ def patched(monkeypatch, tmp_path):
         model, vocab, fingerprint = "model", "vocab", "fp"
         dataset = type("Folder", (), {"root": tmp_path / "data"})()
         checkpoint, run_dir = tmp_path / "run" / "checkpoints" / "best.pt", tmp_path / "run"
-        config = type("C", (), {"data": type("D", (), {"max_words": 12, "max_frames": 8})()})()
+        data = type("D", (), {"max_words": 12, "max_frames": 8, "caption_langs": FIVE})
+        data.text_encoder = None
+        config = type("C", (), {"data": data()})()
 
     monkeypatch.setattr(cli, "train_quick", recorder("train", tmp_path / "runs" / "quick"))
     monkeypatch.setattr(rudder.runs, "load_run", recorder("load", Run()))
+    meta = type("Meta", (), {"languages": FIVE})()
+    monkeypatch.setattr(
+        rudder.runs, "resolve_dataset", lambda spec: type("Folder", (), {"meta": meta})()
+    )
     monkeypatch.setattr(app.ui, "build_app", recorder("build", "demo"))
     monkeypatch.setattr(app.ui, "launch_app", recorder("launch"))
     return recorder
@@ -81,12 +116,15 @@ def test_no_checkpoint_trains_a_quick_one_then_serves_on_localhost(patched, tmp_
         (_, _, build_kwargs),
         (_, launch_args, launch_kwargs),
     ) = patched.calls
-    assert train == "train" and train_args == (tmp_path / "runs", "sample", cli.QUICK_EPOCHS)
+    assert train == "train"
+    assert train_args == (tmp_path / "runs", "sample", cli.QUICK_EPOCHS, FIVE)
     assert load_args == (tmp_path / "runs" / "quick",) and load_kwargs == {"dataset": None}
     assert (
         build_kwargs["model_key"] == "fp"
         and build_kwargs["max_words"] == 12
         and build_kwargs["media_dir"] is None
+        and build_kwargs["train_langs"] == FIVE
+        and build_kwargs["check_words"] is True
     )
     assert launch_args == ("demo",) and launch_kwargs == {
         "host": "127.0.0.1",
@@ -116,7 +154,7 @@ def test_flags_reach_the_server(patched, tmp_path):
         ]
     )
     names = [name for name, *_ in patched.calls]
-    assert names == ["load", "build", "launch"]  # an existing run: no training
+    assert names == ["load", "build", "launch"]  # an existing run on all five: no training
     assert patched.calls[0][1] == (run,)
     assert patched.calls[1][2]["media_dir"] == media
     assert patched.calls[2][2] == {"host": "0.0.0.0", "port": 9000, "auth": ("u", "p")}
@@ -132,6 +170,21 @@ def test_export_flag(tmp_path, capsys):
     assert "relations.csv" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="does not exist"):
         cli.main(["--db", str(tmp_path / "missing.sqlite"), "--export", str(tmp_path / "out")])
+
+
+@pytest.mark.slow
+def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
+    """Today's default (Marathi, Hindi, English only) maps every Tamil word to <unk>."""
+    from rudder.runs import encode_queries, load_run
+
+    run = load_run(cli.train_quick(tmp_path, str(app_dataset.root), 2, FIVE))
+    assert run.config.data.caption_langs == FIVE
+    tokens, _ = encode_queries(run, ["காகிதம் மடியுங்கள்", "கார் வரையுங்கள்"], ["ta", "ta"])
+    assert (tokens > 1).all()  # every word known (0 is padding, 1 unknown)
+    tokens, _ = encode_queries(run, ["కాగితం మడవండి"], ["te"])
+    assert (tokens > 1).all()
+    text, _ = run.model.encode_text(*encode_queries(run, ["காகிதம்", "கார்"], ["ta", "ta"]))
+    assert not torch.allclose(text[0], text[1])  # two Tamil queries, two different embeddings
 
 
 @pytest.mark.slow

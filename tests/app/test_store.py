@@ -100,3 +100,61 @@ def test_a_killed_writer_keeps_every_acknowledged_label(tmp_path):
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     ids = {r["id"] for r in AnnotationStore(tmp_path / "a.sqlite").current("ds", "asha")}
     assert set(acknowledged) <= ids
+
+
+def test_claims_keep_two_tabs_of_one_annotator_apart(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    order = ["c1", "c2", "c3", "c4"]
+    assert store.claim("tab-a", "ds", "asha", "q1", order) == "c1"
+    assert store.claim("tab-b", "ds", "asha", "q1", order) == "c2"  # c1 is tab a's
+    assert store.claim("tab-c", "ds", "ravi", "q1", order) == "c1"  # another annotator
+    with pytest.raises(AnnotationError, match="open in another tab of asha"):
+        store.add("ds", "asha", "q1", "c1", "positive", session="tab-b")
+    store.add("ds", "asha", "q1", "c1", "positive", session="tab-a")
+    assert store.claim("tab-a", "ds", "asha", "q1", order) == "c3"  # c1 labelled, c2 taken
+    assert store.claim("tab-a", "ds", "asha", "q1", order) == "c3"  # its own claim is no bar
+    assert store.claim("tab-b", "ds", "asha", "q1", ["c1", "c3"]) is None
+    assert store.claim("tab-b", "ds", "asha", "q1", ["c3"], force=True) == "c3"  # undo's pair
+    assert store.claim("tab-a", "ds", "asha", "q1", order) == "c2"  # tab b let c2 go
+    store.clock = lambda: 1e12  # much later: every claim has expired
+    assert store.claim("tab-d", "ds", "asha", "q1", order) == "c2"
+
+
+CLAIMER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {root!r})
+    from app.annotations_db import AnnotationStore
+    store = AnnotationStore(sys.argv[1])
+    process = sys.argv[2]
+    candidates = [f"c{{i}}" for i in range(60)]
+    while True:  # two tabs per process, taking turns, all as one annotator
+        claimed = [store.claim(f"{{process}}-{{t}}", "ds", "asha", "q", candidates) for t in "xy"]
+        if claimed == [None, None]:
+            break
+        for tab, pair in zip("xy", claimed):
+            if pair is not None:
+                store.add("ds", "asha", "q", pair, "partial", session=f"{{process}}-{{tab}}")
+                print(pair, flush=True)
+""")
+
+
+def test_claims_are_atomic_across_processes(tmp_path):
+    """Four processes, eight tabs of one annotator: every pair is labelled exactly once."""
+    AnnotationStore(tmp_path / "a.sqlite")
+    script = tmp_path / "claimer.py"
+    script.write_text(CLAIMER.format(root=str(ROOT)))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "a.sqlite"), f"p{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outputs][:1]
+    labelled = [pair for out, _ in outputs for pair in out.split()]
+    assert sorted(labelled) == sorted(f"c{i}" for i in range(60))
+    rows = AnnotationStore(tmp_path / "a.sqlite").current("ds", "asha")
+    assert len(rows) == 60 == len({r["caption_id_b"] for r in rows})

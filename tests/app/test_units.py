@@ -11,7 +11,9 @@ from app.collection import Collection
 from app.engine import SearchEngine
 from app.escaping import cap_query, html_text, markdown_text
 from app.results_tab import plot_runs, runs_table
+from app.search_tab import SearchTab
 from rudder.models import CollaborativeExperts
+from rudder.text import tokenize
 
 
 def test_escaping():
@@ -104,11 +106,11 @@ def test_engine_scores_are_the_model_similarity(collection, model_and_vocab, tmp
     assert hits[0].experts == collection.experts_of(hits[0].video_id)
 
 
-def test_best_caption_is_the_closest_in_the_display_language(collection, model_and_vocab, tmp_path):
+def test_best_caption_is_the_closest_among_equal_matches(collection, model_and_vocab, tmp_path):
     model, vocab = model_and_vocab
     engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
-    # Give one video two English captions and check the closer one (by the documented
-    # formula) is shown.
+    # Give one video two English captions that hold the same share of the query's words and
+    # check the closer one (by the documented formula) is shown.
     extra = collection.captions.iloc[[collection.caption_rows("v004")[0]]].copy()
     extra[["caption_id", "lang", "text"]] = ["v004-en2", "en", "paint the bottle and the car"]
     collection.captions = pd.concat([collection.captions, extra], ignore_index=True)
@@ -123,12 +125,74 @@ def test_best_caption_is_the_closest_in_the_display_language(collection, model_a
         ):
             emb, _ = engine.embed_texts([text], ["en"])
             closeness[cid] = float(((emb * query_emb).sum(-1) * weights).sum())
-        best = engine._best_captions(query_emb, logits, ["v004"], "en")
+        best = engine._best_captions("cut the clay", "en", query_emb, logits, ["v004"], "en")
         chosen = collection.captions.iloc[best["v004"]]["caption_id"]
         assert chosen == max(closeness, key=closeness.get)
     finally:
         collection.captions = collection.captions.iloc[:-1]
         collection._by_video = collection.captions.groupby("video_id", sort=False).indices
+
+
+def expected_segment(collection, video_id, query) -> int | None:
+    """The segment of ``video_id`` whose Marathi caption holds strictly more query words."""
+    words = set(tokenize(query, "mr"))
+    shares = {}
+    for row in map(collection.record, collection.caption_rows(video_id)):
+        if row["lang"] == "mr":
+            shares[int(row["start"] // 5)] = len(words & set(tokenize(row["text"], "mr")))
+    best = max(shares.values())
+    winners = [s for s, share in shares.items() if share == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def test_shown_caption_matches_the_query_in_the_display_language(
+    segment_dataset, segment_model, tmp_path
+):
+    """The caption shown is the display-language one of the segment the query matches."""
+    collection = Collection(segment_dataset)
+    model, vocab = segment_model
+    engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
+    checked = 0
+    for source in ("s03", "s04", "s07"):
+        query = collection.caption(f"{source}-mr-1")["text"]  # the second segment's words
+        english = {h.video_id: h for h in engine.search(query, "mr", k=12, display_lang="en")}
+        hindi = {h.video_id: h for h in engine.search(query, "mr", k=12, display_lang="hi")}
+        tamil = {h.video_id: h for h in engine.search(query, "mr", k=12, display_lang="ta")}
+        assert english[source].caption_id == f"{source}-en-1"
+        for video_id, hit in english.items():
+            segment = expected_segment(collection, video_id, query)
+            if segment is None:
+                continue
+            checked += 1
+            assert hit.caption_id == f"{video_id}-en-{segment}"
+            # Hindi only captions segment 0: shown whatever the match; no Tamil: the match.
+            assert hindi[video_id].caption_id == f"{video_id}-hi-0"
+            assert tamil[video_id].caption_id == f"{video_id}-mr-{segment}"
+    assert checked >= 12
+
+
+def test_page_says_when_the_model_cannot_read_the_query(
+    collection, model_and_vocab, trilingual_model, tmp_path
+):
+    full = SearchTab(SearchEngine(*model_and_vocab, collection, cache_dir=tmp_path))
+    status, table, _, _ = full.search("காகிதம் மடியுங்கள்", k=5)
+    assert "Tamil" in status and "⚠" not in status and len(table) == 5  # both words known
+    status, table, _, _ = full.search("कागद झुमरू टिमटिम", "mr", k=5)
+    assert "2 of the query's 3 words are unknown to the model (झुमरू, टिमटिम)" in status
+    assert len(table) == 5
+    status, table, _, _ = full.search("झुमरू टिमटिम", "mr", k=5)
+    assert "None of the query's words is in the model's vocabulary" in status and table.empty
+
+    model, vocab = trilingual_model
+    engine = SearchEngine(
+        model, vocab, collection, cache_dir=tmp_path / "tri", train_langs=("mr", "hi", "en")
+    )
+    for query, name in (("காகிதம் மடியுங்கள்", "Tamil"), ("కాగితం మడవండి", "Telugu")):
+        status, table, _, _ = SearchTab(engine).search(query, k=5)
+        assert f"not trained on {name} captions (only on Marathi, Hindi, English)" in status
+        assert table.empty  # no made-up ranking
+    status, table, _, _ = SearchTab(engine).search("कागद दुमडा", k=5)
+    assert "⚠" not in status and len(table) == 5
 
 
 def write_run(root, name, r_at, losses, dataset="sample"):

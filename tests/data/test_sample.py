@@ -58,9 +58,9 @@ def test_meta_and_card_say_simulated(built):
 
 def test_counts_splits_and_caption_languages(built):
     _, _, captions, videos = built
-    assert len(videos) == sample.NUM_VIDEOS == 600
+    assert len(videos) == sample.NUM_VIDEOS == 800
     splits = Counter(v["split"] for v in videos.values())
-    assert splits == {"train": 420, "validation": 60, "test": 120}
+    assert splits == {"train": 480, "validation": 160, "test": 160}
     per = Counter((c["video_id"], c["lang"]) for c in captions)
     assert set(per.values()) <= {5, 6, 7, 8} and len(set(per.values())) == 4
     langs_of = {}

@@ -23,6 +23,7 @@ EXPECTED = {
     "rudder-cross-audio",
     "charades-sta",
     "msrvtt-1cap",
+    "msrvtt-1ka",
     "didemo",
     "relevance",
 }
@@ -66,6 +67,26 @@ def test_the_table_rows_are_the_issue_ones():
     }
     assert relevance.fusion.methods == ("avg", "max", "hybrid")
     assert ("PO", "MM") in relevance.comparisons and ("best", "MM") in relevance.comparisons
+
+
+def test_the_paper_tables_have_their_losses():
+    losses = {
+        name: {r.data["loss"]["name"] for r in load_suite(name).rows}
+        for name in ("rudder-multilingual", "msrvtt-1cap", "didemo", "charades-sta")
+    }
+    assert losses["rudder-multilingual"] == {"mm", "po", "ot"}
+    assert losses["msrvtt-1cap"] == {"triplet", "mm", "po", "ot"}
+    assert losses["didemo"] == {"triplet", "mm", "po", "ot", "hn"}
+    assert losses["charades-sta"] == {"triplet", "mm", "po", "ot", "dw"}
+
+
+def test_msrvtt_suites_select_on_the_split_they_name():
+    full, one_k = load_suite("msrvtt-1cap"), load_suite("msrvtt-1ka")
+    assert {row_config(r).data.val_split for r in full.rows} == {"validation"}
+    assert {row_config(r).data.val_split for r in one_k.rows} == {"test"}
+    assert "--split full --captions-per-video 1" in full.requires_dataset
+    assert "--split 1k-A --captions-per-video 1" in one_k.requires_dataset
+    assert "TEST split" in one_k.title and one_k.tune is None and full.tune is not None
 
 
 def test_shared_rows_share_their_runs():

@@ -8,7 +8,7 @@ from rudder.losses._base import anchor_view, mean_off_diagonal
 
 from .conftest import random_batch
 
-PARAMS = {"dw": {"dim": 16}}
+PARAMS = {"dw": {"dim": 16}, "hn_exclusion": {"threshold": 0.5}}
 
 
 def _inputs(size=6, seed=0):
@@ -137,9 +137,10 @@ def test_bad_labels():
         loss(sims, labels=torch.zeros(3, 3))
     with pytest.raises(losses.LossInputError, match=r"`labels` has shape \(3, 2\)"):
         loss(sims, labels=torch.zeros(3, 2, dtype=torch.long))
-    # ot reads labels only when they are given, and checks them then
+    # ot reads (and checks) labels only with positive_labels; the baseline ignores them
     with pytest.raises(losses.LossInputError, match="loss 'ot'"):
-        losses.build("ot")(sims, labels=torch.full((3, 3), 5))
+        losses.build("ot", positive_labels=True)(sims, labels=torch.full((3, 3), 5))
+    losses.build("ot")(sims, labels=torch.full((3, 3), 5))
 
 
 def test_bad_text_sims_and_generator():

@@ -35,13 +35,13 @@ def test_hn_exclusion_hand_worked(s3):
     # v1: c0 excluded ((0, 1)) -> c2 0.8: 0.2+0.8-0.7 = 0.3
     # v2: max(0.2, 0.1) = 0.2: 0.2+0.2-0.4 = 0                     video mean 0.3/3
     # total 0.9 / 3 = 0.3 (hn: 1/3, because c1 -> v0 (0.6) no longer counts)
-    loss = losses.build("hn_exclusion", exclude_top=0.34)
+    loss = losses.build("hn_exclusion", exclude_top=0.34, scope="batch")
     assert loss(s3, text_sims=text).item() == pytest.approx(0.3, abs=1e-12)
 
 
 def test_hn_exclusion_anchors_without_negatives_give_zero(s3):
     text = torch.tensor(TEXT, dtype=torch.float64)
-    loss = losses.build("hn_exclusion", exclude_top=0.999)  # floor(5.994) = 5 of 6 pairs
+    loss = losses.build("hn_exclusion", exclude_top=0.999, scope="batch")  # floor(5.994) = 5 of 6 pairs
     # The smallest pairs (0, 2) and (2, 0) tie at 0.1; row-major order excludes (0, 2), so
     # (2, 0) is the only pair left. c0, c1, v1, v2 have no negative -> 0 each;
     # c2 -> v0 0.3: 0.2+0.3-0.4 = 0.1; v0 -> c2 0.3: 0.2+0.3-0.9 < 0 -> 0. Total 0.1 / 3.
@@ -51,5 +51,40 @@ def test_hn_exclusion_anchors_without_negatives_give_zero(s3):
 def test_hn_exclusion_with_nothing_excluded_is_hn():
     _, _, sims = random_batch(8, seed=6)
     text = torch.rand(8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    value = losses.build("hn_exclusion", exclude_top=0.0)(sims, text_sims=text)
+    value = losses.build("hn_exclusion", exclude_top=0.0, scope="batch")(sims, text_sims=text)
     assert value.item() == pytest.approx(losses.build("hn")(sims).item(), abs=1e-12)
+
+
+def test_dataset_threshold_hand_worked(s3):
+    # One threshold for every batch (the paper's rule): 0.9 excludes (0, 1) 0.9 and (1, 0)
+    # 0.95, the same pairs as the per-batch count 0.34 above, hence the same value 0.3.
+    text = torch.tensor(TEXT, dtype=torch.float64)
+    loss = losses.build("hn_exclusion", threshold=0.9)
+    assert loss.excluded(text).nonzero().tolist() == [[0, 1], [1, 0]]
+    assert loss(s3, text_sims=text).item() == pytest.approx(0.3, abs=1e-12)
+    # The threshold does not adapt to the batch: 0.96 excludes nothing here -> hn.
+    loose = losses.build("hn_exclusion", threshold=0.96)
+    assert loose(s3, text_sims=text).item() == pytest.approx(losses.build("hn")(s3).item())
+
+
+def test_dataset_scope_needs_a_threshold(s3):
+    with pytest.raises(losses.LossInputError, match="needs `threshold`"):
+        losses.build("hn_exclusion")(s3, text_sims=torch.eye(3, dtype=torch.float64))
+    with pytest.raises(losses.LossConfigError, match="'dataset' or 'batch'"):
+        losses.build("hn_exclusion", scope="epoch")
+
+
+def test_top_fraction_threshold_matches_all_pairs_sorted():
+    from rudder.text import CaptionSimilarity
+
+    texts = ["cut the bottle", "cut a bottle", "glue the straw", "glue straws", "tie a thread",
+             "cut the straw", "बाटली कापा", "बाटली कापली", "fold the card"]
+    similarity = CaptionSimilarity().fit(texts)
+    full = similarity.pairwise(texts).numpy()
+    pairs = sorted((full[i, j] for i in range(9) for j in range(i + 1, 9)), reverse=True)
+    for fraction in (0.05, 0.2, 0.5):
+        count = int(fraction * 36)
+        for rows in (2, 512):  # several blocks and one
+            value = similarity.top_fraction_threshold(texts, fraction, block_rows=rows)
+            assert value == pytest.approx(pairs[count - 1], abs=1e-6)
+    assert similarity.top_fraction_threshold(texts, 0.01) == float("inf")  # floor(0.36) = 0

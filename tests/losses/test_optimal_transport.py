@@ -57,7 +57,7 @@ def test_plan_equals_pot(iterations, lam, with_labels):
     if with_labels:
         labels = torch.randint(0, 4, (7, 7), generator=torch.Generator().manual_seed(1))
         labels.fill_diagonal_(2)
-    loss = losses.build("ot", lam=lam, iterations=iterations)
+    loss = losses.build("ot", lam=lam, iterations=iterations, positive_labels=with_labels)
     gm = ground_metric(sims, 1.0, labels).numpy()
     a = b = np.full(7, 1 / 7)
     with warnings.catch_warnings():
@@ -79,3 +79,22 @@ def test_plan_is_constant_in_the_gradient(s2):
     loss(sims).backward()
     expected = torch.tensor([[-2.0, 2.0], [0.0, -2.0]], dtype=torch.float64) * plan
     assert torch.allclose(sims.grad, expected)
+
+
+def test_labels_are_positives_only_when_asked(s2):
+    labels = torch.tensor([[2, 0], [2, 2]])  # (c1, v0) labelled positive
+    baseline = losses.build("ot")
+    assert baseline.requires == ()  # the paper's OT baseline never reads labels
+    assert baseline(s2, labels=labels).item() == baseline(s2).item()
+    with_labels = losses.build("ot", positive_labels=True)
+    assert with_labels(s2, labels=labels).item() != baseline(s2).item()
+    with pytest.raises(losses.LossInputError, match="needs `labels`"):
+        with_labels(s2)
+
+
+def test_plan_weights_the_larger_ground_metric_more(s2):
+    # reg = +1/lam: in row c0 both entries have GM 0.4 (equal mass); the reference's
+    # reg = -1/lam would instead favour the pair with the smaller GM. Row c1: GM (0, 0.8)
+    # -> most of the row's mass on the hard positive (0.8).
+    plan = losses.build("ot").transport_plan(s2)
+    assert plan[1, 1] > 10 * plan[1, 0]

@@ -11,14 +11,14 @@ TABLE = {
     "triplet": {"margin": 0.2},
     "hn": {"margin": 0.2},
     "dw": {"margin": 0.2, "dim": None, "cutoff": 0.5, "nonzero_loss_cutoff": 1.4},
-    "ot": {"lam": 5.0, "margin": 1.0, "iterations": 20},
+    "ot": {"lam": 5.0, "margin": 1.0, "iterations": 20, "positive_labels": False},
     "po": {"p": 0.02, "m1": 0.05, "m2": 0.15, "n": 0.2, "description_as_partial": True},
     "ran": {"margin": 0.2, "tau": 0.15},
     "ranp": {"margin": 0.2, "margin_pos": 0.2, "tau": 0.15},
     "relevance_margin": {"max_violation": False},
     "mimm_adaptive": {"margin": 0.4},
     "sms": {"margin": 0.6, "slack": 0.1},
-    "hn_exclusion": {"margin": 0.2, "exclude_top": 0.01},
+    "hn_exclusion": {"margin": 0.2, "exclude_top": 0.01, "scope": "dataset", "threshold": None},
 }
 NEEDS = {
     "triplet": ("generator",),
@@ -50,7 +50,7 @@ def test_build_returns_a_module_with_the_defaults(name):
     expected = {**TABLE[name], **params}
     assert loss.hparams() == expected
     assert loss.requires == NEEDS.get(name, ())
-    assert loss.optional == (("labels",) if name == "ot" else ())
+    assert loss.optional == ()
 
 
 def test_build_passes_parameters():

@@ -44,3 +44,39 @@ def test_a_lone_leftover_video_joins_the_previous_batch():
     batches = epoch_batches(mask, 2, torch.Generator().manual_seed(0), "random")
     assert [len(b[0]) for b in batches] == [2, 3]
     assert epoch_batches(torch.ones(1, 1, dtype=torch.bool), 2, torch.Generator(), "random") == []
+
+
+def test_relation_aware_batches_keep_annotated_pairs_together():
+    mask = torch.ones(40, 3, dtype=torch.bool)
+    mask[39] = False  # a video without caption never shows up, even in a pair
+    # Video-disjoint pairs 0-1, 2-3, ..., plus pairs that compete for videos 0 and 2.
+    pairs = [[v, 2, v + 1, 1] for v in range(0, 30, 2)] + [[0, 0, 2, 0], [4, 1, 39, 0]]
+    batches = epoch_batches(mask, 7, torch.Generator().manual_seed(3), "random",
+                            pairs=torch.tensor(pairs))
+    placed = {}
+    for index, (vids, slots) in enumerate(batches):
+        assert len(vids) <= 6  # batch size rounded down to an even number
+        assert len(set(vids.tolist())) == len(vids)
+        for v, s in zip(vids.tolist(), slots.tolist()):
+            placed[v] = (index, s)
+    assert sorted(placed) == list(range(39))
+    together = [p for p in pairs if p[2] != 39 and placed[p[0]] == (placed[p[2]][0], p[1])
+                and placed[p[2]][1] == p[3]]
+    assert len(together) >= 14  # a maximal disjoint set: at most one of 0-1/2-3 lost to 0-2
+    # Without pairs, these specific slots meet in one batch only by chance.
+    plain = epoch_batches(mask, 6, torch.Generator().manual_seed(3), "random")
+    batch_of = {v: (i, s) for i, (vids, slots) in enumerate(plain)
+                for v, s in zip(vids.tolist(), slots.tolist())}
+    by_chance = [p for p in pairs[:15] if batch_of[p[0]] == (batch_of[p[2]][0], p[1])
+                 and batch_of[p[2]][1] == p[3]]
+    assert len(by_chance) < len(together)
+
+
+def test_relation_aware_batches_reject_bad_input():
+    import pytest
+
+    mask = torch.ones(4, 2, dtype=torch.bool)
+    with pytest.raises(ValueError, match="two captions of one video"):
+        epoch_batches(mask, 2, torch.Generator(), "random", pairs=torch.tensor([[1, 0, 1, 1]]))
+    with pytest.raises(ValueError, match="need caption sampling 'random'"):
+        epoch_batches(mask, 2, torch.Generator(), "all", pairs=torch.tensor([[0, 0, 1, 1]]))

@@ -3,6 +3,7 @@ process on the same global batches; on a GPU machine the test still runs both on
 BatchNorm is off: its statistics are per process (SyncBatchNorm is CUDA-only)."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -45,3 +46,34 @@ def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
     two = json.loads((tmp_path / "two" / "metrics.json").read_text())
     for key in ("R1", "R5", "R10", "MdR", "MnR"):
         assert two["test"]["t2v"][key] == pytest.approx(single["test"]["t2v"][key], abs=1e-6)
+
+
+def test_a_failing_compilation_falls_back_to_eager(monkeypatch, caplog):
+    from rudder.distributed import CompiledOrEager
+
+    def broken(*args):
+        raise RuntimeError("inductor: no C++ compiler")
+
+    module = torch.nn.Linear(2, 1)
+    monkeypatch.setattr(torch, "compile", lambda module, mode: broken)
+    wrapped = CompiledOrEager(module, "default")
+    x = torch.ones(1, 2)
+    logger = logging.getLogger("rudder.train")  # a training run may have stopped propagation
+    logger.addHandler(caplog.handler)
+    try:
+        assert torch.equal(wrapped(x), module(x))
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "training continues without it" in caplog.text and wrapped.compiled is None
+    assert torch.equal(wrapped(x), module(x))  # later calls go straight to eager
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_eager(tiny_dataset, tmp_path, fast_args):
+    eager = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "eager"), *fast_args,
+                        "--device", "cpu", "--epochs", "1"])
+    compiled = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "compiled"), *fast_args,
+                           "--device", "cpu", "--epochs", "1", "--set", "compile=default"])
+    assert "failed" not in (tmp_path / "compiled" / "train.log").read_text()
+    for key in ("R1", "R10", "MdR"):
+        assert compiled["test"]["t2v"][key] == pytest.approx(eager["test"]["t2v"][key], abs=5.0)

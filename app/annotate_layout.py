@@ -1,0 +1,172 @@
+"""The annotation tab's layout and keyboard shortcuts (handlers: :mod:`app.annotate_tab`).
+
+Top to bottom: who and what to label, how to pick a query, the query and candidate side by
+side, the label buttons with their keyboard shortcuts listed, progress, then the videos'
+other captions, the history and export. The buttons come before the long caption lists
+so they are in view without scrolling.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from functools import partial
+
+from app.annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+
+LABELS = ("positive", "partial", "description", "negative")
+# Button element id -> its keys (the first one is shown on the button).
+SHORTCUTS = {
+    "ann-positive": ("1", "p"),
+    "ann-partial": ("2", "a"),
+    "ann-description": ("3", "d"),
+    "ann-negative": ("4", "n"),
+    "ann-skip": ("s",),
+    "ann-undo": ("u",),
+}
+# Keys typed into text fields are left alone and buttons are only pressed while visible
+# (the annotation tab is open).
+KEYBOARD_JS = """
+if (!window.__rudderKeys) {
+  window.__rudderKeys = true;
+  const map = KEYMAP;
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    const target = event.target;
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target && target.tagName);
+    if (typing || (target && target.isContentEditable)) return;
+    const id = map[(event.key || "").toLowerCase()];
+    const button = id && document.getElementById(id);
+    if (!button || button.offsetParent === null) return;
+    event.preventDefault();
+    button.click();
+  });
+}
+""".replace(
+    "KEYMAP", json.dumps({key: elem_id for elem_id, keys in SHORTCUTS.items() for key in keys})
+)
+
+
+def shortcuts_markdown() -> str:
+    """The keyboard shortcuts as one line of Markdown."""
+    parts = [
+        f"{' or '.join(f'`{key.upper()}`' for key in keys)} {elem_id[len('ann-') :]}"
+        for elem_id, keys in SHORTCUTS.items()
+    ]
+    return "**Keys** (outside text fields): " + " · ".join(parts)
+
+
+def with_request(handler):
+    """``handler`` as a Gradio event function that also receives the ``gr.Request`` (its
+    last parameter, ``request``)."""
+    import gradio as gr
+
+    def event(*args):
+        return handler(*args)
+
+    event.__signature__ = inspect.signature(handler)
+    event.__annotations__ = {"request": gr.Request}
+    return event
+
+
+def build_annotate_tab(tab: AnnotateTab, demo) -> None:
+    """Lay out the tab's components inside the current ``gr.Blocks`` and wire events."""
+    import gradio as gr
+
+    names = sorted(tab.collections)
+    lang_choices = [("same as the query", SAME), ("any", ANY)] + [
+        (code, code)
+        for code in sorted({lang for c in tab.collections.values() for lang in c.languages})
+    ]
+    with gr.Row():
+        annotator = gr.Textbox(label="Annotator", max_length=100, elem_id="ann-annotator")
+        dataset = gr.Dropdown(names, value=names[0], label="Dataset", elem_id="ann-dataset")
+        cand_lang = gr.Dropdown(
+            lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang"
+        )
+        next_button = gr.Button("Next unlabelled", variant="primary", elem_id="ann-next")
+        random_button = gr.Button("Random", elem_id="ann-random")
+    with gr.Row():
+        query_html = gr.HTML(elem_id="ann-query")
+        candidate_html = gr.HTML(elem_id="ann-candidate")
+    with gr.Row():
+        buttons = {
+            name: gr.Button(
+                f"{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]",
+                elem_id=f"ann-{name}",
+                variant="primary" if name == "positive" else "secondary",
+            )
+            for name in LABELS
+        }
+        skip = gr.Button("Skip [s]", elem_id="ann-skip")
+        undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo")
+    gr.Markdown(shortcuts_markdown(), elem_id="ann-keys")
+    progress = gr.Markdown(elem_id="ann-progress")
+    others = gr.HTML(elem_id="ann-others")
+    with gr.Row():
+        query_id = gr.Textbox(label="Query caption id", interactive=False, elem_id="ann-query-id")
+        candidate_id = gr.Textbox(
+            label="Candidate caption id", interactive=False, elem_id="ann-candidate-id"
+        )
+        find_text = gr.Textbox(
+            label="Find a query caption (id or text)", max_length=200, elem_id="ann-find-text"
+        )
+        found = gr.Dropdown(
+            choices=[], label="Matching captions", allow_custom_value=True, elem_id="ann-found"
+        )
+    history = gr.Dataframe(
+        headers=HISTORY_COLUMNS,
+        interactive=False,
+        wrap=True,
+        label="Your labels for this query",
+        elem_id="ann-history",
+    )
+    with gr.Accordion("Export and agreement", open=False):
+        with gr.Row():
+            scope = gr.Dropdown([ALL, *names], value=ALL, label="Export", elem_id="ann-scope")
+            export_button = gr.Button("Export relations", elem_id="ann-export")
+            agreement_button = gr.Button("Agreement (Cohen's kappa)", elem_id="ann-agreement")
+        with gr.Row():
+            jsonl_file = gr.File(label="relations.jsonl", elem_id="ann-jsonl")
+            csv_file = gr.File(label="relations.csv", elem_id="ann-csv")
+        export_status = gr.Markdown()
+        kappa = gr.Dataframe(
+            headers=AGREEMENT_COLUMNS,
+            interactive=False,
+            label="Agreement per annotator pair",
+            elem_id="ann-kappa",
+        )
+
+    view = [query_html, query_id, candidate_html, candidate_id, progress, history, others]
+    picking = [annotator, dataset, cand_lang]
+    next_button.click(with_request(tab.next_unlabelled), picking, view, api_name="next_unlabelled")
+    random_button.click(with_request(tab.random_query), picking, view, api_name="random_query")
+    find_text.submit(tab.find, [dataset, find_text], found, api_name="find_captions")
+    found.input(
+        with_request(tab.open_query),
+        [annotator, dataset, found, cand_lang],
+        view,
+        api_name="open_query",
+    )
+    cand_lang.input(
+        with_request(tab.open_query),
+        [annotator, dataset, query_id, cand_lang],
+        view,
+        api_name="change_candidate_language",
+    )
+    pair = [annotator, dataset, query_id, candidate_id, cand_lang]
+    for name, button in buttons.items():
+        button.click(
+            with_request(partial(tab.label, name)),
+            pair,
+            view,
+            api_name=f"label_{name}",
+            concurrency_limit=None,
+        )
+    skip.click(with_request(tab.skip), pair, view, api_name="skip")
+    undo.click(with_request(tab.undo), picking, view, api_name="undo", concurrency_limit=None)
+    export_button.click(
+        tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
+    )
+    agreement_button.click(tab.agreement, scope, kappa, api_name="agreement")
+    demo.load(with_request(tab.whoami), None, annotator, api_name="whoami")

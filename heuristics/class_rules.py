@@ -1,0 +1,340 @@
+"""Tagger output corrected by what the class maps know (issue 11).
+
+A tagger trained on web text mistags short imperatives ("open door": *open* ADJ, "place
+plate": *place* NOUN, "wash knife": *wash* PROPN). The class maps (EPIC-KITCHENS-100 class
+CSVs, the multilingual lexicon) list which words are verbs and which are nouns, so
+:func:`resolve` retags a word where they settle it. Each rule is a flag of
+:class:`ClassRules`; the measured effect of each is in ``docs/heuristics.md``.
+
+- ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
+  at a clause-initial position (the first word, or the first after *then*) whose form or
+  lemma is a verb instance is a VERB, even when it is also a noun instance (*soap*). One
+  that is no noun instance before the -ing form of a verb instance is a catenative
+  ("continue washing", "still stirring") and is tagged AUX, neither noun nor verb.
+- ``disagreement`` (any language): a word the tagger calls NOUN/PROPN/ADJ/X that is a verb
+  instance and no noun instance is a VERB, unless a determiner, adposition or auxiliary
+  precedes it (then it is nominal or predicative: "the open door", "is open"); a
+  closed-class word (preposition, particle, article) tagged NOUN/PROPN is an ADP; a word
+  tagged ADV/ADJ/ADP/AUX/INTJ/X/VERB/SYM/PART/NUM that is a noun instance and no verb
+  instance, not clause-initial and not closed-class, is a NOUN ("take lid": *lid* ADV),
+  and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down").
+  A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
+- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
+  board") found on the words becomes NOUN words, which the compound join of
+  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
+  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
+  cupboard").
+- ``lemmas`` (the class map, English regular inflection): a VERB/NOUN whose lemma is not
+  an instance but whose form, or the form less a regular ending (-s, -es, -ies, -ing,
+  -ed, restoring a final e or undoubling a consonant), is, takes that instance as lemma
+  (the tagger's "sneez" for "sneezes" becomes "sneeze" when the class map has it). Without
+  a class map entry, an English VERB/NOUN lemma that is not a word (not in ``vocabulary``:
+  the words of the corpus being labelled, e.g. Stanza's "sneez" for "sneezes") becomes
+  the first of lemma + e and the form's regular stems that is a word (:func:`word_lemmas`);
+  without one it stays (falling back to the surface form instead cost 2.5 points of lemma
+  accuracy on en_ewt test, see ``docs/heuristics.md``).
+- ``particles`` (the class map): a verb joins a later particle or preposition of its
+  clause, across the object, when the joined verb is an instance (``put X in Y`` ->
+  ``put-in``, EPIC class 5 *insert*; ``take X out`` -> ``take-out``); see
+  :func:`heuristics.nouns_verbs.extract`'s ``known_verb``.
+- ``subject_verb`` (English; the grammar: subject-verb order, and the stop-list's generic
+  subjects): in "[a|the] person opens the door", a word right after a clause-initial
+  generic subject (:data:`heuristics.stop_nouns.STOP_NOUNS`) that ends in -s or -ed and is
+  tagged NOUN/PROPN/ADP/ADJ/X is the VERB (no ``opens:person`` compound, no verb-less
+  caption); its lemma is its first regular stem that is a word of the corpus, else the
+  tagger's lemma when it differs from the form, else its first regular stem.
+- ``known_verb_first``: the caption's main verb is its first verb the class map knows
+  (*continue* in "continue washing" is in no class), else its first verb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import cache
+
+from heuristics.nouns_verbs import (
+    NOUN_UPOS,
+    PARTICLES,
+    ExtractionOptions,
+    extract,
+    normalise,
+)
+from heuristics.stop_nouns import default_stop_nouns
+
+CLAUSE_OPENERS = frozenset(["then"])
+NOMINAL_CONTEXT = ("DET", "ADP", "AUX")
+RETAGGABLE_AS_VERB = ("NOUN", "PROPN", "ADJ", "X")
+# Tags a content noun is mistaken for in object position ("take lid": lid ADV).
+RETAGGABLE_AS_NOUN = ("ADV", "ADJ", "ADP", "AUX", "INTJ", "X", "VERB", "SYM", "PART", "NUM")
+_FUNCTION_WORDS = "of into onto from with to at by for under inside outside the a an and or then"
+CLOSED_CLASS = PARTICLES | frozenset(_FUNCTION_WORDS.split())
+
+
+@dataclass(frozen=True)
+class ClassRules:
+    """Which class-map rules apply (module docstring); all on by default."""
+
+    imperative: bool = True
+    disagreement: bool = True
+    noun_phrases: bool = True
+    lemmas: bool = True
+    particles: bool = True
+    known_verb_first: bool = True
+    of_phrases: bool = True
+    subject_verb: bool = True
+
+    @classmethod
+    def none(cls) -> ClassRules:
+        return cls(*(False for _ in fields(cls)))
+
+
+def inflection_stems(form: str) -> list[str]:
+    """``form`` and the stems of its regular English endings, most likely first."""
+    out = [form]
+    for ending, restore in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ves", "f"),
+        ("ves", "fe"),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if form.endswith(ending) and len(form) > len(ending) + 2:
+            out.append(form[: -len(ending)] + restore)
+    for ending in ("ing", "ed"):
+        stem = form[: -len(ending)]
+        if form.endswith(ending) and len(stem) >= 2:
+            out += [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                out.append(stem[:-1])
+    return list(dict.fromkeys(out))
+
+
+class _Index:
+    """The class map's instances of one language as sets, for word lookups."""
+
+    def __init__(self, class_map, lang: str):
+        self.verbs: set[str] = set()
+        self.nouns: set[str] = set()
+        self.phrases: dict[tuple[str, ...], str] = {}
+        for pos, code, lemma in class_map.entries:
+            if code != lang:
+                continue
+            if pos == "verb":
+                self.verbs.add(lemma)
+                if "-" in lemma and "+" not in lemma:
+                    self.verbs.add(lemma.split("-", 1)[0])
+            else:
+                self.nouns.add(lemma)
+                if ":" in lemma and lang == "en":
+                    head, *mods = lemma.split(":")
+                    self.phrases[tuple(mods + [head])] = lemma
+        self.longest = max((len(p) for p in self.phrases), default=0)
+
+
+_INDEX_CACHE: dict[tuple[int, str, int], tuple] = {}
+
+
+def _index(class_map, lang: str) -> _Index:
+    """The :class:`_Index` of a class map, rebuilt when the map grows; the cache keeps the
+    map alive so that its ``id`` is not reused while cached."""
+    key = (id(class_map), lang, len(class_map))
+    cached = _INDEX_CACHE.get(key)
+    if cached is None or cached[0] is not class_map:
+        if len(_INDEX_CACHE) >= 16:
+            _INDEX_CACHE.clear()
+        cached = _INDEX_CACHE[key] = (class_map, _Index(class_map, lang))
+    return cached[1]
+
+
+def _first(candidates, known: set[str]) -> str | None:
+    return next((c for c in candidates if c in known), None)
+
+
+def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), options=None):
+    """``words`` retagged and re-lemmatised by the class-map rules (module docstring)."""
+    options = options or ExtractionOptions()
+    words = list(words)
+    index = _index(class_map, lang)
+    forms = [normalise(w.text, lang) for w in words]
+    lemmas = [normalise(w.lemma or w.text, lang) for w in words]
+    light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
+    out, made_verb, catenatives = [], set(), set()
+    for i, w in enumerate(words):
+        stems = [lemmas[i], *inflection_stems(forms[i])] if lang == "en" else [lemmas[i], forms[i]]
+        verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
+        initial = lang == "en" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
+        before_light = i + 1 < len(words) and lemmas[i + 1] in light
+        after_verb = i > 0 and out[i - 1].upos == "VERB"
+        upos = w.upos
+        after_catenative = i - 1 in catenatives
+        if rules.imperative and (initial or after_catenative) and verb is not None:
+            upos = "VERB"
+        elif rules.imperative and initial and noun is None and _gerund_follows(forms, i, index):
+            upos = "AUX"  # catenative, like an auxiliary: "continue washing", "still stirring"
+            catenatives.add(i)
+        elif rules.disagreement and not before_light:
+            after_nominal = i > 0 and out[i - 1].upos in NOMINAL_CONTEXT
+            if verb and not noun and upos in RETAGGABLE_AS_VERB and not after_nominal:
+                upos = "VERB"
+            elif upos in NOUN_UPOS and not noun and forms[i] in CLOSED_CLASS:
+                upos = "ADP"  # closed-class words are no nouns ("onto" PROPN)
+            elif (
+                noun
+                and upos in RETAGGABLE_AS_NOUN
+                and forms[i] not in CLOSED_CLASS
+                and not initial
+                and (not verb or (upos == "VERB" and after_verb))
+            ):
+                upos = "NOUN"  # a verb's object: "take lid" (ADV), "put sponge down" (VERB)
+        if upos == "VERB" and w.upos != "VERB":
+            made_verb.add(i)
+        lemma = w.lemma
+        if rules.lemmas or upos != w.upos:
+            known = verb if upos == "VERB" else noun if upos in NOUN_UPOS else None
+            lemma = known or lemma
+        out.append(replace(w, upos=upos, lemma=lemma))
+    if rules.noun_phrases and index.phrases:
+        out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, forms, rules))
+    return out
+
+
+def _gerund_follows(forms, i: int, index: _Index) -> bool:
+    """The next word is the -ing form of a verb instance."""
+    nxt = i + 1
+    return (
+        nxt < len(forms)
+        and forms[nxt].endswith("ing")
+        and _first(inflection_stems(forms[nxt]), index.verbs) is not None
+    )
+
+
+def _initial_verbs(words, forms, rules: ClassRules) -> set[int]:
+    if not rules.imperative:
+        return set()
+    return {
+        i
+        for i, w in enumerate(words)
+        if w.upos == "VERB" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
+    }
+
+
+def _noun_phrases(words, forms, index: _Index, verbs: set[int]):
+    """Multiword noun instances on the words become NOUN words (never over ``verbs``)."""
+    words, i = list(words), 0
+    while i < len(words):
+        for width in range(min(index.longest, len(words) - i), 1, -1):
+            span = range(i, i + width)
+            if verbs & set(span):
+                continue
+            phrase = tuple(normalise(words[k].lemma or words[k].text, "en") for k in span)
+            surface = tuple(forms[k] for k in span)
+            if phrase in index.phrases or surface in index.phrases:
+                parts = phrase if phrase in index.phrases else surface
+                for k, part in zip(span, parts):
+                    words[k] = replace(words[k], upos="NOUN", lemma=part)
+                i += width
+                break
+        else:
+            i += 1
+    return words
+
+
+def word_lemmas(words, lang: str, vocabulary, class_map=None):
+    """English VERB/NOUN lemmas that are not words replaced (module docstring, ``lemmas``)."""
+    if lang != "en" or not vocabulary:
+        return list(words)
+    index = _index(class_map, lang) if class_map is not None else None
+    out = []
+    for w in words:
+        lemma = normalise(w.lemma or w.text, lang)
+        instances = () if index is None else index.verbs if w.upos == "VERB" else index.nouns
+        if w.upos in ("VERB", *NOUN_UPOS) and lemma not in vocabulary and lemma not in instances:
+            form = normalise(w.text, lang)
+            stems = [lemma + "e", *inflection_stems(form)[1:]]
+            w = replace(w, lemma=_first(stems, vocabulary) or w.lemma)
+        out.append(w)
+    return out
+
+
+@cache
+def _english_subjects() -> frozenset:
+    return default_stop_nouns()["en"]
+
+
+def subject_verbs(words, lang: str, vocabulary=()):
+    """The verb after a clause-initial generic subject retagged (module docstring)."""
+    words = list(words)
+    if lang != "en" or not words:
+        return words
+    subjects = _english_subjects()
+    start = 1 if words[0].upos == "DET" else 0
+    verb = start + 1
+    if verb >= len(words) or normalise(words[start].text, lang) not in subjects:
+        return words
+    w, form = words[verb], normalise(words[verb].text, lang)
+    stems = inflection_stems(form)[1:]
+    if w.upos in ("NOUN", "PROPN", "ADP", "ADJ", "X") and form.endswith(("s", "ed")) and stems:
+        fallback = w.lemma if normalise(w.lemma, lang) != form else stems[0]
+        lemma = _first(stems, vocabulary) or fallback
+        words[verb] = replace(w, upos="VERB", lemma=lemma)
+    return words
+
+
+def corpus_vocabulary(tagged, lang: str) -> frozenset:
+    """The normalised surface words of tagged captions: what counts as a word for
+    :func:`word_lemmas`."""
+    return frozenset(normalise(w.text, lang) for words in tagged for w in words)
+
+
+def extract_classes(
+    words,
+    lang: str,
+    class_map,
+    options=None,
+    rules: ClassRules = ClassRules(),
+    vocabulary=None,
+):
+    """``(nouns, verbs, noun_classes, verb_classes)`` of one tagged caption, with the rules;
+    ``vocabulary`` (:func:`corpus_vocabulary`) enables the not-a-word lemma fallback."""
+    options = options or ExtractionOptions()
+    if rules.subject_verb:
+        words = subject_verbs(words, lang, vocabulary or ())
+    if rules.lemmas and vocabulary:
+        words = word_lemmas(words, lang, vocabulary, class_map)
+    known = None
+    if class_map is not None and len(class_map):
+        words = resolve(words, lang, class_map, rules, options)
+        if rules.of_phrases and class_map.partitive_heads(lang):
+            options = replace(options, of_phrases=(*options.of_phrases, lang))
+        if rules.particles:
+            known = lambda verb: class_map.lookup("verb", lang, verb) is not None
+    nouns, verbs = extract(words, lang, options, known_verb=known)
+    if class_map is None:
+        return nouns, verbs, [], []
+    return (
+        nouns,
+        verbs,
+        class_map.classes("noun", lang, nouns),
+        class_map.classes("verb", lang, verbs),
+    )
+
+
+def main_verb_class(verb_classes, rules: ClassRules = ClassRules()) -> str | None:
+    """The caption's main verb class: the first one, or with ``known_verb_first`` the first
+    that is not a singleton ``verb:<lang>:<lemma>`` class (module docstring)."""
+    if rules.known_verb_first:
+        known = [c for c in verb_classes if not c.startswith("verb:")]
+        if known:
+            return known[0]
+    return verb_classes[0] if verb_classes else None
+
+
+__all__ = [
+    "ClassRules",
+    "corpus_vocabulary",
+    "extract_classes",
+    "main_verb_class",
+    "resolve",
+    "word_lemmas",
+]
