@@ -191,7 +191,7 @@ class VideoIndex:
         self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
-        self._groups = None  # per availability pattern, for batch searches (_pattern_groups)
+        self._groups = None  # per availability pattern, for batch searches (pattern_groups)
 
     def _half_copies(self):
         """Per expert: (rows of the videos that have it, None if all; float16 rows; max norm)."""
@@ -262,7 +262,7 @@ class VideoIndex:
             return SearchResult(*self._search_two_stage(text_emb.float(), weighted, weights, k))
         return SearchResult(*self._search_groups(weighted, weights, k, chunk_size))
 
-    def _pattern_groups(self):
+    def pattern_groups(self):
         """Per availability pattern: (member videos, present columns, pattern, members'
         embeddings over the present columns), built on the first batch search."""
         if self._groups is None:
@@ -283,7 +283,7 @@ class VideoIndex:
         equals the k-th (a tie across the k-th place) is scored in full and sorted stably."""
         tiny = torch.finfo(torch.float32).tiny
         best = None
-        for members, columns, pattern, matrix in self._pattern_groups():
+        for members, columns, pattern, matrix in self.pattern_groups():
             query = weighted[:, columns]
             denominator = (weights @ pattern).clamp_min(tiny).unsqueeze(1)
             for start in range(0, len(members), chunk_size):
