@@ -116,7 +116,7 @@ class TrainConfig:
     # model is small: on 2 cores it trains ~30x slower with 2 threads than with 1 as soon
     # as another process holds a core (OpenMP threads wait for each other).
     cpu_threads: int = 1
-    epochs: int = 100  # a cap: early stopping ends the default run (epoch ~56 on the sample)
+    epochs: int = 100  # a cap: on the sample, early stopping (patience) ends the default run first
     patience: int = 6  # evaluations without improvement before stopping; 0 disables
     selection: str = "t2v.gmean_r5_r10_r50"  # RUDDER paper: geometric mean of R@5, R@10, R@50
     amp: bool = True  # mixed precision on CUDA only
