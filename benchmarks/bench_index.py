@@ -1,4 +1,8 @@
-"""Benchmark: exact top-10 text-to-video search over 100,000 videos (target < 100 ms per query).
+"""Benchmark: exact top-10 text-to-video search over 100,000 videos (issues 2 and 13).
+
+Targets: one query under 100 ms; a batch of 100 queries no slower per query than faiss
+``IndexFlatIP`` with its BLAS threshold lowered (the best of thresholds 20 and 1), with the
+same top-10.
 
 Synthetic per-expert embeddings of realistic size: 7 experts (scene, object, action always
 present; audio@mr/hi/ta/te each present for half of the videos), D = 256 per expert (the
@@ -6,15 +10,16 @@ default ``model.shared_dim``; ``--dim 512`` for the BMVC Collaborative Experts s
 rows. Reports the median latency of one query (what the app does) through
 :meth:`rudder.index.VideoIndex.search` (two stages, and the plain float32 scan), the
 per-query time of a batch, and, when faiss is installed, :class:`rudder.index_faiss.FaissSearch`;
-checks that every path returns the same top-10. Exits 1 when the one-query median misses
-the target or the paths disagree.
+checks that every path returns the same top-10. Exits 1 when a target is missed or the
+paths disagree.
 
-    python benchmarks/bench_index.py [--videos 100000] [--dim 256] [--queries 20] [--batch 32]
+    python benchmarks/bench_index.py [--videos 100000] [--dim 256] [--queries 20] [--batch 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -71,7 +76,7 @@ def main(argv=None) -> int:
     parser.add_argument("--videos", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument(
         "--threads",
@@ -112,10 +117,12 @@ def main(argv=None) -> int:
     )
     print(f"torch exact, one query, float32 scan (prefilter=False):   median {scan_single:7.1f} ms")
     print(f"torch exact, batch of {args.batch} queries (float32 scan):      {batch:7.1f} ms/query")
+    faiss_batch = float("inf")
     try:
         import faiss
     except ImportError:
-        print("faiss       : not installed (pip install '.[faiss]')")
+        print("faiss       : not installed (pip install '.[faiss]'); batch target not checked")
+        faiss_batch = float("nan")
     else:
         faiss.omp_set_num_threads(args.threads)
         for threshold in (20, 1):
@@ -127,15 +134,19 @@ def main(argv=None) -> int:
             f_single = time_single(faiss_search, *queries)
             f_batch = time_batch(faiss_search, *batch_q)
             found = searcher.search(*batch_q, k=args.k)
+            same &= torch.equal(found.indices, expected)
+            faiss_batch = min(faiss_batch, f_batch)
             print(
                 f"faiss exact (blas threshold {threshold:2d}): single query median "
                 f"{f_single:7.1f} ms | batch of {args.batch}: {f_batch:6.1f} ms/query | "
                 f"same top-{args.k} as torch: {torch.equal(found.indices, expected)}"
             )
-    ok = single < TARGET_MS and same
+    ok = single < TARGET_MS and same and (math.isnan(faiss_batch) or batch <= faiss_batch)
     print(
         f"RESULT bench_index: top-{args.k} over {args.videos} videos, single query {single:.1f} ms "
-        f"(target < {TARGET_MS:.0f} ms): {'PASS' if ok else 'FAIL'}"
+        f"(target < {TARGET_MS:.0f} ms); batch of {args.batch}: {batch:.2f} ms/query vs faiss "
+        f"{faiss_batch:.2f} (ratio {batch / faiss_batch:.2f}, target <= 1); same top-{args.k} on "
+        f"every path: {same}: {'PASS' if ok else 'FAIL'}"
     )
     return 0 if ok else 1
 

@@ -116,7 +116,7 @@ class TrainConfig:
     # model is small: on 2 cores it trains ~30x slower with 2 threads than with 1 as soon
     # as another process holds a core (OpenMP threads wait for each other).
     cpu_threads: int = 1
-    epochs: int = 25
+    epochs: int = 100  # a cap: on the sample, early stopping (patience) ends the default run first
     patience: int = 6  # evaluations without improvement before stopping; 0 disables
     selection: str = "t2v.gmean_r5_r10_r50"  # RUDDER paper: geometric mean of R@5, R@10, R@50
     amp: bool = True  # mixed precision on CUDA only
@@ -134,8 +134,10 @@ class TrainConfig:
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
 # ``rudder.inference.split_metrics`` that ``rudder.trainer.selection_score`` accepts (nDCG and
-# mAP need noun/verb classes in the validation split); ``gmean_r5_r10_r50`` is RUDDER's.
-SELECTION_METRICS = ("gmean_r5_r10_r50", "geometric_mean", "R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
+# mAP need noun/verb classes in the validation split); RUDDER's two criteria are
+# ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised).
+SELECTION_METRICS = ("gmean_r5_r10_r50", "gmean_mdr_mnr", "geometric_mean", "R1", "R5", "R10", "R50", "MdR", "MnR",
+                     "nDCG", "mAP")
 SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t") for name in SELECTION_METRICS)
 
 

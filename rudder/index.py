@@ -17,9 +17,11 @@ matrix-vector products (a third of the float32 memory traffic; the videos lackin
 expert are skipped) give approximate scores with a proven error bound
 (:func:`half_error_bound`); every video whose approximate score could still reach the
 top k is then scored in float32 with the formula above. Batches of queries, or
-``prefilter=False``, scan all videos in float32 (in chunks, memory bounded). Ties are
-ranked by the lower video index first (as in :mod:`rudder.metrics`); the two paths agree
-up to float32 rounding.
+``prefilter=False``, scan all videos in float32 group by group, a group being the videos of
+one availability pattern: there the denominator is one number per query, so ranking by the
+numerator (a product over the present experts only) is ranking by the score, as in
+:class:`rudder.index_faiss.FaissSearch`. Ties are ranked by the lower video index first (as
+in :mod:`rudder.metrics`); the paths agree up to float32 rounding.
 
 :class:`rudder.index_faiss.FaissSearch` gives the same ranking through faiss.
 """
@@ -31,6 +33,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from rudder.checkpoints import read_plain
@@ -79,19 +82,21 @@ def _sorted_by_score(
 def chunk_topk(scores: torch.Tensor, k: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact top-k of each row of ``scores`` with ties broken by lower column first.
 
-    ``torch.topk`` picks arbitrarily among values tied with the k-th; rows where more than
-    ``k`` values reach the k-th value are redone with a stable full sort. Returned indices
-    are columns plus ``offset``.
+    ``torch.topk`` picks arbitrarily among values tied with the k-th; the (k+1)-th value
+    shows whether a tie crosses the k-th place, and only such rows are redone with a stable
+    full sort. Returned indices are columns plus ``offset``.
     """
     k = min(k, scores.shape[1])
-    values, columns = scores.topk(k, dim=1)
-    if k == 0:
-        return values, columns + offset
-    tied = (scores >= values[:, -1:]).sum(1) > k
-    if tied.any():
-        order = scores[tied].argsort(dim=1, descending=True, stable=True)[:, :k]
-        columns[tied] = order
-        values[tied] = scores[tied].gather(1, order)
+    values, columns = scores.topk(min(k + 1, scores.shape[1]), dim=1)
+    if values.shape[1] > k:
+        crossing = (
+            values[:, k] == values[:, k - 1] if k else torch.zeros(len(values), dtype=torch.bool)
+        )
+        values, columns = values[:, :k].clone(), columns[:, :k].clone()
+        if crossing.any():
+            order = scores[crossing].argsort(dim=1, descending=True, stable=True)[:, :k]
+            columns[crossing] = order
+            values[crossing] = scores[crossing].gather(1, order)
     values, columns = _sorted_by_score(values, columns)
     return values, columns + offset
 
@@ -102,6 +107,19 @@ def merge_topk(first: tuple, second: tuple, k: int) -> tuple[torch.Tensor, torch
     indices = torch.cat([first[1], second[1]], dim=1)
     scores, indices = _sorted_by_score(scores, indices)
     return scores[:, :k], indices[:, :k]
+
+
+def _products(query: torch.Tensor, matrix: torch.Tensor, block: int = 1024) -> torch.Tensor:
+    """``query @ matrix.T`` ``(Q, N)`` through numpy's BLAS, ``block`` rows of ``matrix`` at a
+    time (as faiss blocks its products): numpy's OpenBLAS runs these shapes ~20% faster than
+    torch's MKL on the AMD CPUs measured (benchmarks/bench_index.py). The result is a
+    transposed view (``topk`` along its rows is faster on it than on a contiguous copy)."""
+    q = np.ascontiguousarray(query.numpy().T)
+    m = matrix.numpy()
+    out = np.empty((len(m), q.shape[1]), dtype=np.float32)
+    for start in range(0, len(m), block):
+        np.matmul(m[start : start + block], q, out=out[start : start + block])
+    return torch.from_numpy(out).T
 
 
 _U_HALF, _U_F32 = 2.0**-11, 2.0**-24  # unit roundoffs of float16 and float32
@@ -173,6 +191,7 @@ class VideoIndex:
         self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
+        self._groups = None  # per availability pattern, for batch searches (pattern_groups)
 
     def _half_copies(self):
         """Per expert: (rows of the videos that have it, None if all; float16 rows; max norm)."""
@@ -231,8 +250,8 @@ class VideoIndex:
 
         One query (the interactive case) goes through the two-stage search when the index
         has its float16 copies and ``prefilter`` is on; a batch of queries goes through the
-        float32 scan (in chunks of ``chunk_size`` videos), where one matrix product serves
-        every query of the batch.
+        float32 scan by availability pattern (chunks of at most ``chunk_size`` videos), where
+        one matrix product serves every query of the batch.
         """
         self._check_query(text_emb)
         if k < 1:
@@ -241,12 +260,45 @@ class VideoIndex:
         weighted, weights = mixture_query(text_emb, text_logits)
         if prefilter and self._half is not None and len(weighted) == 1 and fits_half(text_emb):
             return SearchResult(*self._search_two_stage(text_emb.float(), weighted, weights, k))
+        return SearchResult(*self._search_groups(weighted, weights, k, chunk_size))
+
+    def pattern_groups(self):
+        """Per availability pattern: (member videos, present columns, pattern, members'
+        embeddings over the present columns), built on the first batch search."""
+        if self._groups is None:
+            patterns, group = torch.unique(self.available, dim=0, return_inverse=True)
+            self._groups = []
+            for g, pattern in enumerate(patterns):
+                members = torch.nonzero(group == g).squeeze(1)
+                experts = torch.nonzero(pattern).squeeze(1)
+                columns = (experts.unsqueeze(1) * self.dim + torch.arange(self.dim)).reshape(-1)
+                matrix = self.flat[members][:, columns].contiguous()
+                self._groups.append((members, columns, pattern.float(), matrix))
+        return self._groups
+
+    def _search_groups(self, weighted, weights, k, chunk_size):
+        """Exact top-k by availability pattern: inside a group the denominator is one number
+        per query, so the top k + 1 numerators (products over the present experts only) are
+        the top k + 1 scores and only those are divided; a group where the (k+1)-th score
+        equals the k-th (a tie across the k-th place) is scored in full and sorted stably."""
+        tiny = torch.finfo(torch.float32).tiny
         best = None
-        for start in range(0, len(self), chunk_size):
-            stop = min(start + chunk_size, len(self))
-            found = chunk_topk(self._scores(weighted, weights, start, stop), k, offset=start)
-            best = found if best is None else merge_topk(best, found, k)
-        return SearchResult(*best)
+        for members, columns, pattern, matrix in self.pattern_groups():
+            query = weighted[:, columns]
+            denominator = (weights @ pattern).clamp_min(tiny).unsqueeze(1)
+            for start in range(0, len(members), chunk_size):
+                numerator = _products(query, matrix[start : start + chunk_size])
+                values, positions = numerator.topk(min(k + 1, numerator.shape[1]), dim=1)
+                scores = values / denominator
+                if scores.shape[1] > k:
+                    crossing = scores[:, k] == scores[:, k - 1]
+                    scores, positions = scores[:, :k].clone(), positions[:, :k].clone()
+                    if crossing.any():
+                        full = chunk_topk(numerator[crossing] / denominator[crossing], k)
+                        scores[crossing], positions[crossing] = full
+                found = (scores, members[positions + start])
+                best = found if best is None else merge_topk(best, found, k)
+        return _sorted_by_score(*best)
 
     def approximate(
         self, text: torch.Tensor, weights: torch.Tensor

@@ -31,16 +31,11 @@ class FaissSearch:
         if blas_threshold is not None:
             faiss.cvar.distance_compute_blas_threshold = blas_threshold
         self.index = index
-        dim = index.dim
-        patterns, group = torch.unique(index.available, dim=0, return_inverse=True)
         self.groups = []
-        for g, pattern in enumerate(patterns):
-            members = torch.nonzero(group == g).squeeze(1)
-            experts = torch.nonzero(pattern).squeeze(1)
-            columns = (experts.unsqueeze(1) * dim + torch.arange(dim)).reshape(-1)
+        for members, columns, pattern, matrix in index.pattern_groups():
             flat = faiss.IndexFlatIP(len(columns))
-            flat.add(index.flat[members][:, columns].contiguous().numpy())
-            self.groups.append((members, columns, pattern.float(), flat))
+            flat.add(matrix.numpy())
+            self.groups.append((members, columns, pattern, flat))
 
     @torch.no_grad()
     def search(

@@ -72,10 +72,9 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: tor
     if rel is not None:
         valid = masks.reshape(-1)
         rel_np = rel.numpy()
-        result["t2v"]["nDCG"] = 100 * metrics.ndcg(sims_np[valid], rel_np[valid])
-        result["t2v"]["mAP"] = 100 * metrics.mean_average_precision(sims_np[valid], rel_np[valid])
-        result["v2t"]["nDCG"] = 100 * metrics.ndcg(v2t_np[valid].T, rel_np[valid].T)
-        result["v2t"]["mAP"] = 100 * metrics.mean_average_precision(v2t_np[valid].T, rel_np[valid].T)
+        for direction, s, r in (("t2v", sims_np[valid], rel_np[valid]), ("v2t", v2t_np[valid].T, rel_np[valid].T)):
+            for name, value in metrics.relevance_metrics(s, r).items():  # one ranking for both
+                result[direction][name] = 100 * value
     langs = data.caption_langs
     result["per_language"] = metrics.per_language_metrics(sims_np, langs, query_masks=masks)
     return {k: _floats(v) for k, v in result.items()}

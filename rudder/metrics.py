@@ -1,4 +1,4 @@
-"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP, bootstrap intervals and the Wilcoxon test.
+"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.significance`).
 
 Conventions (DESIGN.md): ``sims[i, j]`` is the similarity of caption ``i`` and video ``j``;
 with K captions per video the rows are video-major (row ``r`` is caption ``r % K`` of video
@@ -6,25 +6,25 @@ with K captions per video the rows are video-major (row ``r`` is caption ``r % K
 torch tensors (converted to numpy; float16/bfloat16 widened losslessly to float32, integers
 and booleans to float64). NaN similarities are rejected.
 
-Every computation is vectorised over queries; large matrices are processed in blocks of
-rows (or columns) of about ``_BLOCK`` elements to bound memory, never one query at a time.
+Every computation is vectorised over queries; matrices are processed in blocks of rows of
+about ``_BLOCK`` elements (small enough for a block's temporaries to stay in cache), never one
+query at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 
 RECALL_KS = (1, 5, 10, 50)
 RANK_STATISTICS = (*(f"R{k}" for k in RECALL_KS), "MdR", "MnR", "geometric_mean")
-_BLOCK = 1 << 22  # elements per processing block (16 MB of float32)
+_BLOCK = 1 << 20  # elements per processing block (4 MB of float32: its temporaries stay in cache)
 
 
 # ----------------------------------------------------------------------------- inputs
 def _as_array(x, name: str) -> np.ndarray:
-    """``x`` (numpy or torch) as a 2-D numpy float array (NaN is checked by ``_check_nan``)."""
+    """``x`` (numpy or torch) as a 2-D numpy float array (NaN is checked by ``_reject_nan``)."""
     if type(x).__module__.split(".")[0] == "torch":
         import torch
 
@@ -42,18 +42,40 @@ def _as_array(x, name: str) -> np.ndarray:
     return arr
 
 
-def _check_nan(arr: np.ndarray, name: str, rows: np.ndarray | None = None) -> None:
-    """Reject NaN in the given rows (default all; masked rows may hold anything), blockwise."""
-    rows = np.arange(arr.shape[0]) if rows is None else rows
-    step = max(1, _BLOCK // max(arr.shape[1], 1))
-    for i in range(0, rows.size, step):
-        bad = np.isnan(arr[rows[i : i + step]])
+def _reject_nan(block: np.ndarray, row_ids: np.ndarray, name: str) -> None:
+    """Raise on a NaN in ``block`` (rows ``row_ids`` of ``name``; masked rows may hold anything).
+
+    One summing pass: a row's sum is finite unless the row holds a NaN or an infinity (or
+    overflows), and only such rows are searched (a whole-matrix ``isnan`` costs a third of a
+    rank computation).
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: searched below
+        suspect = np.flatnonzero(~np.isfinite(np.add.reduce(block, axis=1)))
+    if suspect.size:
+        bad = np.isnan(block[suspect])
         if bad.any():
             r, c = np.argwhere(bad)[0]
             raise ValueError(
-                f"{name} has NaN at row {rows[i + r]}, column {c}; fix the model output or "
+                f"{name} has NaN at row {row_ids[suspect[r]]}, column {c}; fix the model output or "
                 "mask that query"
             )
+
+
+def _row_blocks(arr: np.ndarray, rows: np.ndarray):
+    """Yield (row ids, ``arr[row ids]``) over ``rows`` (ascending) in blocks of about ``_BLOCK``
+    elements; a block of consecutive rows is a view, not a copy."""
+    step = max(1, _BLOCK // max(arr.shape[1], 1))
+    for i in range(0, rows.size, step):
+        idx = rows[i : i + step]
+        consecutive = idx[-1] - idx[0] == idx.size - 1
+        yield idx, (arr[idx[0] : idx[-1] + 1] if consecutive else arr[idx])
+
+
+def _check_nan(arr: np.ndarray, name: str, rows: np.ndarray | None = None) -> None:
+    """Reject NaN in the given rows of ``arr`` (default all), block by block."""
+    rows = np.arange(arr.shape[0]) if rows is None else rows
+    for idx, block in _row_blocks(arr, rows):
+        _reject_nan(block, idx, name)
 
 
 def _mask_array(query_masks) -> np.ndarray:
@@ -95,28 +117,26 @@ def _row_mask(query_masks, rows: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- ranks
-def _tie_averaged_counts(block: np.ndarray, pos: np.ndarray, axis: int) -> np.ndarray:
-    """#(block > pos) + (#(block == pos) - 1) / 2 along ``axis``: the 0-based mean tied position."""
-    return (
-        np.count_nonzero(block > pos, axis=axis)
-        + (np.count_nonzero(block == pos, axis=axis) - 1) / 2
-    )
+def _count(flags: np.ndarray, axis: int) -> np.ndarray:
+    """Number of True along ``axis`` (bytes summed into int32: faster than ``count_nonzero``)."""
+    return np.add.reduce(flags.view(np.int8), axis=axis, dtype=np.int32)
 
 
 def query_ranks(sims, query_masks=None, direction: str = "t2v") -> np.ndarray:
     """0-based, tie-averaged rank of the ground truth of every query.
 
     Source: Collaborative Experts' evaluation code (``model/metric.py``: ``t2v_metrics``,
-    ``v2t_metrics``), with one deliberate change: CE takes the *first* tied position, here a
+    ``v2t_metrics`` with ``break_ties = "averaging"``, after McSherry & Najork, ECIR 2008): a
     tie counts as the mean of the tied positions, ``#(greater) + (#(equal) - 1) / 2``, so a
     constant matrix with N videos ranks every query at (N - 1) / 2.
 
     t2v: every valid caption row is a query over all videos; returns shape (rows,).
     v2t: each valid caption is ranked within its own video's column among all valid captions;
     a video's rank is the minimum over its valid captions (CE / VSE), i.e. the rank of its
-    best-scoring valid caption; returns (num_videos,).
-    Masked captions and videos without a valid caption get NaN (aligned for saving and
-    comparing runs); masked caption rows are also left out of the v2t gallery.
+    best-scoring valid caption (a higher score has a strictly lower tie-averaged rank);
+    returns (num_videos,). Masked captions and videos without a valid caption get NaN
+    (aligned for saving and comparing runs); masked caption rows are also left out of the v2t
+    gallery (CE pushes them past every valid caption, which ranks the same).
     """
     if direction not in ("t2v", "v2t"):
         raise ValueError(f"direction must be 't2v' or 'v2t', got {direction!r}")
@@ -124,40 +144,46 @@ def query_ranks(sims, query_masks=None, direction: str = "t2v") -> np.ndarray:
     rows, cols = s.shape
     valid, k = _caption_validity(query_masks, rows, cols)
     vr = np.flatnonzero(valid)
-    _check_nan(s, "sims", vr)
-    owner = vr // k
-    dense = bool(valid.all())
     if direction == "t2v":
         out = np.full(rows, np.nan)
-        step = max(1, _BLOCK // max(cols, 1))
-        for i in range(0, vr.size, step):
-            idx = vr[i : i + step]
-            block = s[idx[0] : idx[-1] + 1] if dense else s[idx]
-            pos = block[np.arange(idx.size), owner[i : i + step]][:, None]
-            out[idx] = _tie_averaged_counts(block, pos, axis=1)
+        for idx, block in _row_blocks(s, vr):
+            _reject_nan(block, idx, "sims")
+            pos = block[np.arange(idx.size), idx // k][:, None]
+            out[idx] = _count(block > pos, 1) + (_count(block == pos, 1) - 1) / 2
         return out
+    # One pass over the valid rows compares every column with its video's best valid caption.
     out = np.full(cols, np.nan)
     if vr.size == 0:
         return out
-    # min over a video's captions of their ranks = the rank of its best-scoring caption, since
-    # the tie-averaged rank strictly decreases with the score: one comparison pass per column.
+    owner = vr // k
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
     videos = owner[starts]
-    best = np.maximum.reduceat(s[vr, owner], starts)
-    step = max(1, _BLOCK // vr.size)
-    for j in range(0, videos.size, step):
-        vids = videos[j : j + step]
-        block = s[:, vids[0] : vids[-1] + 1] if dense else s[np.ix_(vr, vids)]
-        out[vids] = _tie_averaged_counts(block, best[None, j : j + step], axis=0)
+    best = np.full(cols, np.nan, dtype=s.dtype)  # NaN compares False: videos without a query
+    best[videos] = np.maximum.reduceat(s[vr, owner], starts)
+    greater = np.zeros(cols, dtype=np.int64)
+    equal = np.zeros(cols, dtype=np.int64)
+    for idx, block in _row_blocks(s, vr):
+        _reject_nan(block, idx, "sims")
+        greater += _count(block > best, 0)
+        equal += _count(block == best, 0)
+    out[videos] = greater[videos] + (equal[videos] - 1) / 2
     return out
 
 
 # ----------------------------------------------------------------------------- statistics
+def recall_at(ranks: np.ndarray, k: int) -> np.ndarray:
+    """Percent of queries retrieved within the first ``k`` over the last axis of 0-based,
+    tie-averaged ranks, as Collaborative Experts' ``cols2metrics``: R@1 counts rank == 0
+    (an untied first place: a first place shared by two items ranks 0.5 and is no hit),
+    R@K for K > 1 counts rank < K."""
+    hits = ranks == 0 if k == 1 else ranks < k
+    return 100.0 * np.count_nonzero(hits, axis=-1) / hits.shape[-1]
+
+
 def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
     """Vectorised statistic over the last axis of a (..., n) array of 0-based ranks."""
     if name in {f"R{k}" for k in RECALL_KS}:
-        cut = int(name[1:])
-        return lambda r: 100.0 * np.mean(r < cut, axis=-1)
+        return lambda r: recall_at(r, int(name[1:]))
     if name == "MdR":
         return lambda r: np.median(r, axis=-1) + 1
     if name == "MnR":
@@ -165,7 +191,7 @@ def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
     if name == "geometric_mean":
 
         def gmean(r):
-            rk = np.stack([100.0 * np.mean(r < c, axis=-1) for c in (1, 5, 10)])
+            rk = np.stack([recall_at(r, k) for k in (1, 5, 10)])
             return np.where(
                 (rk > 0).all(axis=0), np.exp(np.log(np.maximum(rk, 1e-300)).mean(axis=0)), 0.0
             )
@@ -179,10 +205,9 @@ def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def metrics_from_ranks(ranks) -> dict[str, float]:
-    """R1, R5, R10, R50 (percent of queries with rank < K), MdR, MnR (median, mean of rank + 1)
-    and geometric_mean = gmean(R1, R5, R10) (0 if any is 0), as in Collaborative Experts'
-    ``cols2metrics`` (there as fractions; here in percent). NaN ranks (masked queries) are
-    left out."""
+    """Collaborative Experts' ``cols2metrics`` (in percent): R1 = %(rank == 0), R5, R10, R50 =
+    %(rank < K) (:func:`recall_at`), MdR, MnR = median, mean of rank + 1, and geometric_mean =
+    gmean(R1, R5, R10) (0 if any is 0). NaN ranks (masked queries) are left out."""
     r = np.asarray(ranks, dtype=np.float64).reshape(-1)
     r = r[~np.isnan(r)]
     if r.size == 0:
@@ -224,50 +249,105 @@ def per_language_metrics(sims, caption_langs, query_masks=None) -> dict[str, dic
 
 
 # ----------------------------------------------------------------------------- nDCG / mAP
-def _ranked_orders(s: np.ndarray, rows: np.ndarray, depth: np.ndarray | None = None):
-    """Yield (row indices, each row's columns in ranked order) over blocks of rows.
+_LOW = 0 if np.little_endian else 1  # the low 32-bit word of a uint64
 
-    Order: decreasing similarity, equal scores by lower column index first. float32 rows are
-    ranked by sorting one uint64 key per item (order-preserving bits of -sims in the high word,
-    the column in the low word): a plain value sort, about twice as fast as a stable argsort;
-    with ``depth`` (per row, how many leading positions are needed) only the first
-    ``max(depth)`` positions of a block are returned, selected by a partition. Other dtypes use
-    a stable argsort of -sims. Both paths give the same order.
+
+def _order_bits(block: np.ndarray) -> np.ndarray:
+    """float32 -> uint32 whose ascending order is the descending order of the values, with
+    -0.0 and 0.0 equal: the IEEE bits of x >= 0 flipped below the sign bit, those of x < 0
+    kept (larger magnitude, later)."""
+    bits = np.add(block, np.float32(0)).view(np.int32)  # -0.0 + 0.0 = 0.0
+    flip = bits >> 31
+    np.invert(flip, out=flip)
+    flip &= 0x7FFFFFFF
+    flip ^= bits
+    return flip.view(np.uint32)
+
+
+def _sorted_keys(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Each row's uint64 keys ``high << 32 | low``, sorted: a plain value sort of one word per
+    item, about twice as fast as a stable argsort."""
+    key = high.astype(np.uint64, order="C")  # C order even for a transposed input
+    key <<= np.uint64(32)
+    key |= low
+    key.sort(axis=1)
+    return key
+
+
+def _words(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(high, low) 32-bit words of uint64 keys, as strided views."""
+    pair = key.view(np.uint32).reshape(*key.shape, 2)
+    return pair[..., 1 - _LOW], pair[..., _LOW]
+
+
+def _ranking(block: np.ndarray) -> np.ndarray:
+    """Each row's columns by decreasing score, equal scores by lower column first."""
+    cols = block.shape[1]
+    if block.dtype == np.float32 and cols < 2**32:
+        return _words(_sorted_keys(_order_bits(block), np.arange(cols, dtype=np.uint32)))[1]
+    return np.argsort(np.negative(block), axis=1, kind="stable")
+
+
+def _ranked_relevance(block: np.ndarray, rel: np.ndarray):
+    """Yield (row positions, each row's relevance in ranked order) covering every row of the
+    block, ranked by decreasing score with equal scores by lower column first.
+
+    float32 scores and relevance: one sort of ``order bits << 32 | relevance bits`` puts the
+    relevance in ranked order without a gather; equal scores then come out by relevance, so
+    the rows where a tie holds different relevance values are ranked again by column.
     """
-    cols = s.shape[1]
-    step = max(1, _BLOCK // max(cols, 1))
-    low = 0 if np.little_endian else 1
-    for i in range(0, rows.size, step):
-        idx = rows[i : i + step]
-        block = s[idx]
-        need = cols if depth is None else int(depth[idx].max(initial=0))
-        if need == 0:
-            yield idx, np.empty((idx.size, 0), dtype=np.intp)
-            continue
-        if block.dtype != np.float32 or cols >= 2**32:
-            yield idx, np.argsort(np.negative(block), axis=1, kind="stable")[:, :need]
-            continue
-        bits = np.subtract(np.float32(0), block).view(np.uint32)  # 0 - x maps -0.0 and 0.0 to 0.0
-        flip = (bits >> 31) * np.uint32(0x7FFFFFFF) | np.uint32(0x80000000)
-        bits ^= flip  # IEEE bits -> unsigned integers in the same order
-        key = np.empty(block.shape, dtype=np.uint64)
-        words = key.view(np.uint32).reshape(*block.shape, 2)
-        words[..., low] = np.arange(cols, dtype=np.uint32)
-        words[..., 1 - low] = bits
-        if 0 < need < cols // 2:
-            key = np.partition(key, need - 1, axis=1)[:, :need]
-        key.sort(axis=1)
-        yield idx, key.view(np.uint32).reshape(*key.shape, 2)[:, :need, low]
+    if block.dtype != np.float32 or rel.dtype != np.float32:
+        order = _ranking(block)
+        yield slice(None), np.take_along_axis(rel, order.astype(np.intp), axis=1)
+        return
+    order = _order_bits(block)
+    high, low = _words(_sorted_keys(order, rel.view(np.uint32)))
+    same_score = high[:, 1:] == high[:, :-1]
+    maybe = np.flatnonzero(same_score.any(axis=1))
+    redo = maybe[(same_score[maybe] & (low[maybe, 1:] != low[maybe, :-1])).any(axis=1)]
+    yield slice(None), low.view(np.float32)
+    if redo.size:
+        by_column = _words(_sorted_keys(order[redo], np.arange(rel.shape[1], dtype=np.uint32)))[1]
+        yield redo, np.take_along_axis(rel[redo], by_column.astype(np.intp), axis=1)
 
 
-def _gather(block: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """``block[i, order[i, j]]`` for every (i, j), as one flat ``take`` (faster than
-    ``take_along_axis`` on the uint32 column view)."""
-    offsets = np.arange(0, block.size, block.shape[1], dtype=np.int64)[:, None]
-    return block.ravel().take(order + offsets)
+def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """nDCG of each row (see :func:`ndcg`) from its relevance in ranked order."""
+    k = _count(rel > 0, 1)
+    kmax = int(k.max(initial=0))
+    disc = 1.0 / np.log2(np.arange(kmax) + 2.0)
+    dcg = (ranked[:, :kmax] * (np.arange(kmax) < k[:, None])) @ disc
+    idcg = np.sort(rel, axis=1)[:, rel.shape[1] - kmax :][:, ::-1] @ disc  # past k_i: zeros
+    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
-def _relevance_inputs(sims, relevance, query_masks):
+def _average_precision(ranked: np.ndarray, binary: bool) -> np.ndarray:
+    """AP of each row (see :func:`mean_average_precision`) from its relevance in ranked order.
+
+    Only the relevant positions are visited: the graded relevance is summed between
+    consecutive cut points (row starts and the ends of relevant positions) in one
+    ``reduceat`` pass, so the cumulative relevance at a relevant position is a difference of
+    two running sums (no full-row ``cumsum``, the slow part of a per-row loop or of the
+    reference code).
+    """
+    n, cols = ranked.shape
+    hits = np.flatnonzero((ranked == 1).reshape(-1))  # by row, then by position
+    row, pos = np.divmod(hits, cols)
+    n_rel = np.bincount(row, minlength=n)
+    if binary:  # the j-th relevant item of a row has j relevant items at or before it
+        found = np.arange(1, hits.size + 1) - (np.cumsum(n_rel) - n_rel)[row]
+    else:
+        values = np.ascontiguousarray(ranked).reshape(-1)
+        cuts = np.union1d(np.arange(n) * cols, hits + 1)
+        cuts = cuts[cuts < values.size]
+        before = np.r_[0.0, np.cumsum(np.add.reduceat(values, cuts, dtype=np.float64))]
+        found = before[np.searchsorted(cuts, hits + 1)] - before[np.searchsorted(cuts, row * cols)]
+    ap_sum = np.bincount(row, weights=found / (pos + 1), minlength=n).astype(np.float64)
+    return np.divide(ap_sum, n_rel, out=np.zeros_like(ap_sum), where=n_rel > 0)
+
+
+def _relevance_scores(sims, relevance, query_masks, binary: bool, want: tuple[str, ...]):
+    """Per kept row, the nDCG and/or AP (``want``) of each query row, from one ranking."""
     s = _as_array(sims, "sims")
     rel = _as_array(relevance, "relevance")
     if rel.shape != s.shape:
@@ -276,14 +356,26 @@ def _relevance_inputs(sims, relevance, query_masks):
         r, c = np.argwhere((rel < 0) | (rel > 1))[0]
         raise ValueError(f"relevance[{r}, {c}] = {rel[r, c]} is outside [0, 1]")
     rows = np.flatnonzero(_row_mask(query_masks, s.shape[0]))
-    _check_nan(s, "sims", rows)
-    _check_nan(rel, "relevance", rows)
-    return s, rel, rows
+    if rows.size == 0:
+        raise ValueError("no valid queries: every row is masked")
+    values = {name: np.empty(rows.size) for name in want}
+    done = 0
+    for (idx, block), (_, block_rel) in zip(
+        _row_blocks(s, rows), _row_blocks(rel, rows), strict=True
+    ):
+        _reject_nan(block, idx, "sims")
+        _reject_nan(block_rel, idx, "relevance")
+        for part, ranked in _ranked_relevance(block, block_rel):
+            at = np.arange(done, done + idx.size)[part]
+            if "nDCG" in values:
+                values["nDCG"][at] = _dcg_ratio(ranked, block_rel[part])
+            if "mAP" in values:
+                values["mAP"][at] = _average_precision(ranked, binary)
+        done += idx.size
+    return rows, s.shape[0], values
 
 
 def _reduce(values: np.ndarray, rows: np.ndarray, total: int, reduction: str):
-    if rows.size == 0:
-        raise ValueError("no valid queries: every row is masked")
     if reduction == "mean":
         return float(values.mean())
     if reduction == "none":
@@ -307,25 +399,8 @@ def ndcg(sims, relevance, query_masks=None, reduction: str = "mean"):
     in [0, 1]; ``"none"`` the per-row values (NaN for masked rows). Pass ``sims.T,
     relevance.T`` for the other direction.
     """
-    s, rel, rows = _relevance_inputs(sims, relevance, query_masks)
-    cols = s.shape[1]
-    disc = 1.0 / np.log2(np.arange(cols) + 2.0)
-    k_all = np.count_nonzero(rel > 0, axis=1)
-    values = np.empty(rows.size)
-    done = 0
-    for idx, order in _ranked_orders(s, rows, depth=k_all):
-        block_rel = rel[idx]
-        k = k_all[idx]
-        kmax = order.shape[1]
-        head = _gather(block_rel, order)
-        dcg = (head * (np.arange(kmax) < k[:, None])) @ disc[:kmax]
-        ideal = np.sort(block_rel, axis=1)[:, ::-1][:, :kmax]  # items past k_i have relevance 0
-        idcg = ideal @ disc[:kmax]
-        values[done : done + idx.size] = np.divide(
-            dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0
-        )
-        done += idx.size
-    return _reduce(values, rows, s.shape[0], reduction)
+    rows, total, values = _relevance_scores(sims, relevance, query_masks, False, ("nDCG",))
+    return _reduce(values["nDCG"], rows, total, reduction)
 
 
 def mean_average_precision(
@@ -342,105 +417,12 @@ def mean_average_precision(
     masked rows are left out. ``reduction``: "mean" (fraction in [0, 1]) or "none" (per row,
     NaN for masked rows).
     """
-    s, rel, rows = _relevance_inputs(sims, relevance, query_masks)
-    values = np.empty(rows.size)
-    done = 0
-    for idx, order in _ranked_orders(s, rows):
-        ranked = _gather(rel[idx], order)
-        hit = ranked == 1
-        cum = np.cumsum(hit if binary else ranked, axis=1, dtype=np.float64)
-        r, p = np.nonzero(hit)
-        ap_sum = np.bincount(r, weights=cum[r, p] / (p + 1), minlength=idx.size)
-        n_rel = np.count_nonzero(hit, axis=1)
-        values[done : done + idx.size] = np.divide(
-            ap_sum, n_rel, out=np.zeros(idx.size), where=n_rel > 0
-        )
-        done += idx.size
-    return _reduce(values, rows, s.shape[0], reduction)
+    rows, total, values = _relevance_scores(sims, relevance, query_masks, binary, ("mAP",))
+    return _reduce(values["mAP"], rows, total, reduction)
 
 
-# ----------------------------------------------------------------------------- significance
-class ConfidenceInterval(NamedTuple):
-    estimate: float
-    low: float
-    high: float
-
-
-def bootstrap_ci(
-    values, statistic, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> ConfidenceInterval:
-    """Percentile bootstrap interval over queries (Efron & Tibshirani 1993, ch. 13).
-
-    ``values``: per-query ranks (from :func:`query_ranks`) or per-query scores (e.g.
-    ``ndcg(..., reduction="none")``); NaN entries (masked queries) are dropped.
-    ``statistic``: one of R1, R5, R10, R50, MdR, MnR, geometric_mean (on 0-based ranks, with
-    :func:`metrics_from_ranks`' definitions), "mean", or a callable mapping an (B, n) array of
-    resamples to (B,) values. Queries are resampled with replacement ``n_resamples`` times
-    (all resamples drawn at once per block, numpy ``default_rng(seed)``); the interval is the
-    (1 - confidence)/2 and (1 + confidence)/2 quantiles (linear interpolation) of the
-    resampled statistic; ``estimate`` is the statistic on the full sample.
-    """
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    v = v[~np.isnan(v)]
-    if v.size == 0:
-        raise ValueError("bootstrap_ci needs at least one non-NaN value")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
-    stat = statistic if callable(statistic) else rank_statistic(statistic)
-    rng = np.random.default_rng(seed)
-    step = max(1, _BLOCK // v.size)
-    boot = np.concatenate(
-        [
-            np.asarray(
-                stat(v[rng.integers(0, v.size, size=(min(step, n_resamples - i), v.size))]),
-                dtype=np.float64,
-            ).reshape(-1)
-            for i in range(0, n_resamples, step)
-        ]
-    )
-    low, high = np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return ConfidenceInterval(
-        float(np.asarray(stat(v[None, :])).reshape(-1)[0]), float(low), float(high)
-    )
-
-
-class WilcoxonResult(NamedTuple):
-    statistic: float
-    pvalue: float
-    n_queries: int
-    n_nonzero: int
-
-
-def wilcoxon_ranks(
-    ranks_a, ranks_b, zero_method: str = "wilcox", alternative: str = "two-sided"
-) -> WilcoxonResult:
-    """Wilcoxon signed-rank test between two runs' per-query ranks (``scipy.stats.wilcoxon``).
-
-    The runs must rank the same queries: NaN (masked) positions must coincide and are dropped.
-    Zero differences (both runs rank the query equally, common at rank 0): by default
-    ``zero_method="wilcox"`` discards them before ranking (Wilcoxon 1945); "pratt" ranks them
-    and then drops them, "zsplit" splits their rank sums between the signs. When every
-    difference is zero the test is undefined and the result is statistic 0, p-value 1. scipy
-    chooses the exact null distribution for small samples without ties, the normal
-    approximation otherwise. ``statistic`` is scipy's (for two-sided, the smaller signed-rank
-    sum).
-    """
-    a = np.asarray(ranks_a, dtype=np.float64).reshape(-1)
-    b = np.asarray(ranks_b, dtype=np.float64).reshape(-1)
-    if a.shape != b.shape:
-        raise ValueError(
-            f"ranks_a has {a.size} queries and ranks_b {b.size}; they must be the same queries"
-        )
-    if not np.array_equal(np.isnan(a), np.isnan(b)):
-        raise ValueError("ranks_a and ranks_b mask different queries (NaN positions differ)")
-    keep = ~np.isnan(a)
-    d = a[keep] - b[keep]
-    nonzero = int(np.count_nonzero(d))
-    if nonzero == 0:
-        return WilcoxonResult(0.0, 1.0, int(d.size), 0)
-    from scipy.stats import wilcoxon
-
-    res = wilcoxon(d, zero_method=zero_method, alternative=alternative)
-    return WilcoxonResult(float(res.statistic), float(res.pvalue), int(d.size), nonzero)
+def relevance_metrics(sims, relevance, query_masks=None, reduction: str = "mean") -> dict:
+    """``{"nDCG": ndcg(...), "mAP": mean_average_precision(...)}`` from one ranking of each
+    row (half the work of the two calls; same definitions and arguments)."""
+    rows, total, values = _relevance_scores(sims, relevance, query_masks, False, ("nDCG", "mAP"))
+    return {name: _reduce(v, rows, total, reduction) for name, v in values.items()}

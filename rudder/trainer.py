@@ -46,17 +46,49 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def _gmean(parts: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(parts)))) if min(parts) > 0 else 0.0
+
+
 def selection_score(result: dict, selection: str) -> float:
-    """The model-selection value, e.g. ``t2v.gmean_r5_r10_r50`` (RUDDER) or ``t2v.R1``."""
+    """The model-selection value of an evaluation, higher is better (rank criteria negated).
+
+    The RUDDER paper's two criteria: ``<direction>.gmean_r5_r10_r50``, the geometric mean of
+    R@5, R@10 and R@50 (maximised), and ``<direction>.gmean_mdr_mnr``, the geometric mean of
+    MdR and MnR (minimised, so its score is the negated mean). Any other metric of the
+    direction (``t2v.R1``, ``v2t.MdR``, ...) selects on that metric, MdR and MnR negated.
+    """
     direction, name = selection.split(".", 1)
     values = result[direction]
     if name == "gmean_r5_r10_r50":
-        parts = [values["R5"], values["R10"], values["R50"]]
-        return float(np.exp(np.mean(np.log(parts)))) if min(parts) > 0 else 0.0
+        return _gmean([values["R5"], values["R10"], values["R50"]])
+    if name == "gmean_mdr_mnr":
+        return -_gmean([values["MdR"], values["MnR"]])
     if name not in values:
-        raise ConfigError(f"selection metric {name!r} unknown; use gmean_r5_r10_r50 or one of {sorted(values)}")
+        raise ConfigError(
+            f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of {sorted(values)}"
+        )
     sign = -1.0 if name in ("MdR", "MnR") else 1.0
     return sign * float(values[name])
+
+
+def tie_break(selection: str) -> str:
+    """The criterion that decides between evaluations of equal selection score: RUDDER's other
+    criterion in the same direction (``gmean_r5_r10_r50`` <-> ``gmean_mdr_mnr``; any other
+    selection falls back to ``gmean_r5_r10_r50``). Equal on both, the earlier epoch stays best."""
+    direction, name = selection.split(".", 1)
+    return f"{direction}.{'gmean_mdr_mnr' if name == 'gmean_r5_r10_r50' else 'gmean_r5_r10_r50'}"
+
+
+def selection_key(result: dict, selection: str) -> tuple[float, float]:
+    """(score, tie-break score) of an evaluation, compared by :func:`improves`."""
+    return selection_score(result, selection), selection_score(result, tie_break(selection))
+
+
+def improves(key: tuple[float, float], best: tuple[float, float]) -> bool:
+    """An evaluation becomes the best only with a strictly higher score or, on an equal score,
+    a strictly higher tie-break score (:func:`tie_break`); equal on both keeps the earlier."""
+    return key > best
 
 
 class Trainer:
@@ -125,6 +157,7 @@ class Trainer:
         self.sampler_rng = torch.Generator().manual_seed(config.seed)
         self.loss_rng = torch.Generator(device=self.device).manual_seed(config.seed + 1)
         self.epoch, self.best_score, self.best_epoch, self.bad_evals = 0, -math.inf, 0, 0
+        self.best_tiebreak = -math.inf
         self.run_id = uuid.uuid4().hex[:8]
         if self.state is not None:
             self._restore(self.state)
@@ -212,10 +245,11 @@ class Trainer:
             self.scheduler.step()
             self.epoch += 1
             result, _ = self._score(self.splits[cfg.data.val_split])
-            score = selection_score(result, cfg.selection)
-            improved = score > self.best_score
+            key = selection_key(result, cfg.selection)
+            score = key[0]
+            improved = improves(key, (self.best_score, self.best_tiebreak))
             if improved:
-                self.best_score, self.best_epoch, self.bad_evals = score, self.epoch, 0
+                (self.best_score, self.best_tiebreak), self.best_epoch, self.bad_evals = key, self.epoch, 0
             else:
                 self.bad_evals += 1
             if self.ctx.is_main:
@@ -273,6 +307,7 @@ class Trainer:
             },
             "epoch": self.epoch,
             "best_score": self.best_score,
+            "best_tiebreak": self.best_tiebreak,
             "best_epoch": self.best_epoch,
             "bad_evals": self.bad_evals,
         }
@@ -289,6 +324,7 @@ class Trainer:
         self.sampler_rng.set_state(state["rng"]["sampler"])
         self.loss_rng.set_state(state["rng"]["loss"])
         self.epoch, self.best_score = state["epoch"], state["best_score"]
+        self.best_tiebreak = state.get("best_tiebreak", -math.inf)  # checkpoints before the tie rule
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
         _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
         last, best = self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt"

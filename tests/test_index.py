@@ -140,6 +140,20 @@ def test_identical_videos_return_first_indices():
     assert found.indices.tolist() == [[0, 1, 2, 3, 4]] * 2
 
 
+def test_ties_across_availability_groups_rank_lower_index_first():
+    # Even videos have both experts, odd ones only "a"; every per-expert product is 1.5, so
+    # every score is 1.5 whatever the pattern: the top 4 are videos 0..3 for both queries,
+    # although each group alone would give (0, 2, 4, ...) and (1, 3, 5, ...).
+    available = torch.ones(8, 2, dtype=torch.bool)
+    available[1::2, 1] = False
+    index = VideoIndex(
+        [str(i) for i in range(8)], ["a", "b"], torch.full((8, 2, 3), 0.5), available
+    )
+    found = index.search(torch.ones(2, 2, 3), torch.zeros(2, 2), k=4)
+    assert found.indices.tolist() == [[0, 1, 2, 3]] * 2
+    torch.testing.assert_close(found.scores, torch.full((2, 4), 1.5))
+
+
 def test_faiss_search_gives_the_same_ranking(encoded):
     pytest.importorskip("faiss")
     videos, available, text, logits, _, experts = encoded
@@ -260,9 +274,7 @@ def test_dataset_with_other_expert_dims_is_rejected(tmp_path):
     folder = write_dataset(tmp_path / "d", {**EXPERTS, "scene": ExpertInfo(7)})
     vocab = build_vocabulary(folder, ["en"])
     with pytest.raises(LayoutError, match="'scene'"):
-        load_or_build(
-            small_model(vocab_size=len(vocab)), folder, cache_dir=tmp_path / "cache"
-        )
+        load_or_build(small_model(vocab_size=len(vocab)), folder, cache_dir=tmp_path / "cache")
 
 
 # ------------------------------------------------------------ two-stage search

@@ -118,6 +118,75 @@ def test_ranks_match_loop_reference_on_tied_matrices(k, masked, monkeypatch):
             np.testing.assert_array_equal(got[~np.isnan(got)], expected[direction])
 
 
+# Duplicate captions: captions 0 and 1 have the same text, so the same similarity row.
+DUPLICATE_SIMS = np.array(
+    [
+        [0.9, 0.2, 0.1],  # video 0's caption
+        [0.9, 0.2, 0.1],  # video 1's caption, the same text as video 0's
+        [0.3, 0.4, 0.8],  # video 2's caption
+    ],
+    dtype=np.float32,
+)
+
+
+def test_duplicate_captions_share_first_place_and_are_no_recall_at_1():
+    # t2v: row 0 gt 0.9 -> 0; row 1 gt 0.2, one greater (0.9) -> 1; row 2 gt 0.8 -> 0.
+    np.testing.assert_array_equal(metrics.query_ranks(DUPLICATE_SIMS, direction="t2v"), [0, 1, 0])
+    # v2t: column 0 [0.9, 0.9, 0.3]: video 0's 0.9 ties with the duplicate -> (0 + 1)/2 = 0.5;
+    # column 1 [0.2, 0.2, 0.4]: one greater, one tie -> 1.5; column 2 [0.1, 0.1, 0.8] -> 0.
+    np.testing.assert_array_equal(
+        metrics.query_ranks(DUPLICATE_SIMS, direction="v2t"), [0.5, 1.5, 0]
+    )
+    m = metrics.retrieval_metrics(DUPLICATE_SIMS, direction="v2t")
+    # A shared first place (rank 0.5) is no R@1 hit (CE's cols2metrics counts rank == 0):
+    # R1 = 1/3, not 2/3; R5 = 100; MdR = 0.5 + 1; MnR = 2/3 + 1.
+    assert m["R1"] == pytest.approx(100 / 3)
+    assert m["R5"] == 100.0
+    assert m["MdR"] == 1.5 and m["MnR"] == pytest.approx(5 / 3)
+    assert m["geometric_mean"] == pytest.approx((100 / 3 * 100 * 100) ** (1 / 3))
+
+
+def loop_cols2metrics(ranks):
+    """Collaborative Experts' ``cols2metrics`` as a plain loop over 0-based ranks."""
+    counts = {"R1": 0, "R5": 0, "R10": 0, "R50": 0}
+    for r in ranks:
+        counts["R1"] += r == 0
+        for k in (5, 10, 50):
+            counts[f"R{k}"] += r < k
+    out = {name: 100 * count / len(ranks) for name, count in counts.items()}
+    ordered = sorted(ranks)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    out["MdR"], out["MnR"] = median + 1, sum(ranks) / len(ranks) + 1
+    product = out["R1"] * out["R5"] * out["R10"]
+    out["geometric_mean"] = product ** (1 / 3)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_metrics_from_ranks_match_a_loop_over_cols2metrics(seed):
+    ranks = np.random.default_rng(seed).integers(0, 120, 301) / 2  # tie-averaged: halves too
+    ranks[:7] = [0, 0.5, 0.5, 1, 4.5, 9.5, 49.5]  # the boundaries of every cut
+    got, expected = metrics.metrics_from_ranks(ranks), loop_cols2metrics(list(ranks))
+    assert got == pytest.approx(expected, rel=1e-12)
+    for k in (1, 5, 10, 50):  # the percentages are CE's floats exactly (outputs equal)
+        assert got[f"R{k}"] == expected[f"R{k}"]
+
+
+def test_nan_is_found_by_the_row_sums_and_infinities_are_not_nan():
+    sims = np.eye(4, dtype=np.float32)
+    sims[2, 3] = np.inf
+    sims[3, 0] = -np.inf
+    sims[3, 1] = np.inf  # inf + -inf sums to NaN: the row is searched, and holds no NaN
+    assert metrics.query_ranks(sims, direction="t2v")[2] == 1  # the inf outranks the 1
+    for direction in ("t2v", "v2t"):
+        metrics.retrieval_metrics(sims, direction=direction)
+    sims[1, 2] = np.nan
+    for direction in ("t2v", "v2t"):
+        with pytest.raises(ValueError, match="NaN at row 1, column 2"):
+            metrics.retrieval_metrics(sims, direction=direction)
+
+
 def test_torch_input_equals_numpy_input():
     t = torch.tensor(HAND_SIMS)
     for direction in ("t2v", "v2t"):
@@ -250,8 +319,9 @@ def loop_ndcg_map(sims, rel, binary=False):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("sparsity", [0.5, 0.95])  # 0.95: nDCG takes the partial-sort path
-def test_ndcg_map_match_loop_reference(dtype, sparsity, monkeypatch):
+@pytest.mark.parametrize("rel_dtype", [np.float32, np.float64])  # float32 both: the key path
+@pytest.mark.parametrize("sparsity", [0.5, 0.95])
+def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, monkeypatch):
     rng = np.random.default_rng(1)
     sims = rng.integers(-3, 3, size=(40, 60)).astype(dtype)  # many ties
     sims[0, :4] = [-0.0, 0.0, -0.0, 0.0]  # -0.0 == 0.0 must tie (lower column first)
@@ -261,6 +331,7 @@ def test_ndcg_map_match_loop_reference(dtype, sparsity, monkeypatch):
     rel[2] = 0
     rel[3, :] = 0
     rel[3, 59] = 1  # a row needing the full depth
+    rel = rel.astype(rel_dtype)
     for block in (metrics._BLOCK, 130):  # one block; blocks of 2 rows
         monkeypatch.setattr(metrics, "_BLOCK", block)
         for binary in (False, True):
@@ -269,6 +340,27 @@ def test_ndcg_map_match_loop_reference(dtype, sparsity, monkeypatch):
             assert metrics.mean_average_precision(sims, rel, binary=binary) == pytest.approx(
                 ap, abs=1e-12
             )
+        transposed = metrics.relevance_metrics(sims.T.copy().T, rel.T.copy().T)  # Fortran order
+        assert transposed == pytest.approx(metrics.relevance_metrics(sims, rel), abs=1e-15)
+        assert metrics.relevance_metrics(sims, rel, reduction="none") == {
+            "nDCG": pytest.approx(metrics.ndcg(sims, rel, reduction="none"), abs=1e-15),
+            "mAP": pytest.approx(metrics.mean_average_precision(sims, rel, reduction="none")),
+        }
+
+
+def test_ties_with_equal_relevance_need_no_reranking_but_give_the_same_result():
+    # Row 0: every score tied, relevance equal within the tie groups that matter; row 1: a
+    # tie between different relevance values (reranked by column).
+    sims = np.array([[0.5, 0.5, 0.5, 0.1], [0.3, 0.7, 0.3, 0.3]], dtype=np.float32)
+    rel = np.array([[1, 1, 1, 0], [0.5, 0, 1, 0]], dtype=np.float32)
+    # Row 1 order: col 1 (0.7), then ties by column 0, 2, 3 -> relevance [0, 0.5, 1, 0];
+    # k = 2: DCG = 0 + 0.5/log2(3); IDCG = 1 + 0.5/log2(3). AP: relevant at position 2 with
+    # graded cumsum 1.5 -> 1.5 / 3 = 0.5. Row 0: perfect, nDCG = AP = 1.
+    nd = metrics.ndcg(sims, rel, reduction="none")
+    np.testing.assert_allclose(nd, [1.0, (0.5 / LOG2_3) / (1 + 0.5 / LOG2_3)])
+    np.testing.assert_allclose(
+        metrics.mean_average_precision(sims, rel, reduction="none"), [1, 0.5]
+    )
 
 
 # ----------------------------------------------------------------------------- languages
@@ -284,51 +376,3 @@ def test_per_language_metrics_hand_worked():
         metrics.per_language_metrics(HAND_SIMS, ["mr", "fr", "mr", "mr", "mr", "mr"], HAND_MASKS)
     with pytest.raises(ValueError, match="one per sims row"):
         metrics.per_language_metrics(HAND_SIMS, ["mr"] * 5, HAND_MASKS)
-
-
-# ----------------------------------------------------------------------------- significance
-def test_bootstrap_ci_contains_estimate_and_shrinks_with_more_queries():
-    rng = np.random.default_rng(0)
-    widths = {}
-    for n in (100, 10_000):
-        ranks = np.floor(rng.exponential(8.0, size=n))
-        for stat in ("R1", "R5", "R10", "MdR", "MnR", "geometric_mean"):
-            ci = metrics.bootstrap_ci(ranks, stat, n_resamples=500)
-            assert ci.estimate == pytest.approx(metrics.metrics_from_ranks(ranks)[stat])
-            assert ci.low <= ci.estimate <= ci.high, (n, stat, ci)
-            widths[n, stat] = ci.high - ci.low
-    for stat in ("R1", "R5", "R10", "MnR"):
-        assert widths[10_000, stat] < widths[100, stat] / 4  # ~ 1/sqrt(n): 10x narrower expected
-
-
-def test_bootstrap_ci_degenerate_seeded_and_callable():
-    ci = metrics.bootstrap_ci(np.full(50, 3.0), "MnR")
-    assert ci == (4.0, 4.0, 4.0)  # every resample is the same sample
-    v = np.random.default_rng(2).random(300)
-    assert metrics.bootstrap_ci(v, "mean", seed=5) == metrics.bootstrap_ci(
-        v, lambda x: x.mean(axis=1), seed=5
-    )
-    assert metrics.bootstrap_ci(np.r_[v, np.nan], "mean", seed=5) == metrics.bootstrap_ci(
-        v, "mean", seed=5
-    )
-    with pytest.raises(ValueError, match="unknown statistic"):
-        metrics.bootstrap_ci(v, "R3")
-
-
-def test_wilcoxon_known_case_and_zero_differences():
-    b = np.array([0, 0, 1, 2, 5, 3, 7, 4.0])
-    a = b + np.array([0, 0, 1, 2, 3, 4, 5, 6])
-    # Zeros dropped ("wilcox"); the six positive differences take ranks 1..6: W- = 0. Exact
-    # two-sided p = 2 * P(W- = 0) = 2 / 2**6 = 0.03125.
-    res = metrics.wilcoxon_ranks(a, b)
-    assert res.statistic == 0.0
-    assert res.pvalue == pytest.approx(0.03125)
-    assert (res.n_queries, res.n_nonzero) == (8, 6)
-    # Two negative differences of size 1 and 2 tie with positive ones: |d| ranks 1.5 and 3.5,
-    # W- = 1.5 + 3.5 = 5.
-    d = np.array([1, 2, 3, 4, 5, 6, -1, -2.0])
-    assert metrics.wilcoxon_ranks(d, np.zeros(8)).statistic == pytest.approx(5.0)
-    same = metrics.wilcoxon_ranks(b, b)
-    assert (same.statistic, same.pvalue, same.n_nonzero) == (0.0, 1.0, 0)
-    with pytest.raises(ValueError, match="NaN positions differ"):
-        metrics.wilcoxon_ranks([1.0, np.nan], [1.0, 2.0])

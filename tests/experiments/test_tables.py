@@ -1,4 +1,4 @@
-"""Table aggregation and the Wilcoxon pairing on hand-made results."""
+"""Table aggregation and the two Wilcoxon readings on hand-made results."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ def _row(label, seeds, t2v, v2t=None, metrics=None, ids=None):
 def _rank_metrics(ranks):
     r = ranks[~np.isnan(ranks)]
     return {
-        "R1": 100 * np.mean(r < 1),
+        "R1": 100 * np.mean(r == 0),
         "R5": 100 * np.mean(r < 5),
         "MdR": np.median(r) + 1,
         "MnR": np.mean(r) + 1,
@@ -57,24 +57,28 @@ def test_metrics_json_disagreeing_with_the_ranks_is_an_error():
         tables.summarise(_row("A", [0], [[0, 3]], metrics=metrics))
 
 
-def test_wilcoxon_pairs_by_seed_and_query():
-    # Differences a - b over (seed, query) pairs are 1, 2, 3, -4, 5, 6: T- = 4, and exactly 7 of
-    # the 64 sign patterns have a negative-rank sum <= 4, so the exact two-sided p = 14/64.
+def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
     a = _row("A", [0, 1], [[2, 3, 4], [1, 6, 7]])
-    b = _row("B", [1, 0], [[5, 1, 1], [1, 1, 1]])  # seeds stored in the other order
+    b = _row("B", [1, 0], [[5, 4, 1], [2, 2, 2]])  # seeds stored in the other order
     t = tables.compare(a, b)
-    assert (t["pairs"], t["nonzero"], t["statistic"]) == (6, 6, 4.0)
-    assert t["pvalue"] == pytest.approx(14 / 64)
+    # Per query: averages A [1.5, 4.5, 5.5], B [3.5, 3, 1.5] -> d = [-2, 1.5, 4], |d| ranks
+    # 2, 1, 3: W- = 2, W+ = 4 -> W = 2; exact two-sided p: 3 of 8 sign patterns have a
+    # negative-rank sum <= 2 ({}, {1}, {2}) -> p = 6/8. Three queries, not six seed x query pairs.
+    assert (t["queries"], t["nonzero"], t["w_per_query"]) == (3, 3, 2.0)
+    assert t["p_per_query"] == pytest.approx(0.75)
     assert t["mean_rank_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
-    # Pairing seed 0 with seed 0 matters: mispaired rows give other differences.
-    assert tables.compare(a, _row("B", [0, 1], [[5, 1, 1], [1, 1, 1]]))["statistic"] != 4.0
+    # Across seeds, paired seed with seed: MdR A [4, 7], B [3, 5] -> d = [1, 2], W = 0,
+    # p = 2 * 1/4.
+    assert (t["mdr_a"], t["mdr_b"]) == ([4.0, 7.0], [3.0, 5.0])
+    assert t["w_mdr_across_seeds"] == 0.0 and t["p_mdr_across_seeds"] == pytest.approx(0.5)
 
 
 def test_wilcoxon_uses_only_shared_seeds_and_drops_masked_queries():
     a = _row("A", [0, 1, 2], [[1, NAN, 2], [0, NAN, 0], [9, NAN, 9]])
     b = _row("B", [2, 0], [[9, NAN, 9], [2, NAN, 1]])
     t = tables.compare(a, b)
-    assert t["seeds"] == [0, 2] and t["pairs"] == 4 and t["nonzero"] == 2
+    # seeds 0 and 2: A averages [5, -, 5.5], B [5.5, -, 5] -> two nonzero differences
+    assert t["seeds"] == [0, 2] and t["queries"] == 2 and t["nonzero"] == 2
     with pytest.raises(ValueError, match="share no seed"):
         tables.compare(a, _row("C", [7], [[1, NAN, 1]]))
     with pytest.raises(ValueError, match="different test queries"):
@@ -93,11 +97,18 @@ def test_markdown_and_csv():
     text = tables.markdown(summaries, [test], "# Title")
     assert text.startswith("# Title")
     assert "| MM | 50.0 ± 23.6 [" in text and "## Video → text" in text
-    assert "| PO | MM | 6 | 2 |" in text
+    # PO averages [0, 0, 2.5], MM [0, 0.5, 3]: three queries, two nonzero differences
+    assert "| PO | MM | 3 | 2 |" in text
+    assert "W per query | p per query | MdR A by seed" in text and "paper's reading" in text
     csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2})
     assert csv_text.splitlines()[0] == "suite,row,direction,metric,mean,std,ci_low,ci_high,seeds"
     assert "s,MM,t2v,R1,50,23.5702," in csv_text
-    assert tables.tests_csv("s", [test]).splitlines()[1].startswith("s,PO,MM,t2v,6,2,")
+    header, line = tables.tests_csv("s", [test]).splitlines()
+    assert header.startswith("suite,a,b,direction,queries,nonzero,")
+    assert "p_per_query" in header and "p_mdr_across_seeds" in header
+    assert line.startswith("s,PO,MM,t2v,3,2,") and line.endswith(
+        ",1 1,2 1,0,1,0 1"
+    )  # MdR PO [1, 1], MM [2, 1]
 
 
 def test_per_query_matches_the_metrics_module():

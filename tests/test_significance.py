@@ -1,0 +1,90 @@
+"""rudder.significance: bootstrap intervals and the two Wilcoxon readings, on hand examples."""
+
+import numpy as np
+import pytest
+
+from rudder import metrics, significance
+
+
+def test_bootstrap_ci_contains_estimate_and_shrinks_with_more_queries():
+    rng = np.random.default_rng(0)
+    widths = {}
+    for n in (100, 10_000):
+        ranks = np.floor(rng.exponential(8.0, size=n))
+        for stat in ("R1", "R5", "R10", "MdR", "MnR", "geometric_mean"):
+            ci = significance.bootstrap_ci(ranks, stat, n_resamples=500)
+            assert ci.estimate == pytest.approx(metrics.metrics_from_ranks(ranks)[stat])
+            assert ci.low <= ci.estimate <= ci.high, (n, stat, ci)
+            widths[n, stat] = ci.high - ci.low
+    for stat in ("R1", "R5", "R10", "MnR"):
+        assert widths[10_000, stat] < widths[100, stat] / 4  # ~ 1/sqrt(n): 10x narrower expected
+
+
+def test_bootstrap_ci_degenerate_seeded_and_callable():
+    ci = significance.bootstrap_ci(np.full(50, 3.0), "MnR")
+    assert ci == (4.0, 4.0, 4.0)  # every resample is the same sample
+    v = np.random.default_rng(2).random(300)
+    assert significance.bootstrap_ci(v, "mean", seed=5) == significance.bootstrap_ci(
+        v, lambda x: x.mean(axis=1), seed=5
+    )
+    assert significance.bootstrap_ci(np.r_[v, np.nan], "mean", seed=5) == significance.bootstrap_ci(
+        v, "mean", seed=5
+    )
+    with pytest.raises(ValueError, match="unknown statistic"):
+        significance.bootstrap_ci(v, "R3")
+
+
+def test_wilcoxon_known_case_and_zero_differences():
+    b = np.array([0, 0, 1, 2, 5, 3, 7, 4.0])
+    a = b + np.array([0, 0, 1, 2, 3, 4, 5, 6])
+    # Zeros dropped ("wilcox"); the six positive differences take ranks 1..6: W- = 0. Exact
+    # two-sided p = 2 * P(W- = 0) = 2 / 2**6 = 0.03125.
+    res = significance.wilcoxon_ranks(a, b)
+    assert res.statistic == 0.0
+    assert res.pvalue == pytest.approx(0.03125)
+    assert (res.n_pairs, res.n_nonzero) == (8, 6)
+    # Two negative differences of size 1 and 2 tie with positive ones: |d| ranks 1.5 and 3.5,
+    # W- = 1.5 + 3.5 = 5.
+    d = np.array([1, 2, 3, 4, 5, 6, -1, -2.0])
+    assert significance.wilcoxon_ranks(d, np.zeros(8)).statistic == pytest.approx(5.0)
+    same = significance.wilcoxon_ranks(b, b)
+    assert (same.statistic, same.pvalue, same.n_nonzero) == (0.0, 1.0, 0)
+    with pytest.raises(ValueError, match="NaN positions differ"):
+        significance.wilcoxon_ranks([1.0, np.nan], [1.0, 2.0])
+
+
+def test_seed_averaged_wilcoxon_pairs_queries_not_seed_query_pairs():
+    # Two seeds, six queries and a masked seventh. Averages over seeds: A [1, 2, 3, 4, 5, 1],
+    # B [1, 1, 1, 1, 1, 6] -> d = [0, 1, 2, 3, 4, -5]; the zero is dropped, |d| ranks 1..5,
+    # W+ = 10, W- = 5 -> statistic 5. Exact two-sided p: 10 of the 32 sign patterns give
+    # W- <= 5 ({}, {1}, ..., {5}, {1,2}, {1,3}, {1,4}, {2,3}) -> p = 2 * 10/32 = 0.625.
+    nan = np.nan
+    a = np.array([[1, 2, 3, 4, 5, 0, nan], [1, 2, 3, 4, 5, 2, nan]])
+    b = np.array([[1, 1, 1, 1, 1, 6, nan], [1, 1, 1, 1, 1, 6, nan]])
+    res = significance.wilcoxon_seed_averaged(a, b)
+    assert (res.n_pairs, res.n_nonzero) == (6, 5)
+    assert res.statistic == 5.0
+    assert res.pvalue == pytest.approx(0.625)
+    pooled = significance.wilcoxon_ranks(a.reshape(-1), b.reshape(-1))  # the old reading
+    assert (pooled.n_pairs, pooled.n_nonzero) == (12, 10)
+    with pytest.raises(ValueError, match="same seeds and queries"):
+        significance.wilcoxon_seed_averaged(a, b[:1])
+
+
+def test_median_ranks_across_experiments_the_papers_reading():
+    # Per experiment, MdR = median rank + 1: A [5, 4, 6, 3], B [4, 2, 3, 7] -> d = [1, 2, 3, -4],
+    # ranks 1..4, W+ = 6, W- = 4 -> statistic 4. Exact two-sided p: 7 of 16 patterns give
+    # W- <= 4 ({}, {1}, {2}, {3}, {4}, {1,2}, {1,3}) -> p = 2 * 7/16 = 0.875.
+    a = np.array([[0, 4, 9], [3, 3, 3], [1, 5, 6], [2, 2, np.nan]])
+    b = np.array([[3, 3, 3], [0, 1, 2], [2, 2, 2], [6, 6, np.nan]])
+    out = significance.wilcoxon_median_ranks(a, b)
+    assert out.median_ranks_a == (5.0, 4.0, 6.0, 3.0)
+    assert out.median_ranks_b == (4.0, 2.0, 3.0, 7.0)
+    assert out.test.statistic == 4.0 and out.test.n_pairs == 4
+    assert out.test.pvalue == pytest.approx(0.875)
+    # Three experiments all in A's favour: the smallest two-sided p there is, 2 / 2**3.
+    best = significance.wilcoxon_median_ranks(
+        np.zeros((3, 5)), np.arange(3)[:, None] + np.ones((3, 5))
+    )
+    assert best.test.pvalue == pytest.approx(0.25)
+    assert metrics.metrics_from_ranks(a[0])["MdR"] == out.median_ranks_a[0]
