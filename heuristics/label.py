@@ -182,7 +182,9 @@ def query_statistics(
             "share_percent": {
                 "mean": float(shares[:, k].mean()) if len(queries) else 0.0,
                 **{
-                    f"p{round(100 * q)}": float(np.quantile(shares[:, k], q)) if len(queries) else 0.0
+                    f"p{round(100 * q)}": float(np.quantile(shares[:, k], q))
+                    if len(queries)
+                    else 0.0
                     for q in QUANTILES
                 },
             },
@@ -298,8 +300,7 @@ def format_statistics(stats: dict) -> str:
         )
     lines += [
         "",
-        "Per-query share of the other captions of the split, % (mean; 10th, 25th, 50th, "
-        "75th, 90th percentile):",
+        "Per-query share of the other captions of the split, %:",
         "",
         "| split | label | mean | p10 | p25 | median | p75 | p90 |",
         "|---|---|---|---|---|---|---|---|",
