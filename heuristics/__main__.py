@@ -38,7 +38,7 @@ ERRORS = (
 
 
 MODEL_DIR_HELP = (
-    "Stanza model folder, shared by train-tagger, eval-tagger, tag and label "
+    "Stanza model folder, the same for every command "
     "(default $STANZA_RESOURCES_DIR, else $RUDDER_CACHE/stanza = ~/.cache/rudder/stanza)"
 )
 

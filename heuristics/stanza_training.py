@@ -73,10 +73,10 @@ class TrainOptions:
     file, scored every ``eval_interval`` steps, is kept). Stanza's lemmatizer counts epochs;
     for the same budget on small and large treebanks it gets
     ``ceil(lemma_steps * lemma_batch_size / training words)`` epochs (``lemma_batch_size``
-    counts words). The defaults train English on 2,000 EWT sentences in about 5 minutes on
-    2 shared CPU cores; Stanza logs the loss every ``log_step`` steps. Torch runs ``threads``
-    threads: these small networks gain nothing from more, and on busy shared cores two
-    threads made each step 40 times slower (4 s instead of 0.1 s per batch).
+    counts words). The defaults train English on 2,000 EWT sentences in 4 CPU minutes (8
+    minutes wall on 2 cores shared with other jobs); Stanza logs the loss every ``log_step``
+    steps. Torch runs ``threads`` threads: these small networks gain nothing from more, and on
+    busy shared cores two threads made a step take 4 s instead of 0.1-0.3 s.
     """
 
     size: str = "small"
