@@ -109,7 +109,7 @@ class StanzaTagger:
             if path is not None and not path.is_file():
                 raise TaggerError(
                     f"{self.model_dir}: the {name} model of {lang!r} is missing ({path}); retrain with "
-                    f"`python -m heuristics train-tagger --lang {lang} ... --out {self.model_dir}`"
+                    f"`python -m heuristics train-tagger --lang {lang} ... --model-dir {self.model_dir}`"
                 )
         return paths
 
@@ -130,7 +130,7 @@ class StanzaTagger:
             raise TaggerError(
                 f"{self.model_dir}: no Stanza POS/lemma model for {lang!r} (expected {folder}/pos/default.pt "
                 f"from `python -m heuristics train-tagger --lang {lang} --train X.conllu --dev Y.conllu "
-                f"--out {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
+                f"--model-dir {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
                 f"--model-dir {self.model_dir}`)"
             )
 

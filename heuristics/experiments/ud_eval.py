@@ -89,10 +89,16 @@ def main(argv=None) -> int:
     parser.add_argument("--lang", nargs="+", default=["mr", "te", "ta", "hi", "en"])
     parser.add_argument("--size", default=TrainOptions.size)
     parser.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
+    parser.add_argument("--eval-interval", type=int, default=TrainOptions.eval_interval)
     parser.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
     parser.add_argument("--report", type=Path)
     args = parser.parse_args(argv)
-    options = TrainOptions(size=args.size, max_steps=args.max_steps, lemma_steps=args.lemma_steps)
+    options = TrainOptions(
+        size=args.size,
+        max_steps=args.max_steps,
+        eval_interval=args.eval_interval,
+        lemma_steps=args.lemma_steps,
+    )
     models = model_dir(args.model_dir)
     results = {}
     for lang in args.lang:
@@ -100,7 +106,7 @@ def main(argv=None) -> int:
         print(
             f"[{lang}] python -m heuristics train-tagger --lang {lang} --train {paths['train']} --dev {paths['dev']} "
             f"--model-dir {models} --size {options.size} --max-steps {options.max_steps} "
-            f"--lemma-steps {options.lemma_steps}",
+            f"--eval-interval {options.eval_interval} --lemma-steps {options.lemma_steps}",
             flush=True,
         )
         start = time.perf_counter()
