@@ -20,7 +20,7 @@ from heuristics.label import LabelError
 from heuristics.relations import RelationError
 from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
 from heuristics.stop_nouns import StopNounError, load_stop_nouns
-from heuristics.taggers import MODEL_INFO, TaggerError
+from heuristics.taggers import MODEL_INFO, TaggerError, model_dir
 from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
@@ -41,6 +41,12 @@ ERRORS = (
 )
 
 
+MODEL_DIR_HELP = (
+    "Stanza model folder, the same for every command "
+    "(default $STANZA_RESOURCES_DIR, else $RUDDER_CACHE/stanza = ~/.cache/rudder/stanza)"
+)
+
+
 def _write_report(path, data) -> None:
     if path is None:
         return
@@ -49,11 +55,7 @@ def _write_report(path, data) -> None:
 
 def _tagger_args(parser) -> None:
     parser.add_argument("--tagger", choices=("stanza", "lexicon"), default="stanza")
-    parser.add_argument(
-        "--model-dir",
-        type=Path,
-        help="Stanza models (default $STANZA_RESOURCES_DIR, else $RUDDER_CACHE/stanza)",
-    )
+    parser.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
     parser.add_argument(
         "--lexicon",
         type=Path,
@@ -130,9 +132,8 @@ def _annotated_captions(root):
 
 def cmd_download(args) -> int:
     from heuristics.download import download_models
-    from heuristics.taggers import default_model_dir
 
-    target = args.model_dir or default_model_dir()
+    target = model_dir(args.model_dir)
     download_models(args.lang, target, timeout=args.timeout)
     print(f"downloaded Stanza models for {' '.join(args.lang)} into {target}")
     return 0
@@ -140,17 +141,25 @@ def cmd_download(args) -> int:
 
 def cmd_train_tagger(args) -> int:
     from heuristics.stanza_training import train_tagger
-    from heuristics.taggers import default_model_dir
 
     options = TrainOptions(
         size=args.size,
         max_steps=args.max_steps,
         batch_size=args.batch_size,
+        eval_interval=args.eval_interval,
         lemma_steps=args.lemma_steps,
         seed=args.seed,
     )
-    out = args.out or default_model_dir()
-    info = train_tagger(args.lang, args.train, args.dev, out, options, verbose=args.verbose)
+    out = model_dir(args.model_dir)
+    info = train_tagger(
+        args.lang,
+        args.train,
+        args.dev,
+        out,
+        options,
+        verbose=args.verbose,
+        progress=not args.quiet,
+    )
     print(
         f"trained {args.lang} POS ({info['seconds']['pos']} s) and lemmatizer ({info['seconds']['lemma']} s) "
         f"on {info['train']['sentences']} sentences into {Path(out) / args.lang}"
@@ -173,8 +182,8 @@ def cmd_eval_tagger(args) -> int:
     from heuristics.evaluation import evaluate_tagger
     from heuristics.taggers import StanzaTagger
 
-    model_dir, lang = _model_and_lang(args.model, args.lang)
-    result = evaluate_tagger(StanzaTagger(model_dir), args.conllu, lang)
+    folder, lang = _model_and_lang(model_dir(args.model_dir), args.lang)
+    result = evaluate_tagger(StanzaTagger(folder), args.conllu, lang)
     pct = lambda x: "n/a (no gold lemmas)" if x is None else f"{100 * x:.1f}"
     print(f"{lang}: {result['sentences']} sentences, {result['words']} words")
     print(
@@ -238,6 +247,9 @@ def cmd_label(args) -> int:
         stats_queries=args.stats_queries,
         num_proc=args.num_proc,
         stop_nouns=load_stop_nouns(args.stop_nouns, not args.no_stop_nouns),
+        sample_pairs=args.sample_pairs,
+        seed=args.seed,
+        langs=args.langs,
     )
     stats = label_dataset(
         args.dataset,
@@ -303,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("download", help="fetch Stanza's official models (needs a network)")
     p.add_argument("--lang", nargs="+", required=True)
-    p.add_argument("--model-dir", type=Path)
+    p.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
     p.add_argument("--timeout", type=float, default=5.0)
     p.set_defaults(run=cmd_download)
 
@@ -311,13 +323,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", required=True)
     p.add_argument("--train", type=Path, required=True)
     p.add_argument("--dev", type=Path, required=True)
-    p.add_argument("--out", type=Path, help="model directory (default $RUDDER_CACHE/stanza)")
+    p.add_argument("--model-dir", "--out", type=Path, help=MODEL_DIR_HELP)
     p.add_argument("--size", choices=sorted(SIZES), default=TrainOptions.size)
     p.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
     p.add_argument("--batch-size", type=int, default=TrainOptions.batch_size)
+    p.add_argument(
+        "--eval-interval",
+        type=int,
+        default=TrainOptions.eval_interval,
+        help="steps between dev scores",
+    )
     p.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
     p.add_argument("--seed", type=int, default=TrainOptions.seed)
-    p.add_argument("--verbose", action="store_true", help="show Stanza's training log")
+    p.add_argument("--verbose", action="store_true", help="show Stanza's whole training log")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (steps, loss, dev)")
     p.set_defaults(run=cmd_train_tagger)
 
     p = sub.add_parser(
@@ -325,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--conllu", type=Path, required=True)
     p.add_argument(
-        "--model", type=Path, required=True, help="model directory (or its <lang> folder)"
+        "--model-dir", "--model", type=Path, help=MODEL_DIR_HELP + "; or its <lang> folder"
     )
     p.add_argument("--lang", help="needed when the directory holds several languages")
     p.add_argument("--report", type=Path, help="also write the scores as JSON")
@@ -369,6 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stats-queries", type=int, default=5000, help="queries per split for the statistics"
     )
+    p.add_argument(
+        "--langs", nargs="+", help="label only captions in these languages (default: all)"
+    )
+    p.add_argument(
+        "--sample-pairs", type=int, default=0, help="print N random labelled pairs per split"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample-pairs")
     p.add_argument("--report", type=Path, help="also write the statistics as JSON")
     p.add_argument(
         "--stop-nouns", type=Path, help="TSV lang<TAB>lemma of subject nouns not counted"

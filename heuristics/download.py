@@ -2,18 +2,18 @@
 
 The hosts Stanza downloads from (its ``resources.json`` on GitHub, the models on the
 Hugging Face Hub) are probed first with a short timeout, so a machine without a network
-gets a clear message within seconds. Models are downloaded into a temporary folder beside
-the target and moved into place only when every language has arrived.
+gets a clear message within seconds. Models are downloaded into a staging folder beside
+the target (:mod:`heuristics.staging`) and moved into place only when every language has
+arrived; an interrupted download leaves nothing.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import tempfile
 from pathlib import Path
 
+from heuristics.staging import publish, staging
 from rudder.languages import check_languages
 
 HOSTS = ("raw.githubusercontent.com", "huggingface.co")
@@ -33,7 +33,7 @@ def probe(host: str, timeout: float) -> None:
 def _offline_hint(model_dir: Path) -> str:
     return (
         "On a machine without a network, train models with `python -m heuristics train-tagger --lang LANG "
-        f"--train X.conllu --dev Y.conllu --out {model_dir}` or copy a downloaded Stanza resources folder there."
+        f"--train X.conllu --dev Y.conllu --model-dir {model_dir}` or copy a downloaded Stanza resources folder there."
     )
 
 
@@ -56,9 +56,7 @@ def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list
             ) from None
     import stanza
 
-    model_dir.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".download.", dir=model_dir))
-    try:
+    with staging(model_dir, "download") as stage:
         for lang in langs:
             try:
                 stanza.download(
@@ -70,13 +68,6 @@ def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list
                     f"{_offline_hint(model_dir)}"
                 ) from error
         for lang in langs:
-            target, old = model_dir / lang, model_dir / f".{lang}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            if target.exists():
-                os.replace(target, old)
-            os.replace(stage / lang, target)
-            shutil.rmtree(old, ignore_errors=True)
+            publish(stage / lang, model_dir / lang)
         os.replace(stage / "resources.json", model_dir / "resources.json")
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     return langs

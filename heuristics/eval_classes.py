@@ -185,7 +185,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--verb-classes", type=Path, required=True, help="EPIC verb class CSV")
     parser.add_argument("--noun-classes", type=Path, required=True, help="EPIC noun class CSV")
     parser.add_argument(
-        "--model-dir", type=Path, help="Stanza models (needed unless --method lookup)"
+        "--model-dir", type=Path, help="Stanza models (unless --method lookup): this folder, else $STANZA_RESOURCES_DIR, else ~/.cache/rudder/stanza"
     )
     parser.add_argument("--method", choices=("tagger", "lookup"), default="tagger")
     parser.add_argument(

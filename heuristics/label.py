@@ -7,7 +7,10 @@ verbs extracted (:mod:`heuristics.nouns_verbs`) and mapped to concept ids
 dataset unchanged. The statistics one tunes alpha on come from
 :func:`rudder.supervision.partial_labels` over the class sets: for each query caption of a
 split, the number of *other* captions of the split that are positive, partial or
-negative for it.
+negative for it, and the distribution of those shares over the queries. ``langs`` restricts
+labelling (and the statistics) to some languages; captions of the others keep what they had
+(nothing, when the columns are new). :func:`sample_pairs` draws labelled pairs for a reader
+to judge.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from heuristics.class_rules import ClassRules, corpus_vocabulary, extract_classes
 from heuristics.classes import ClassMap
@@ -43,6 +47,9 @@ class LabelConfig:
     num_proc: int = 1
     stop_nouns: dict = field(default_factory=default_stop_nouns)  # lang -> lemmas
     rules: ClassRules = field(default_factory=ClassRules)
+    sample_pairs: int = 0  # labelled pairs per split to print (see sample_pairs)
+    seed: int = 0
+    langs: tuple[str, ...] | None = None  # None: every language of the dataset
 
 
 def caption_tables(folder: DatasetFolder) -> dict[str, pa.Table]:
@@ -55,13 +62,13 @@ def caption_tables(folder: DatasetFolder) -> dict[str, pa.Table]:
     return tables
 
 
-def _check(split: str, table: pa.Table) -> None:
+def _check(split: str, table: pa.Table, only=None) -> None:
     ids = table.column("caption_id").to_pylist()
     langs = table.column("lang").to_pylist()
     texts = table.column("text").to_pylist()
     for i, lang in enumerate(langs):
         check_language(lang, f"captions/{split}.parquet, caption {ids[i]!r}")
-    for lang in sorted(set(langs)):
+    for lang in sorted(set(langs) & set(only or langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
         try:
             check_texts(
@@ -82,13 +89,18 @@ def annotate(
     num_proc: int = 1,
     stop_nouns=None,
     rules: ClassRules | None = None,
+    only=None,
 ) -> pa.Table:
-    """``table`` with ``nouns``, ``verbs``, ``noun_classes``, ``verb_classes`` (re)placed;
-    the class-map ``rules`` apply, and ``stop_nouns`` are left out of ``noun_classes``."""
+    """``table`` with ``nouns``, ``verbs``, ``noun_classes``, ``verb_classes`` (re)placed for the
+    captions in the languages ``only`` (default all); other captions keep their values. The
+    class-map ``rules`` apply, and ``stop_nouns`` are left out of ``noun_classes``."""
     langs = table.column("lang").to_pylist()
     texts = table.column("text").to_pylist()
-    columns = {name: [None] * len(texts) for name in LABEL_COLUMNS}
-    for lang in sorted(set(langs)):
+    columns = {
+        name: table.column(name).to_pylist() if name in table.column_names else [None] * len(texts)
+        for name in LABEL_COLUMNS
+    }
+    for lang in sorted(set(langs) & set(only or langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
         tagged = tag_texts(tagger, [texts[i] for i in rows], lang, cache=cache, num_proc=num_proc)
         vocabulary = corpus_vocabulary(tagged, lang)
@@ -118,6 +130,31 @@ def _sparse(class_lists):
     )
 
 
+def _label_rows(nouns, verbs, queries, alpha_n: float, alpha_v: float):
+    """``(len(queries), n)`` labels of the queries against every caption, self-pairs -1.
+
+    Only the class columns the queries use are densified (the heuristic reads no other), so
+    memory is ``captions x classes of these queries``."""
+    import torch
+
+    from rudder.supervision import partial_labels
+
+    parts = []
+    for matrix in (nouns, verbs):
+        cols = np.unique(matrix[queries].indices)
+        parts += [
+            torch.from_numpy(matrix[queries][:, cols].toarray()),
+            torch.from_numpy(matrix[:, cols].toarray()),
+        ]
+    labels = partial_labels(parts[0], parts[2], parts[1], parts[3], alpha_n, alpha_v)
+    labels = labels.to(torch.int16)
+    labels[torch.arange(len(queries)), torch.from_numpy(queries)] = -1
+    return labels.numpy()
+
+
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
 def query_statistics(
     noun_classes,
     verb_classes,
@@ -126,16 +163,13 @@ def query_statistics(
     max_queries: int = 5000,
     block: int = 256,
 ) -> dict:
-    """Per-query counts of positive/partial/negative *other* captions: mean and median.
+    """Per-query counts of positive/partial/negative *other* captions (mean, median) and the
+    distribution of their shares of the ``n - 1`` other captions (mean and the
+    ``QUANTILES``, numpy's linear interpolation, in percent).
 
-    Queries are all captions, or ``max_queries`` evenly spaced ones when there are more.
-    Each block of queries keeps only the class columns its queries use (the heuristic
-    reads no other column), so memory is ``captions x block classes``.
+    Queries are all captions, or ``max_queries`` evenly spaced ones when there are more,
+    labelled ``block`` at a time (:func:`_label_rows`).
     """
-    import torch
-
-    from rudder.supervision import partial_labels
-
     n = len(noun_classes)
     queries = (
         np.arange(n)
@@ -146,27 +180,51 @@ def query_statistics(
     counts = np.zeros((len(queries), 3), dtype=np.int64)
     for start in range(0, len(queries), block):
         q = queries[start : start + block]
-        parts = []
-        for matrix in (nouns, verbs):
-            cols = np.unique(matrix[q].indices)
-            parts += [
-                torch.from_numpy(matrix[q][:, cols].toarray()),
-                torch.from_numpy(matrix[:, cols].toarray()),
-            ]
-        labels = partial_labels(parts[0], parts[2], parts[1], parts[3], alpha_n, alpha_v).to(
-            torch.int16
-        )
-        labels[torch.arange(len(q)), torch.from_numpy(q)] = -1  # a caption is not its own candidate
+        labels = _label_rows(nouns, verbs, q, alpha_n, alpha_v)
         for k in range(3):
-            counts[start : start + len(q), k] = (labels == k).sum(1).numpy()
+            counts[start : start + len(q), k] = (labels == k).sum(1)
     empty = sum(1 for i in queries if not noun_classes[i] and not verb_classes[i])
     out = {"captions": n, "queries": len(queries), "queries_without_nouns_or_verbs": int(empty)}
+    shares = 100.0 * counts / max(n - 1, 1)
     for k, name in enumerate(LABEL_NAMES):
         out[name] = {
             "mean": float(counts[:, k].mean()) if len(queries) else 0.0,
             "median": float(np.median(counts[:, k])) if len(queries) else 0.0,
+            "share_percent": {
+                "mean": float(shares[:, k].mean()) if len(queries) else 0.0,
+                **{
+                    f"p{round(100 * q)}": float(np.quantile(shares[:, k], q))
+                    if len(queries)
+                    else 0.0
+                    for q in QUANTILES
+                },
+            },
         }
     return out
+
+
+def sample_pairs(
+    noun_classes, verb_classes, alpha_n: float, alpha_v: float, count: int, seed: int = 0
+) -> list[tuple[int, int, int]]:
+    """``count`` random (query, candidate, label) pairs of distinct captions, about a third
+    of each label (partial gets the remainder; a label with too few pairs leaves its share
+    to the others). Queries are drawn first (at most 500, uniformly without replacement), then
+    pairs uniformly among those queries' pairs of each label; the order is shuffled."""
+    n = len(noun_classes)
+    if count < 1 or n < 2:
+        return []
+    rng = np.random.default_rng(seed)
+    queries = np.sort(rng.choice(n, size=min(n, 500), replace=False))
+    labels = _label_rows(_sparse(noun_classes), _sparse(verb_classes), queries, alpha_n, alpha_v)
+    quota = {2: count // 3, 0: count // 3, 1: count - 2 * (count // 3)}
+    picked, short = [], 0
+    for label in (2, 0, 1):
+        rows, cols = np.nonzero(labels == label)
+        take = min(len(rows), quota[label] + short)
+        short += quota[label] - take
+        for k in rng.choice(len(rows), size=take, replace=False):
+            picked.append((int(queries[rows[k]]), int(cols[k]), label))
+    return [picked[k] for k in rng.permutation(len(picked))]
 
 
 def label_dataset(
@@ -192,39 +250,50 @@ def label_dataset(
             f"{folder.root}: captions already have {present} (manual annotations?); "
             "pass --overwrite to replace them or --dry-run to only print statistics"
         )
-    for split, table in tables.items():
-        _check(split, table)
-    labelled = {
-        split: annotate(
-            table,
-            tagger,
-            class_map,
-            config.options,
-            cache,
-            config.num_proc,
-            config.stop_nouns,
-            config.rules,
+    langs = config.langs and tuple(check_language(code, "label --langs") for code in config.langs)
+    found = {code for t in tables.values() for code in t.column("lang").to_pylist()}
+    if langs and not found & set(langs):
+        raise LabelError(
+            f"{folder.root}: no captions in {', '.join(langs)} (the dataset has {', '.join(sorted(found))})"
         )
+    for split, table in tables.items():
+        _check(split, table, langs)
+    labelled = {
+        split: annotate(table, tagger, class_map, config.options, cache, config.num_proc,
+                        config.stop_nouns, config.rules, langs)
         for split, table in tables.items()
     }
-    stats = {
-        split: query_statistics(
-            t.column("noun_classes").to_pylist(),
-            t.column("verb_classes").to_pylist(),
-            config.alpha_n,
-            config.alpha_v,
-            config.stats_queries,
-        )
-        for split, t in labelled.items()
-    }
-    for split, t in labelled.items():
-        rows = zip(t.column("lang").to_pylist(), t.column("nouns").to_pylist())
-        stats[split]["captions_with_stop_nouns"] = sum(
-            len(counted_nouns(n, lang, config.stop_nouns or {})) < len(n) for lang, n in rows
-        )
+    stats = {split: _split_statistics(t, config, langs) for split, t in labelled.items()}
     if not dry_run:
         replace_tables(folder.root, "captions", labelled)
     return stats
+
+
+def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:
+    """:func:`query_statistics` (and :func:`sample_pairs`) over the captions in ``langs``."""
+    if langs:
+        table = table.filter(pc.is_in(table.column("lang"), pa.array(langs)))
+    columns = {c: table.column(c).to_pylist() for c in ("text", "lang", *LABEL_COLUMNS)}
+    nouns, verbs = columns["noun_classes"], columns["verb_classes"]
+    out = query_statistics(nouns, verbs, config.alpha_n, config.alpha_v, config.stats_queries)
+    out["captions_with_stop_nouns"] = sum(
+        len(counted_nouns(n or [], lang, config.stop_nouns or {})) < len(n or [])
+        for lang, n in zip(columns["lang"], columns["nouns"])
+    )
+    out["sample"] = [
+        {
+            "label": LABEL_NAMES[label],
+            **{
+                f"{role}_{key}": columns[key][i]
+                for role, i in (("query", q), ("candidate", c))
+                for key in ("text", "nouns", "verbs")
+            },
+        }
+        for q, c, label in sample_pairs(
+            nouns, verbs, config.alpha_n, config.alpha_v, config.sample_pairs, config.seed
+        )
+    ]
+    return out
 
 
 def format_statistics(stats: dict) -> str:
@@ -247,4 +316,29 @@ def format_statistics(stats: dict) -> str:
         )
     stopped = {split: s.get("captions_with_stop_nouns") for split, s in stats.items()}
     lines.append(f"\ncaptions with a stop-listed subject noun (not counted): {stopped}")
+    lines += [
+        "",
+        "Per-query share of the other captions of the split, %:",
+        "",
+        "| split | label | mean | p10 | p25 | median | p75 | p90 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for split, s in stats.items():
+        for name in ("positive", "partial", "negative"):
+            share = s[name]["share_percent"]
+            cells = [share[k] for k in ("mean", "p10", "p25", "p50", "p75", "p90")]
+            lines.append(f"| {split} | {name} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
+    for split, s in stats.items():
+        if s.get("sample"):
+            lines += ["", f"Sampled pairs of {split} (query -> candidate: label; nouns / verbs):"]
+            lines += [_format_pair(k, pair) for k, pair in enumerate(s["sample"], start=1)]
     return "\n".join(lines)
+
+
+def _format_pair(k: int, pair: dict) -> str:
+    def side(role):
+        nouns = ", ".join(pair[f"{role}_nouns"] or [])
+        verbs = ", ".join(pair[f"{role}_verbs"] or [])
+        return f"{pair[f'{role}_text']!r} [{nouns} / {verbs}]"
+
+    return f"{k:2d}. {side('query')} -> {side('candidate')}: {pair['label']}"

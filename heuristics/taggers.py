@@ -23,10 +23,14 @@ MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's
 _STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Document)
 
 
-def default_model_dir() -> Path:
-    """``$STANZA_RESOURCES_DIR``, else ``$RUDDER_CACHE/stanza`` (default ``~/.cache/rudder/stanza``)."""
+def model_dir(flag=None) -> Path:
+    """The Stanza model folder every command uses (``train-tagger``, ``eval-tagger``, ``label``,
+    ``tag``, ``download``): ``flag`` (their ``--model-dir``) when given, else
+    ``$STANZA_RESOURCES_DIR``, else ``$RUDDER_CACHE/stanza`` (default ``~/.cache/rudder/stanza``)."""
+    if flag:
+        return Path(flag).expanduser()
     if os.environ.get("STANZA_RESOURCES_DIR"):
-        return Path(os.environ["STANZA_RESOURCES_DIR"])
+        return Path(os.environ["STANZA_RESOURCES_DIR"]).expanduser()
     return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder") / "stanza"
 
 
@@ -64,7 +68,7 @@ def _file_digest(paths) -> str:
 class StanzaTagger:
     """Stanza's POS tagger and lemmatizer on local models only (``download_method=None``).
 
-    ``model_dir`` (default :func:`default_model_dir`) holds either models trained by
+    ``folder`` (resolved by :func:`model_dir`) holds either models trained by
     ``python -m heuristics train-tagger`` (``<lang>/pos/default.pt``,
     ``<lang>/lemma/default.pt``, ``<lang>/rudder_tagger.json``) or Stanza's official models
     (``resources.json`` + ``<lang>/...`` from ``python -m heuristics download``). Without a
@@ -74,12 +78,14 @@ class StanzaTagger:
     its relations then drive the particle and light-verb joins.
     """
 
-    def __init__(self, model_dir=None):
-        self.model_dir = Path(model_dir) if model_dir else default_model_dir()
+    def __init__(self, folder=None):
+        self.model_dir = model_dir(folder)
         if not self.model_dir.is_dir():
             raise TaggerError(
                 f"Stanza model directory {self.model_dir} does not exist; train models into it with "
-                "`python -m heuristics train-tagger` or pass --model-dir"
+                f"`python -m heuristics train-tagger --lang LANG --train X.conllu --dev Y.conllu "
+                f"--model-dir {self.model_dir}`, or pass --model-dir (or set STANZA_RESOURCES_DIR) "
+                "to where your models are"
             )
         self._pipelines: dict = {}
         self._ids: dict = {}
@@ -103,7 +109,7 @@ class StanzaTagger:
             if path is not None and not path.is_file():
                 raise TaggerError(
                     f"{self.model_dir}: the {name} model of {lang!r} is missing ({path}); retrain with "
-                    f"`python -m heuristics train-tagger --lang {lang} ... --out {self.model_dir}`"
+                    f"`python -m heuristics train-tagger --lang {lang} ... --model-dir {self.model_dir}`"
                 )
         return paths
 
@@ -124,7 +130,7 @@ class StanzaTagger:
             raise TaggerError(
                 f"{self.model_dir}: no Stanza POS/lemma model for {lang!r} (expected {folder}/pos/default.pt "
                 f"from `python -m heuristics train-tagger --lang {lang} --train X.conllu --dev Y.conllu "
-                f"--out {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
+                f"--model-dir {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
                 f"--model-dir {self.model_dir}`)"
             )
 

@@ -1,11 +1,13 @@
 """Train and score a Stanza tagger per language on the UD treebanks in ../shared/data/ud.
 
-``python -m heuristics.experiments.ud_eval --ud ../shared/data/ud --out ~/.cache/rudder/stanza-ud``
-writes the train/dev/test files it uses under ``OUT/data`` (mr_ufal, te_mtg, ta_ttb: their
-own splits; hi_pud (test file only) and en_ewt (dev + test files, concatenated): split by
-sentence position, ``i % 10`` in 0-6 train, 7 dev, 8-9 test), trains each language with
-:func:`heuristics.stanza_training.train_tagger` into ``OUT/models`` (the same as
-``python -m heuristics train-tagger``), scores the test part with
+``python -m heuristics.experiments.ud_eval --ud ../shared/data/ud`` writes the train/dev/test
+files it uses under ``--data`` (default ``$RUDDER_CACHE/stanza-ud/data``; mr_ufal, te_mtg,
+ta_ttb: their own splits; hi_pud (test file only) and en_ewt (dev + test files,
+concatenated): split by sentence position, ``i % 10`` in 0-6 train, 7 dev, 8-9 test), trains
+each language with :func:`heuristics.stanza_training.train_tagger` into the model folder of
+every ``heuristics`` command (``--model-dir``, else ``$STANZA_RESOURCES_DIR``, else
+``~/.cache/rudder/stanza``: :func:`heuristics.taggers.model_dir`), with the
+``train-tagger`` defaults unless told otherwise, scores the test part with
 :func:`heuristics.evaluation.evaluate_tagger` (``python -m heuristics eval-tagger``), and
 prints a Markdown table; ``--report FILE`` also writes the numbers as JSON.
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 from heuristics.conllu import read_conllu, split_sentences, write_conllu
 from heuristics.evaluation import evaluate_tagger
 from heuristics.stanza_training import TrainOptions, train_tagger
-from heuristics.taggers import StanzaTagger
+from heuristics.taggers import StanzaTagger, model_dir
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
 POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}
@@ -76,35 +78,45 @@ def main(argv=None) -> int:
         "--ud", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
     )
     parser.add_argument(
-        "--out",
+        "--data",
         type=Path,
         default=Path(os.environ.get("RUDDER_CACHE", Path.home() / ".cache" / "rudder"))
-        / "stanza-ud",
+        / "stanza-ud"
+        / "data",
+        help="where the hi/en splits are written",
     )
+    parser.add_argument("--model-dir", type=Path, help="default as for python -m heuristics")
     parser.add_argument("--lang", nargs="+", default=["mr", "te", "ta", "hi", "en"])
-    parser.add_argument("--size", default="small")
+    parser.add_argument("--size", default=TrainOptions.size)
     parser.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
+    parser.add_argument("--eval-interval", type=int, default=TrainOptions.eval_interval)
     parser.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
     parser.add_argument("--report", type=Path)
     args = parser.parse_args(argv)
-    options = TrainOptions(size=args.size, max_steps=args.max_steps, lemma_steps=args.lemma_steps)
+    options = TrainOptions(
+        size=args.size,
+        max_steps=args.max_steps,
+        eval_interval=args.eval_interval,
+        lemma_steps=args.lemma_steps,
+    )
+    models = model_dir(args.model_dir)
     results = {}
     for lang in args.lang:
-        paths = write_splits(args.ud, args.out / "data", lang)
+        paths = write_splits(args.ud, args.data, lang)
         print(
             f"[{lang}] python -m heuristics train-tagger --lang {lang} --train {paths['train']} --dev {paths['dev']} "
-            f"--out {args.out / 'models'} --size {options.size} --max-steps {options.max_steps} "
-            f"--lemma-steps {options.lemma_steps}",
+            f"--model-dir {models} --size {options.size} --max-steps {options.max_steps} "
+            f"--eval-interval {options.eval_interval} --lemma-steps {options.lemma_steps}",
             flush=True,
         )
         start = time.perf_counter()
-        info = train_tagger(lang, paths["train"], paths["dev"], args.out / "models", options)
+        info = train_tagger(lang, paths["train"], paths["dev"], models, options)
         print(
             f"[{lang}] trained in {time.perf_counter() - start:.0f} s; "
-            f"python -m heuristics eval-tagger --lang {lang} --conllu {paths['test']} --model {args.out / 'models'}",
+            f"python -m heuristics eval-tagger --lang {lang} --conllu {paths['test']} --model-dir {models}",
             flush=True,
         )
-        scores = evaluate_tagger(StanzaTagger(args.out / "models"), paths["test"], lang)
+        scores = evaluate_tagger(StanzaTagger(models), paths["test"], lang)
         results[lang] = {"info": info, "scores": scores, "test": str(paths["test"])}
         print(markdown({lang: results[lang]}).splitlines()[-1], flush=True)
         if args.report:

@@ -5,7 +5,8 @@ import pytest
 
 from heuristics.__main__ import main
 from heuristics.classes import lexicon_entries, read_lexicon
-from heuristics.label import LabelConfig, label_dataset, query_statistics
+from heuristics.label import LABEL_NAMES as LABELS
+from heuristics.label import LabelConfig, label_dataset, query_statistics, sample_pairs
 from heuristics.lexicon_tagger import LexiconTagger
 from rudder.data.layout import DatasetFolder
 
@@ -22,9 +23,16 @@ def test_query_statistics_by_hand():
     verbs = [["v:cut"], ["v:cut"], ["v:fold"], []]
     s = query_statistics(nouns, verbs, 0.5, 0.5)
     # per query (positive, partial, negative): c1 (1, 1, 1), c2 (1, 1, 1), c3 (0, 2, 1), c4 (0, 0, 3)
-    assert s["positive"] == {"mean": 0.5, "median": 0.5}
-    assert s["partial"] == {"mean": 1.0, "median": 1.0}
-    assert s["negative"] == {"mean": 1.5, "median": 1.0}
+    counts = {name: {k: s[name][k] for k in ("mean", "median")} for name in s if name in LABELS}
+    assert counts["positive"] == {"mean": 0.5, "median": 0.5}
+    assert counts["partial"] == {"mean": 1.0, "median": 1.0}
+    assert counts["negative"] == {"mean": 1.5, "median": 1.0}
+    # shares of the 3 other captions: partial 1/3, 1/3, 2/3, 0 -> mean 1/3, median 1/3,
+    # p25 = 0.25 between 0 and 1/3 (numpy's linear interpolation), p90 = 1/3 + 0.7 * 1/3
+    share = s["partial"]["share_percent"]
+    assert share["mean"] == pytest.approx(100 / 3) and share["p50"] == pytest.approx(100 / 3)
+    assert share["p25"] == pytest.approx(25.0) and share["p90"] == pytest.approx(170 / 3)
+    assert s["negative"]["share_percent"]["p10"] == pytest.approx(100 / 3)
     assert s["queries"] == 4 and s["queries_without_nouns_or_verbs"] == 0
     # a subset of evenly spaced queries: 0 and 3
     s = query_statistics(nouns, verbs, 0.5, 0.5, max_queries=2)
@@ -44,7 +52,7 @@ def test_label_columns_and_statistics(tiny_dataset, lexicon_path):
     assert train["verb_classes"] == [["v:cut"], ["v:cut"], ["v:fold"], []]
     assert stats["train"]["positive"]["mean"] == 0.5 and stats["train"]["negative"]["median"] == 1.0
     # test split: c5 (card; cut) and c6 (-; fold) share nothing
-    assert stats["test"]["negative"] == {"mean": 1.0, "median": 1.0}
+    assert stats["test"]["negative"]["mean"] == stats["test"]["negative"]["median"] == 1.0
     assert set(stats) == {"train", "test"}
 
 
@@ -195,3 +203,44 @@ def test_sample_dataset_manual_classes_recovered():
     agree = sum(set(gn) == set(pn) and set(gv) == set(pv) for (gn, gv), (pn, pv) in zip(gold, pred))
     # measured: 99.3% of all the sample's captions get exactly their manual classes back
     assert agree / out.num_rows > 0.95
+
+
+def test_sample_pairs_are_labelled_as_the_heuristic_says():
+    nouns = [["n:paper"], ["n:paper"], ["n:paper", "n:card"], ["n:bottle"], ["n:card"]]
+    verbs = [["v:cut"], ["v:cut"], ["v:fold"], [], ["v:fold"]]
+
+    def by_hand(q, c):  # DESIGN.md's noun/verb heuristic, alpha_n = alpha_v = 0.5
+        overlaps = [len(set(a[q]) & set(a[c])) / len(a[q]) for a in (nouns, verbs) if a[q]]
+        if overlaps and all(o == 1 for o in overlaps):
+            return 2
+        return int(any(o >= 0.5 for o in overlaps))
+
+    pairs = sample_pairs(nouns, verbs, 0.5, 0.5, count=9, seed=3)
+    assert len(pairs) == 9 and len(set(pairs)) == 9
+    assert all(q != c and label == by_hand(q, c) for q, c, label in pairs)
+    # three of each label: the 20 ordered pairs hold 3 positive (0-1, 1-0, 4-2), 5 partial
+    # (0-2, 1-2, 2-0, 2-1, 2-4) and 12 negative
+    assert sorted(label for *_, label in pairs) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert pairs == sample_pairs(nouns, verbs, 0.5, 0.5, count=9, seed=3)  # seeded
+    # 5 of each wanted, but only 3 positives: negatives take the 2 left over
+    many = [label for *_, label in sample_pairs(nouns, verbs, 0.5, 0.5, count=15, seed=0)]
+    assert (many.count(2), many.count(0), many.count(1)) == (3, 7, 5)
+
+
+def test_langs_restricts_labels_and_statistics(tiny_dataset, lexicon_path, capsys):
+    args = ["label", "--dataset", str(tiny_dataset), "--tagger", "lexicon"]
+    args += ["--lexicon", str(lexicon_path), "--langs", "en", "--sample-pairs", "3"]
+    report = tiny_dataset.parent / "report.json"
+    assert main([*args, "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "| train | partial |" in out and "Sampled pairs of train" in out
+    train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
+    # the Hindi caption c2 is left unlabelled; the English ones are labelled
+    assert train["noun_classes"] == [["n:paper"], None, ["n:paper", "n:card"], ["n:bottle"]]
+    stats = json.loads(report.read_text())["statistics"]
+    assert stats["train"]["captions"] == 3 and len(stats["train"]["sample"]) == 3
+    # no captions in the asked language: a clear error, nothing written
+    before = files(tiny_dataset)
+    assert main([*args[:-4], "--langs", "ta", "--overwrite"]) == 2
+    assert "no captions in ta (the dataset has en, hi)" in capsys.readouterr().err
+    assert files(tiny_dataset) == before

@@ -1,6 +1,10 @@
 """Train a tiny Stanza tagger + lemmatizer, load it, tag with it and score it (~10-20 s)."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -160,6 +164,10 @@ def test_label_with_stanza(tiny_model, tmp_path, capsys):
     assert main(args) == 2
     assert "no Stanza POS/lemma model for 'hi'" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in mixed.rglob("*") if p.is_file()} == before
+    # --langs en labels the English captions with the only model there is
+    assert main([*args, "--langs", "en"]) == 0
+    mixed_train = DatasetFolder(mixed).captions("train").to_pydict()
+    assert [c is None for c in mixed_train["noun_classes"]] == [False, True, False, False]
     english = build_dataset(tmp_path / "en", [c for c in CAPTIONS if c[2] == "en"])
     args[2] = str(english)
     assert main(args) == 0
@@ -168,3 +176,52 @@ def test_label_with_stanza(tiny_model, tmp_path, capsys):
     # no class files: every class is a singleton named after its lemma
     for lemmas, classes in zip(train["nouns"], train["noun_classes"]):
         assert classes == list(dict.fromkeys(f"noun:en:{lemma.split(':')[0]}" for lemma in lemmas))
+
+
+TINY_FLAGS = ["--size", "tiny", "--max-steps", "30", "--batch-size", "10", "--eval-interval", "15"]
+
+
+def test_cli_chain_shares_one_model_folder(tiny_treebank, tmp_path, monkeypatch, capfd):
+    """train-tagger, eval-tagger and label with no folder flag all use $STANZA_RESOURCES_DIR."""
+    from .conftest import CAPTIONS, build_dataset
+
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(tmp_path / "models"))
+    train, dev = str(tiny_treebank / "train.conllu"), str(tiny_treebank / "dev.conllu")
+    args = ["train-tagger", "--lang", "en", "--train", train, "--dev", dev, *TINY_FLAGS]
+    assert main([*args, "--lemma-steps", "5"]) == 0
+    captured = capfd.readouterr()
+    assert f"into {tmp_path / 'models' / 'en'}" in captured.out
+    # progress: Stanza's step/loss and dev-score lines, and nothing else of its log
+    assert "step 15: train_loss = " in captured.err and "step 30: train_loss = " in captured.err
+    assert "not a known dataset" not in captured.err and "Dev F1 = " in captured.err
+    assert main(["eval-tagger", "--conllu", dev]) == 0
+    assert "en: 10 sentences, 30 words" in capfd.readouterr().out
+    dataset = build_dataset(tmp_path / "d", [c for c in CAPTIONS if c[2] == "en"])
+    assert main(["label", "--dataset", str(dataset), "--no-cache", "--dry-run"]) == 0
+    assert "| test | partial |" in capfd.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["en", "resources.json"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_killed_training_leaves_nothing(tiny_treebank, tmp_path, sig):
+    out = tmp_path / "models"
+    train, dev = str(tiny_treebank / "train.conllu"), str(tiny_treebank / "dev.conllu")
+    command = [sys.executable, "-m", "heuristics", "train-tagger", "--lang", "en"]
+    command += ["--train", train, "--dev", dev, "--model-dir", str(out), *TINY_FLAGS[:2]]
+    command += ["--max-steps", "100000", "--eval-interval", "100000"]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:  # wait until Stanza is training
+        if "Finished STEP" in line:
+            break
+    assert [p.name.split(".staging-")[0] for p in out.iterdir()] == [".en"]
+    process.send_signal(sig)
+    process.stderr.read()
+    assert process.wait(timeout=60) != 0
+    if sig == signal.SIGKILL:  # cannot be caught: the next start removes the leftover
+        assert len(list(out.iterdir())) == 1
+        train_tagger("en", train, dev, out, TINY, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == (
+        ["en", "resources.json"] if sig == signal.SIGKILL else []
+    )

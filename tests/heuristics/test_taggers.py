@@ -109,3 +109,17 @@ def test_stanza_tagger_without_models(tmp_path):
     (tmp_path / "models" / "mr" / "rudder_tagger.json").write_text(json.dumps({"lang": "mr"}))
     with pytest.raises(TaggerError, match=r"the lemma model of 'mr' is missing"):
         tagger.model_id("mr")
+
+
+def test_model_dir_flag_then_env_then_one_default(tmp_path, monkeypatch):
+    from heuristics.taggers import model_dir
+
+    monkeypatch.delenv("STANZA_RESOURCES_DIR", raising=False)
+    monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))
+    assert model_dir() == tmp_path / "cache" / "stanza"
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(tmp_path / "env"))
+    assert model_dir(None) == tmp_path / "env"
+    assert model_dir(tmp_path / "flag") == tmp_path / "flag"
+    assert StanzaTagger.__init__.__defaults__ == (None,)  # the tagger resolves the same way
+    (tmp_path / "env").mkdir()
+    assert StanzaTagger().model_dir == tmp_path / "env"
