@@ -14,7 +14,8 @@ read). Two methods:
   phrase starting there (so the noun instance ``cupboard:open``, "open cupboard", does not
   swallow the verb of "open cupboard"; ``--lookup-nouns-first`` gives the old behaviour).
 
-Scores (fractions; printed in percent): ``verb_class_accuracy`` (predicted verb class ==
+Scores (:func:`scores` returns fractions; the command prints percent, in its text and in its
+``--json`` object alike): ``verb_class_accuracy`` (predicted verb class ==
 gold), ``noun_set_accuracy`` (predicted noun class set == gold set), ``both_accuracy``,
 ``noun_jaccard`` (mean Jaccard of the noun class sets, 1 when both are empty).
 """
@@ -212,10 +213,11 @@ def run(args) -> int:
         rules = replace(rules, **{name: False for name in args.without if name != "all"})
         predicted = predict_tagged(tag(texts, args.model_dir, not args.no_cache), class_map, rules)
     result = scores(predicted, gold)
+    percent = {key: round(100 * value, 2) if key != "rows" else value for key, value in result.items()}
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(percent))
     else:
         print(f"{args.method}: {result['rows']} rows")
         for key in ("verb_class_accuracy", "noun_set_accuracy", "both_accuracy", "noun_jaccard"):
-            print(f"{key.replace('_', ' ')}: {100 * result[key]:.1f}%")
+            print(f"{key.replace('_', ' ')}: {percent[key]:.1f}%")
     return 0
