@@ -248,29 +248,17 @@ class DatasetWriter:
         if not self.caption_split:
             raise LayoutError("write_captions must be called before write_text_features")
         info = ExpertInfo(dim, variable_length=True)
-        feature_type = pa.list_(pa.list_(pa.float32(), dim))
-        schema = pa.schema([("caption_id", pa.string()), ("feature", feature_type)])
-        folder = self.tmp / "text_features"
-        folder.mkdir(parents=True, exist_ok=True)
-        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=False) for s in SPLITS}
-        counts = dict.fromkeys(SPLITS, 0)
-        try:
-            for caption_ids, arrays in batches:
-                caption_ids = list(caption_ids)
-                try:
-                    splits = np.asarray([self.caption_split[c] for c in caption_ids], dtype=object)
-                except KeyError as error:
-                    raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
-                column = _feature_column("text_features", caption_ids, arrays, info, feature_type)
-                table = pa.table({"caption_id": pa.array(caption_ids, pa.string()), "feature": column})
-                for split in SPLITS:
-                    part = table.filter(pa.array(splits == split))
-                    if part.num_rows:
-                        writers[split].write_table(part)
-                        counts[split] += part.num_rows
-        finally:
-            for writer in writers.values():
-                writer.close()
+
+        def splits_of(caption_ids):
+            try:
+                return [self.caption_split[c] for c in caption_ids]
+            except KeyError as error:
+                raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
+
+        counts = self._stream_by_split(
+            self.tmp / "text_features", "caption_id", pa.list_(pa.list_(pa.float32(), dim)), batches,
+            splits_of, lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
+        )
         for split, rows in counts.items():
             self.counts[("text_features", split)] = rows
         self.meta.text_features_dim = dim
@@ -286,22 +274,29 @@ class DatasetWriter:
         if info is None:
             raise LayoutError(f"expert {expert!r} is not declared in the metadata")
         item = pa.list_(pa.float32(), info.dim)
-        feature_type = pa.list_(item) if info.variable_length else item
-        schema = pa.schema([("video_id", pa.string()), ("feature", feature_type)])
-        folder = self.tmp / "features" / expert
+        counts = self._stream_by_split(
+            self.tmp / "features" / expert, "video_id", pa.list_(item) if info.variable_length else item,
+            batches, lambda ids: self._splits_of(ids, f"features.{expert}"),
+            lambda ids, features, kind: _feature_column(expert, ids, features, info, kind),
+        )
+        for split, rows in counts.items():
+            self.counts[(expert_config(expert), split)] = rows
+
+    @staticmethod
+    def _stream_by_split(folder: Path, key: str, feature_type, batches, splits_of, column_of) -> dict:
+        """Write ``(keys, values)`` batches as ``<folder>/<split>.parquet`` files with columns
+        ``key`` and ``feature`` (``column_of(keys, values, feature_type)``), each row to the
+        split ``splits_of(keys)`` names; one batch in memory at a time. Rows per split."""
+        schema = pa.schema([(key, pa.string()), ("feature", feature_type)])
         folder.mkdir(parents=True, exist_ok=True)
-        # Dictionary-encoding float vectors is slow and useless; only ids repeat.
-        writers = {
-            s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=["video_id"])
-            for s in SPLITS
-        }
+        # Dictionary-encoding float vectors is slow and useless; only ids may repeat.
+        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=[key]) for s in SPLITS}
         counts = dict.fromkeys(SPLITS, 0)
         try:
-            for video_ids, features in batches:
-                video_ids = list(video_ids)
-                splits = np.asarray(self._splits_of(video_ids, f"features.{expert}"), dtype=object)
-                column = _feature_column(expert, video_ids, features, info, feature_type)
-                table = pa.table({"video_id": pa.array(video_ids, pa.string()), "feature": column})
+            for keys, values in batches:
+                keys = list(keys)
+                splits = np.asarray(splits_of(keys), dtype=object)
+                table = pa.table({key: pa.array(keys, pa.string()), "feature": column_of(keys, values, feature_type)})
                 for split in SPLITS:
                     part = table.filter(pa.array(splits == split))
                     if part.num_rows:
@@ -310,8 +305,7 @@ class DatasetWriter:
         finally:
             for writer in writers.values():
                 writer.close()
-        for split, rows in counts.items():
-            self.counts[(expert_config(expert), split)] = rows
+        return counts
 
     def write_relations(self, relations: pa.Table) -> None:
         """Write the optional ``relations`` config (labels 0..3, see PAIR_LABELS)."""
