@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from rudder.errors import RudderError
+
 
 @dataclass
 class DistContext:
@@ -34,7 +36,7 @@ class DistContext:
         return self.world_size > 1
 
 
-class DistributedSetupError(RuntimeError):
+class DistributedSetupError(RudderError):
     """A torchrun launch that cannot work on this machine; the message says how to launch it."""
 
 

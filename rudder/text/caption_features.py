@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rudder.errors import RudderError
+
 _ALLOWED = {
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
@@ -29,7 +31,7 @@ _ALLOWED = {
 }
 
 
-class CaptionFeatureError(ValueError):
+class CaptionFeatureError(RudderError):
     """A caption-feature file that cannot be used; the message names the file."""
 
 

@@ -27,12 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from rudder.errors import RudderError
 from rudder.text.subwords import char_ngrams, fasttext_hash
 
 FASTTEXT_MAGIC = 793712314
 
 
-class WordVectorError(ValueError):
+class WordVectorError(RudderError):
     """A word-vector file that cannot be read; the message names the file and the line."""
 
 
