@@ -18,6 +18,7 @@ from pathlib import Path
 
 from heuristics.nouns_verbs import TaggedWord
 from rudder.languages import check_language
+from rudder.paths import cache_dir
 
 MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's models
 _STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Document)
@@ -31,7 +32,7 @@ def model_dir(flag=None) -> Path:
         return Path(flag).expanduser()
     if os.environ.get("STANZA_RESOURCES_DIR"):
         return Path(os.environ["STANZA_RESOURCES_DIR"]).expanduser()
-    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder") / "stanza"
+    return cache_dir("stanza")
 
 
 class TaggerError(ValueError):
@@ -228,7 +229,7 @@ class StanzaTagger:
 
 def default_cache_path() -> Path:
     """``$RUDDER_CACHE/tags.sqlite`` (default ``~/.cache/rudder/tags.sqlite``)."""
-    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder") / "tags.sqlite"
+    return cache_dir("tags.sqlite")
 
 
 class TagCache:

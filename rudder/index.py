@@ -39,6 +39,7 @@ import torch
 from rudder.checkpoints import read_plain
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
 from rudder.errors import RudderError
+from rudder.paths import cache_dir
 
 INDEX_VERSION = 1
 
@@ -391,7 +392,7 @@ def index_key(model_key: str, dataset: DatasetFolder, splits, max_frames: int) -
 
 def default_cache_dir() -> Path:
     """``$RUDDER_CACHE/index`` (default ``~/.cache/rudder/index``)."""
-    return Path(os.environ.get("RUDDER_CACHE", Path.home() / ".cache" / "rudder")) / "index"
+    return cache_dir("index")
 
 
 def present_splits(dataset: DatasetFolder) -> list[str]:

@@ -12,12 +12,12 @@ ever written.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import time
 from pathlib import Path
 
 from rudder.languages import check_language
+from rudder.paths import cache_dir
 
 DEFAULT_SERVICE = "translate.googleapis.com"
 
@@ -28,7 +28,7 @@ class TranslationUnavailable(RuntimeError):
 
 def default_cache_path() -> Path:
     """``$RUDDER_CACHE/translations.sqlite`` (default ``~/.cache/rudder``)."""
-    root = Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder")
+    root = cache_dir()
     return root / "translations.sqlite"
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from heuristics.conllu import read_conllu, split_sentences, write_conllu
 from heuristics.evaluation import evaluate_tagger
 from heuristics.stanza_training import TrainOptions, train_tagger
 from heuristics.taggers import StanzaTagger, model_dir
+from rudder.paths import cache_dir
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
 POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}
@@ -80,9 +80,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--data",
         type=Path,
-        default=Path(os.environ.get("RUDDER_CACHE", Path.home() / ".cache" / "rudder"))
-        / "stanza-ud"
-        / "data",
+        default=cache_dir("stanza-ud", "data"),
         help="where the hi/en splits are written",
     )
     parser.add_argument("--model-dir", type=Path, help="default as for python -m heuristics")

@@ -49,6 +49,7 @@ from rudder.data.sample_text import (
     render_describing,
     render_listing,
 )
+from rudder.paths import cache_dir
 
 SAMPLE_VERSION = "2.0"
 SAMPLE_SEED = 20240611
@@ -378,7 +379,7 @@ def build_sample(out_dir, overwrite: bool = False) -> Path:
 
 def cache_root() -> Path:
     """``$RUDDER_CACHE``, or ``~/.cache/rudder``."""
-    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder")
+    return cache_dir()
 
 
 def sample_dataset_path() -> Path:
