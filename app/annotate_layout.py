@@ -13,6 +13,7 @@ import json
 from functools import partial
 
 from app.annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+from rudder.optional import require
 
 LABELS = ("positive", "partial", "description", "negative")
 # Button element id -> its keys (the first one is shown on the button).
@@ -59,7 +60,7 @@ def shortcuts_markdown() -> str:
 def with_request(handler):
     """``handler`` as a Gradio event function that also receives the ``gr.Request`` (its
     last parameter, ``request``)."""
-    import gradio as gr
+    gr = require("gradio", "app")
 
     def event(*args):
         return handler(*args)
@@ -71,7 +72,7 @@ def with_request(handler):
 
 def build_annotate_tab(tab: AnnotateTab, demo) -> None:
     """Lay out the tab's components inside the current ``gr.Blocks`` and wire events."""
-    import gradio as gr
+    gr = require("gradio", "app")
 
     names = sorted(tab.collections)
     lang_choices = [("same as the query", SAME), ("any", ANY)] + [

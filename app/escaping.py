@@ -13,6 +13,8 @@ import html
 import re
 import unicodedata
 
+from rudder.optional import require
+
 MAX_QUERY_CHARS = 300
 # Markdown punctuation; "<", ">" and "&" are left to html.escape.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
@@ -32,7 +34,7 @@ def markdown_text(value) -> str:
 def user_error(message):
     """A ``gr.Error`` whose toast shows ``message`` literally (``<``, ``>``, ``&`` escaped;
     the toast puts it in element content, where quotes are harmless)."""
-    import gradio as gr
+    gr = require("gradio", "app")
 
     return gr.Error(html.escape(str(message), quote=False))
 

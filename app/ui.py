@@ -19,6 +19,7 @@ from app.results_tab import ResultsTab
 from app.search_tab import SearchTab, default_translator
 from rudder.data.layout import DatasetFolder
 from rudder.languages import SUPPORTED
+from rudder.optional import require
 
 CSS = """
 .rudder-text { font-size: 1.25rem; margin: 0.3rem 0; }
@@ -75,7 +76,7 @@ def build_app(
     ``train_langs`` are the model's training caption languages and ``check_words=False``
     turns off the out-of-vocabulary warning (for a frozen pretrained text encoder).
     """
-    import gradio as gr
+    gr = require("gradio", "app")
 
     collection = Collection(dataset, media_dir)
     engine = SearchEngine(
@@ -127,7 +128,7 @@ def launch_app(
     quiet: bool = False,
 ):
     """Serve ``demo``; only its media folder (if any) is exposed as files."""
-    import gradio as gr
+    gr = require("gradio", "app")
 
     media = getattr(demo, "rudder_media_dir", None)
     theme = gr.themes.Default(font=[gr.themes.LocalFont("IBM Plex Sans"), *FONTS])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from heuristics.staging import publish, staging
 from rudder.languages import check_languages
+from rudder.optional import require
 
 HOSTS = ("raw.githubusercontent.com", "huggingface.co")
 PROCESSORS = "tokenize,pos,lemma,depparse"
@@ -54,7 +55,7 @@ def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list
                 f"cannot reach {host} within {timeout:g} s ({error}); Stanza's models cannot be "
                 f"downloaded from here. {_offline_hint(model_dir)}"
             ) from None
-    import stanza
+    stanza = require("stanza", "heuristics")
 
     with staging(model_dir, "download") as stage:
         for lang in langs:

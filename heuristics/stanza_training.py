@@ -32,6 +32,7 @@ from heuristics.nouns_verbs import normalise
 from heuristics.staging import publish, staging
 from heuristics.taggers import MODEL_INFO
 from rudder.languages import check_language
+from rudder.optional import require
 
 # Network sizes: "tiny" for tests (seconds), "small" the default (minutes on 2 shared
 # cores); Stanza's defaults are larger still (hidden 200, char hidden 400).
@@ -252,7 +253,7 @@ def train_tagger(
 ) -> dict:
     """Train POS + lemmatizer for ``lang`` into ``out_dir/<lang>``; returns the info record."""
     level = logging.getLogger("stanza").level
-    import stanza
+    stanza = require("stanza", "heuristics")
     import torch
     from stanza.models import lemmatizer as stanza_lemmatizer
     from stanza.models import tagger as stanza_tagger

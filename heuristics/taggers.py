@@ -18,6 +18,7 @@ from pathlib import Path
 
 from heuristics.nouns_verbs import TaggedWord
 from rudder.languages import check_language
+from rudder.optional import require
 from rudder.paths import cache_dir
 
 MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's models
@@ -161,7 +162,7 @@ class StanzaTagger:
     def _pipeline(self, lang: str):
         if lang in self._pipelines:
             return self._pipelines[lang]
-        import stanza
+        stanza = require("stanza", "heuristics")
 
         self.model_id(lang)  # validates the directory
         common = {

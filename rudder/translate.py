@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from rudder.languages import check_language
+from rudder.optional import require
 from rudder.paths import cache_dir
 
 DEFAULT_SERVICE = "translate.googleapis.com"
@@ -77,8 +78,8 @@ class GoogleBackend:
         self.timeout, self.service_url = timeout, service_url or DEFAULT_SERVICE
 
     async def __aenter__(self):
+        Translator = require("googletrans", "translate").Translator
         import httpx
-        from googletrans import Translator
 
         # raise_exception=True: otherwise googletrans returns the source text on HTTP errors.
         self.client = Translator(
