@@ -40,10 +40,20 @@ def test_ensemble_sums_similarities(two_runs, tmp_path):
 
 
 @pytest.mark.parametrize("how", ["avg", "max", "hybrid"])
-def test_rank_fusion_runs(two_runs, tmp_path, how):
+def test_rank_fusion_fuses_the_runs_rankings(two_runs, tmp_path, how):
+    from rudder import fusion, metrics
+
     run0, run1, _ = two_runs
     summary = evaluate.main(["--ensemble", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)])
-    assert 0 <= summary["test"]["v2t"]["R1"] <= 100
+    singles = []
+    for i, run in enumerate((run0, run1)):
+        evaluate.main([str(run), "--output", str(tmp_path / f"{how}-{i}")])
+        singles.append(np.load(tmp_path / f"{how}-{i}" / "predictions.npz"))
+    masks = singles[0]["query_masks"]
+    expected = fusion.fuse_ranks([p["sims"] for p in singles], how, 2 if how == "hybrid" else None)
+    t2v = metrics.retrieval_metrics(expected, query_masks=masks, direction="t2v")
+    for key in ("R1", "R5", "MdR", "MnR"):
+        assert summary["test"]["t2v"][key] == pytest.approx(t2v[key])
 
 
 def test_load_run_and_errors(two_runs, tmp_path):
