@@ -206,7 +206,7 @@ class Trainer:
             gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
             for t in (text, logits, video, available)
         )
-        sims = CollaborativeExperts.similarity(text, logits, video, available)
+        sims = CollaborativeExperts.similarity(text, logits, video, available, check_values=False)
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()

@@ -122,3 +122,18 @@ def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
     assert features.shape[0] == 1 and features.shape[2] == 384 and mask.dtype == torch.bool
     again = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "eval")])
     assert again["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
+
+
+def test_the_training_step_skips_the_value_checks_that_sync_a_gpu(train_tiny, tmp_path, monkeypatch):
+    from rudder.models import CollaborativeExperts
+
+    original, seen = CollaborativeExperts.similarity, []
+
+    def recording(*args, check_values=True):
+        seen.append(check_values)
+        return original(*args, check_values=check_values)
+
+    monkeypatch.setattr(CollaborativeExperts, "similarity", staticmethod(recording))
+    train_tiny(tmp_path / "run", "--epochs", "1")
+    assert False in seen  # training steps: the loader validated the data already
+    assert True in seen  # evaluation keeps its checks
