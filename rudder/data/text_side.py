@@ -54,7 +54,7 @@ def build_text_side(folder: DatasetFolder, data, seed: int = 0) -> TextSide:
         words = [*words, *extra]
         table, found = _table(words, token_langs, sources, seed)
         summary = (
-            f"vocabulary: {len(words)} tokens ({len(extra)} from validation/test captions known to "
+            f"vocabulary: {len(words)} tokens ({len(extra)} more from captions of any split known to "
             f"the word vectors); pretrained vectors for {found} of {len(words) - 2} "
             f"({100.0 * found / max(1, len(words) - 2):.1f}%), the rest drawn at random"
         )
