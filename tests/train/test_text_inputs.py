@@ -2,12 +2,16 @@
 
 import pickle
 
+import datasets
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 
+from rudder import train
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, to_dict
-from rudder.data.layout import DatasetFolder
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, DatasetWriter
 from rudder.data.text_side import build_text_side
 from rudder.errors import RudderError
 from rudder.runs import encode_queries, load_run
@@ -88,3 +92,32 @@ def test_text_side_config_is_checked():
     apply_override(data, "data.text_encoder=bundled")
     with pytest.raises(ConfigError, match="exclude each other"):
         from_dict(data)
+
+
+def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path):
+    source = DatasetFolder(tiny_dataset)
+    meta = source.meta
+    rng = np.random.default_rng(1)
+    out = tmp_path / "with-text"
+    with DatasetWriter(out, meta, Card("Tiny", "Tiny with token features.")) as writer:
+        videos = [source.videos(s) for s in ("train", "validation", "test")]
+        writer.write_videos(pa.concat_tables(videos))
+        captions = pa.concat_tables([source.captions(s) for s in ("train", "validation", "test")])
+        writer.write_captions(captions)
+        for expert in meta.experts:
+            tables = [t for t in (source.features(expert, s) for s in ("train", "validation", "test")) if t is not None]
+            writer.write_expert(expert, [(t.column("video_id").to_pylist(), t.column("feature").to_pylist()) for t in tables])
+        ids = captions.column("caption_id").to_pylist()
+        arrays = [rng.normal(size=(int(rng.integers(1, 40)), 7)) for _ in ids]
+        writer.write_text_features(7, [(ids[:30], arrays[:30]), (ids[30:], arrays[30:])])
+    loaded = datasets.load_dataset(str(out), "text_features", split="test")
+    assert loaded.num_rows == len(source.captions("test")) and len(loaded[0]["feature"][0]) == 7
+    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"), "--epochs", "1",
+                         "--set", "data.batch_size=8", "--set", "model.shared_dim=16", "--set", "model.text_vlad_clusters=2",
+                         "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
+                         "--set", "data.audio_langs=[mr]", "--set", "data.text_encoder=dataset", "--set", "data.max_words=12"])
+    assert result["test"]["t2v"]["MdR"] >= 1
+    run = load_run(tmp_path / "run")
+    assert run.config.model.text_input_dim == 7
+    with pytest.raises(ValueError, match="cannot encode free text"):
+        encode_queries(run, ["cut the bottle"], ["en"])
