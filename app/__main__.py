@@ -12,7 +12,6 @@ import sys
 from functools import partial
 from pathlib import Path
 
-import app  # noqa: F401  (analytics and telemetry off before gradio is imported)
 
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
@@ -140,8 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     auth = parse_auth(args.auth)
     if args.export is not None:
-        from app.annotations_db import AnnotationStore
-        from app.export import export
+        from .annotations_db import AnnotationStore
+        from .export import export
 
         if not args.db.is_file():
             raise SystemExit(f"error: annotation database {args.db} does not exist")
@@ -164,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         run = load_run(checkpoint, dataset=args.dataset)
         extra = [resolve_dataset(spec) for spec in args.annotate]
-        from app.ui import build_app, launch_app
+        from .ui import build_app, launch_app
 
         print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
         demo = build_app(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.collection import Collection
-from app.escaping import html_text
-from app.search_tab import segment_text
+from .collection import Collection
+from .escaping import html_text
+from .search_tab import segment_text
 
 
 def query_html(collection: Collection, query_id: str) -> str:

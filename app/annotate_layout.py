@@ -12,7 +12,7 @@ import inspect
 import json
 from functools import partial
 
-from app.annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 from rudder.optional import require
 
 LABELS = ("positive", "partial", "description", "negative")

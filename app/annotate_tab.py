@@ -19,12 +19,12 @@ from functools import lru_cache
 
 import pandas as pd
 
-from app.annotate_html import candidate_html, other_captions_html, query_html
-from app.annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check_annotator
-from app.candidates import CandidateRanker
-from app.collection import Collection
-from app.escaping import markdown_text, user_error
-from app.export import agreement, export, relation_records
+from .annotate_html import candidate_html, other_captions_html, query_html
+from .annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check_annotator
+from .candidates import CandidateRanker
+from .collection import Collection
+from .escaping import markdown_text, user_error
+from .export import agreement, export, relation_records
 
 SAME, ANY, ALL = "same", "any", "(all datasets)"
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]

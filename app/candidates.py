@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.annotations_db import LABEL_NAMES
-from app.collection import Collection
+from .annotations_db import LABEL_NAMES
+from .collection import Collection
 from rudder.supervision import ClassIndex, partial_labels, relevance
 from rudder.text import CaptionSimilarity
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from app.collection import Collection
+from .collection import Collection
 from rudder.index import VideoIndex, load_or_build, mixture_query
 from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize

@@ -27,7 +27,7 @@ import itertools
 import json
 from pathlib import Path
 
-from app.annotations_db import LABEL_NAMES, AnnotationStore
+from .annotations_db import LABEL_NAMES, AnnotationStore
 from rudder.atomic import atomic_write_text
 
 COLUMNS = ("caption_id_a", "caption_id_b", "label", "annotator", "time", "dataset")

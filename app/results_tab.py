@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from app.escaping import markdown_text
+from .escaping import markdown_text
 
 METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
 KS = (1, 5, 10, 50)

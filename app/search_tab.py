@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from app.engine import Coverage, SearchEngine
-from app.escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
+from .engine import Coverage, SearchEngine
+from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from rudder.languages import NAMES, SUPPORTED, check_language, detect_language
 from rudder.translate import TranslationUnavailable, translate_texts
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.annotate_layout import KEYBOARD_JS, build_annotate_tab
-from app.annotate_tab import AnnotateTab
-from app.annotations_db import AnnotationStore
-from app.collection import Collection
-from app.engine import SearchEngine
-from app.escaping import markdown_text
-from app.results_tab import ResultsTab
-from app.search_tab import SearchTab, default_translator
+from .annotate_layout import KEYBOARD_JS, build_annotate_tab
+from .annotate_tab import AnnotateTab
+from .annotations_db import AnnotationStore
+from .collection import Collection
+from .engine import SearchEngine
+from .escaping import markdown_text
+from .results_tab import ResultsTab
+from .search_tab import SearchTab, default_translator
 from rudder.data.layout import DatasetFolder
 from rudder.languages import SUPPORTED
 from rudder.optional import require

@@ -5,9 +5,9 @@
 Each source module documents the release layout it reads.
 """
 
-BUILDERS = {
-    "rudder": "datasets_scripts.rudder_release",
-    "charades_sta": "datasets_scripts.charades_sta",
-    "didemo": "datasets_scripts.didemo",
-    "msrvtt": "datasets_scripts.msrvtt",
+BUILDERS = {  # module names relative to this package
+    "rudder": ".rudder_release",
+    "charades_sta": ".charades_sta",
+    "didemo": ".didemo",
+    "msrvtt": ".msrvtt",
 }

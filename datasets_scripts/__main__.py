@@ -8,8 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from datasets_scripts import BUILDERS
-from datasets_scripts.report import BuildError, Reporter
+from . import BUILDERS
+from .report import BuildError, Reporter
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
@@ -19,7 +19,7 @@ def _add_build(commands) -> None:
     build = commands.add_parser("build", help="build a dataset folder from a public release")
     sources = build.add_subparsers(dest="name", required=True, metavar="NAME")
     for name, module_name in BUILDERS.items():
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name, __package__)
         aliases = [name.replace("_", "-")] if "_" in name else []
         parser = sources.add_parser(
             name,
@@ -69,8 +69,8 @@ def _add_build(commands) -> None:
 
 
 def run_build(args, argv) -> int:
-    from datasets_scripts.build import write_dataset
-    from datasets_scripts.features import discover, read_expert_map
+    from .build import write_dataset
+    from .features import discover, read_expert_map
 
     if args.out.exists() and not args.overwrite:
         raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
@@ -100,7 +100,7 @@ def run_build(args, argv) -> int:
 
 
 def run_translate(args, argv) -> int:
-    from datasets_scripts.translate import translate_dataset
+    from .translate import translate_dataset
 
     added = translate_dataset(
         args.out,
@@ -117,7 +117,7 @@ def run_translate(args, argv) -> int:
 
 
 def run_publish(args, argv) -> int:
-    from datasets_scripts.publish import publish
+    from .publish import publish
 
     publish(
         args.out, args.repo_id, private=args.private, dry_run=args.dry_run, timeout=args.timeout
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from datasets_scripts.publish import PublishError
+    from .publish import PublishError
     from rudder.translate import TranslationUnavailable
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from datasets_scripts.cards import fields_section, make_card
-from datasets_scripts.features import FeatureSource, feature_batches, scan_source
-from datasets_scripts.report import BuildError, Reporter
+from .cards import fields_section, make_card
+from .features import FeatureSource, feature_batches, scan_source
+from .report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
     LABEL_COLUMNS,

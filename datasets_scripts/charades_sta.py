@@ -40,8 +40,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from datasets_scripts.build import CaptionRows, RawDataset, holdout_validation, read_json
-from datasets_scripts.report import BuildError, Reporter
+from .build import CaptionRows, RawDataset, holdout_validation, read_json
+from .report import BuildError, Reporter
 from rudder.data.layout import SPLITS
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")

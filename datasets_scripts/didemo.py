@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from datasets_scripts.build import CaptionRows, RawDataset, read_id_list, read_json
-from datasets_scripts.report import BuildError, Reporter
+from .build import CaptionRows, RawDataset, read_id_list, read_json
+from .report import BuildError, Reporter
 
 SEGMENT_SECONDS = 5.0
 PARTS = {"train": "train", "val": "validation", "test": "test"}

@@ -33,8 +33,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from datasets_scripts.build import CaptionRows, RawDataset, read_id_list
-from datasets_scripts.report import BuildError, Reporter
+from .build import CaptionRows, RawDataset, read_id_list
+from .report import BuildError, Reporter
 from rudder.data.layout import SPLITS
 
 JSON_FILES = ("MSRVTT_data.json", "train_val_videodatainfo.json", "test_videodatainfo.json")

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from datasets_scripts.build import CaptionRows, RawDataset, holdout_validation
-from datasets_scripts.features import FeatureSource, load_pickle
-from datasets_scripts.report import BuildError, Reporter
+from .build import CaptionRows, RawDataset, holdout_validation
+from .features import FeatureSource, load_pickle
+from .report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTION_KINDS,
     LABEL_COLUMNS,

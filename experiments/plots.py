@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from experiments.collect import RowResult
+from .collect import RowResult
 from rudder.data.batching import epoch_batches
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.suites import (
+from .suites import (
     SUITES_DIR,
     Row,
     Suite,
@@ -159,7 +159,7 @@ def plan(
         base_keys[row.label] = run_key(row_data(row, dataset), fingerprints[spec])
     settings = {}
     if tuned is not None:
-        from experiments.tune import load_tuned
+        from .tune import load_tuned
 
         settings = load_tuned(tuned, suite, base_keys)
     jobs = []
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         suite = load_suite(args.suite, args.suites_dir)
         tuned = None
         if not args.untuned and (suite.tune is not None or args.tuned is not None):
-            from experiments.tune import tuned_path
+            from .tune import tuned_path
 
             tuned = args.tuned or tuned_path(args.output, suite.name)
         jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs, tuned)
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {job.row.path}: {one_line(error)}", file=sys.stderr)
             return 2
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
-    from experiments.report import write_report
+    from .report import write_report
 
     written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
     for path in written:

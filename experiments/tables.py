@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from experiments.collect import RowResult
+from .collect import RowResult
 from rudder import metrics, significance
 
 RANK_METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR")

@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from experiments.run import Job, suite_parser, train_job
-from experiments.suites import (
+from .run import Job, suite_parser, train_job
+from .suites import (
     Row,
     Suite,
     SuiteError,

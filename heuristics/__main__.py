@@ -7,20 +7,20 @@ import json
 import sys
 from pathlib import Path
 
-from heuristics.classes import (
+from .classes import (
     ClassFileError,
     ClassMap,
     lexicon_entries,
     read_epic_classes,
     read_lexicon,
 )
-from heuristics.conllu import ConlluError
-from heuristics.download import DownloadError
-from heuristics.label import LabelError
-from heuristics.relations import RelationError
-from heuristics.stanza_training import SIZES, TrainingError, TrainOptions
-from heuristics.stop_nouns import StopNounError, load_stop_nouns
-from heuristics.taggers import MODEL_INFO, TaggerError, model_dir
+from .conllu import ConlluError
+from .download import DownloadError
+from .label import LabelError
+from .relations import RelationError
+from .stanza_training import SIZES, TrainingError, TrainOptions
+from .stop_nouns import StopNounError, load_stop_nouns
+from .taggers import MODEL_INFO, TaggerError, model_dir
 from rudder.atomic import atomic_write_text
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
@@ -75,7 +75,7 @@ def _tagger_args(parser) -> None:
 
 
 def _options(args):
-    from heuristics.nouns_verbs import ExtractionOptions
+    from .nouns_verbs import ExtractionOptions
 
     return ExtractionOptions(
         phrasal_verbs=not args.no_phrasal_verbs,
@@ -96,8 +96,8 @@ def _class_map(args) -> ClassMap:
 
 
 def _build_tagger(args, captions=()):
-    from heuristics.lexicon_tagger import LexiconTagger
-    from heuristics.taggers import StanzaTagger
+    from .lexicon_tagger import LexiconTagger
+    from .taggers import StanzaTagger
 
     if args.tagger == "stanza":
         return StanzaTagger(args.model_dir)
@@ -112,14 +112,14 @@ def _build_tagger(args, captions=()):
 
 
 def _cache(args):
-    from heuristics.taggers import TagCache
+    from .taggers import TagCache
 
     return None if args.no_cache else TagCache(args.cache)
 
 
 def _annotated_captions(root):
     """(lang, text, nouns, verbs) of captions with manual nouns/verbs, for the lexicon tagger."""
-    from heuristics.label import caption_tables
+    from .label import caption_tables
     from rudder.data.layout import DatasetFolder
 
     rows = []
@@ -131,7 +131,7 @@ def _annotated_captions(root):
 
 
 def cmd_download(args) -> int:
-    from heuristics.download import download_models
+    from .download import download_models
 
     target = model_dir(args.model_dir)
     download_models(args.lang, target, timeout=args.timeout)
@@ -140,7 +140,7 @@ def cmd_download(args) -> int:
 
 
 def cmd_train_tagger(args) -> int:
-    from heuristics.stanza_training import train_tagger
+    from .stanza_training import train_tagger
 
     options = TrainOptions(
         size=args.size,
@@ -179,8 +179,8 @@ def _model_and_lang(model: Path, lang: str | None) -> tuple[Path, str]:
 
 
 def cmd_eval_tagger(args) -> int:
-    from heuristics.evaluation import evaluate_tagger
-    from heuristics.taggers import StanzaTagger
+    from .evaluation import evaluate_tagger
+    from .taggers import StanzaTagger
 
     folder, lang = _model_and_lang(model_dir(args.model_dir), args.lang)
     result = evaluate_tagger(StanzaTagger(folder), args.conllu, lang)
@@ -200,8 +200,8 @@ def cmd_eval_tagger(args) -> int:
 
 
 def cmd_tag(args) -> int:
-    from heuristics.class_rules import extract_classes
-    from heuristics.taggers import tag_texts
+    from .class_rules import extract_classes
+    from .taggers import tag_texts
 
     texts = list(args.text)
     if args.input:
@@ -235,7 +235,7 @@ def cmd_tag(args) -> int:
 
 
 def cmd_label(args) -> int:
-    from heuristics.label import LabelConfig, format_statistics, label_dataset
+    from .label import LabelConfig, format_statistics, label_dataset
 
     tagger = _build_tagger(
         args, _annotated_captions(args.dataset) if args.tagger == "lexicon" else ()
@@ -280,7 +280,7 @@ def cmd_label(args) -> int:
 
 
 def cmd_video_relations(args) -> int:
-    from heuristics.relations import (
+    from .relations import (
         VIDEO_ANNOTATOR,
         read_video_sets,
         video_relations,
@@ -299,7 +299,7 @@ def cmd_video_relations(args) -> int:
 
 
 def cmd_import_relations(args) -> int:
-    from heuristics.relations import caption_ids, read_manual, write_relations
+    from .relations import caption_ids, read_manual, write_relations
 
     table = read_manual(args.files, caption_ids(args.dataset), args.annotator)
     print(f"{table.num_rows} manual relations read from {len(args.files)} file(s)")
@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tagger_args(p)
     p.set_defaults(run=cmd_label)
 
-    from heuristics import eval_classes
+    from . import eval_classes
 
     p = sub.add_parser(
         "eval-classes", help="verb/noun class accuracy of extraction on EPIC-format sentences"

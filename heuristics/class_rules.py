@@ -52,14 +52,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from functools import cache
 
-from heuristics.nouns_verbs import (
+from .nouns_verbs import (
     NOUN_UPOS,
     PARTICLES,
     ExtractionOptions,
     extract,
     normalise,
 )
-from heuristics.stop_nouns import default_stop_nouns
+from .stop_nouns import default_stop_nouns
 
 CLAUSE_OPENERS = frozenset(["then"])
 NOMINAL_CONTEXT = ("DET", "ADP", "AUX")

@@ -26,7 +26,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from heuristics.nouns_verbs import normalise
+from .nouns_verbs import normalise
 from rudder.languages import check_language
 
 POS = ("noun", "verb")

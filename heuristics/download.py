@@ -13,7 +13,7 @@ import os
 import socket
 from pathlib import Path
 
-from heuristics.staging import publish, staging
+from .staging import publish, staging
 from rudder.languages import check_languages
 from rudder.optional import require
 

@@ -28,13 +28,13 @@ import json
 from dataclasses import fields, replace
 from pathlib import Path
 
-from heuristics.class_rules import (
+from .class_rules import (
     ClassRules,
     corpus_vocabulary,
     extract_classes,
     main_verb_class,
 )
-from heuristics.classes import ClassFileError, read_epic_classes
+from .classes import ClassFileError, read_epic_classes
 
 COLUMNS = ("narration_id", "narration", "verb_class", "noun_classes")
 
@@ -165,7 +165,7 @@ def load_classes(noun_csv, verb_csv):
 
 
 def tag(texts, model_dir, cache=True):
-    from heuristics.taggers import StanzaTagger, TagCache, tag_texts
+    from .taggers import StanzaTagger, TagCache, tag_texts
 
     tagger = StanzaTagger(model_dir)
     return tag_texts(tagger, texts, "en", cache=TagCache() if cache else None)

@@ -13,9 +13,9 @@ lemma scores.
 
 from __future__ import annotations
 
-from heuristics.conllu import read_conllu
-from heuristics.nouns_verbs import NOUN_UPOS, normalise
-from heuristics.stanza_training import prepare_treebank
+from .conllu import read_conllu
+from .nouns_verbs import NOUN_UPOS, normalise
+from .stanza_training import prepare_treebank
 
 
 def _prf(tp: int, predicted: int, gold: int) -> tuple[float, float, float]:

@@ -21,11 +21,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from heuristics.class_rules import ClassRules, corpus_vocabulary, extract_classes
-from heuristics.classes import ClassMap
-from heuristics.nouns_verbs import ExtractionOptions
-from heuristics.stop_nouns import counted_nouns, default_stop_nouns
-from heuristics.taggers import TaggerError, check_texts, tag_texts
+from .class_rules import ClassRules, corpus_vocabulary, extract_classes
+from .classes import ClassMap
+from .nouns_verbs import ExtractionOptions
+from .stop_nouns import counted_nouns, default_stop_nouns
+from .taggers import TaggerError, check_texts, tag_texts
 from rudder.data.layout import LABEL_COLUMNS, SPLITS, DatasetFolder, replace_tables
 from rudder.languages import check_language
 

@@ -8,8 +8,8 @@ import os
 from collections import Counter
 from typing import ClassVar
 
-from heuristics.nouns_verbs import TaggedWord, normalise
-from heuristics.taggers import tokenize_all
+from .nouns_verbs import TaggedWord, normalise
+from .taggers import tokenize_all
 from rudder.languages import check_language
 
 

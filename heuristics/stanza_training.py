@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from heuristics.conllu import read_conllu, surface_sentence, write_conllu
-from heuristics.nouns_verbs import normalise
-from heuristics.staging import publish, staging
-from heuristics.taggers import MODEL_INFO
+from .conllu import read_conllu, surface_sentence, write_conllu
+from .nouns_verbs import normalise
+from .staging import publish, staging
+from .taggers import MODEL_INFO
 from rudder.languages import check_language
 from rudder.optional import require
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heuristics.nouns_verbs import normalise
+from .nouns_verbs import normalise
 from rudder.languages import check_language
 
 # The actors of caption corpora: person and its everyday synonyms, people, and the

@@ -16,7 +16,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from heuristics.nouns_verbs import TaggedWord
+from .nouns_verbs import TaggedWord
 from rudder.languages import check_language
 from rudder.optional import require
 from rudder.paths import cache_dir

@@ -132,5 +132,11 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     return summary
 
 
-if __name__ == "__main__":
+
+def cli() -> None:
+    """The ``rudder-evaluate`` console script: :func:`main` with its return value dropped (exit status 0)."""
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -214,5 +214,11 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-if __name__ == "__main__":
+
+def cli() -> None:
+    """The ``rudder-train`` console script: :func:`main` with its return value dropped (exit status 0)."""
     main()
+
+
+if __name__ == "__main__":
+    cli()

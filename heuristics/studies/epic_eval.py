@@ -1,6 +1,6 @@
 """EPIC-KITCHENS-100 extraction experiment: baseline, rules, ablation and held-out halves.
 
-``python -m heuristics.experiments.epic_eval --model-dir DIR [--report F.json]`` scores, on
+``python -m heuristics.studies.epic_eval --model-dir DIR [--report F.json]`` scores, on
 ``EPIC_100_retrieval_train_sentence.csv`` with the two class CSVs (see
 :mod:`heuristics.eval_classes` for the methods and scores):
 
@@ -19,8 +19,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from heuristics.class_rules import ClassRules
-from heuristics.eval_classes import (
+from ..class_rules import ClassRules
+from ..eval_classes import (
     RULE_NAMES,
     load_classes,
     predict_lookup,
@@ -40,7 +40,7 @@ def _participant(narration_id: str) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m heuristics.experiments.epic_eval",
+        prog="python -m heuristics.studies.epic_eval",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,6 +1,6 @@
 """Charades-STA captions: partial-label statistics with and without the subject stop-list.
 
-``python -m heuristics.experiments.charades_stats --model-dir DIR [--file F]`` tags the
+``python -m heuristics.studies.charades_stats --model-dir DIR [--file F]`` tags the
 captions of ``charades_sta_test.txt`` (``VIDEOID start end##sentence``) with the English
 Stanza tagger, extracts nouns and verbs with the rules of :mod:`heuristics.class_rules`
 (no class map: every lemma is its own class; the not-a-word lemma fallback on), and prints
@@ -15,17 +15,17 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from heuristics.class_rules import corpus_vocabulary, extract_classes, word_lemmas
-from heuristics.classes import ClassMap
-from heuristics.label import format_statistics, query_statistics
-from heuristics.stop_nouns import counted_nouns, default_stop_nouns
-from heuristics.taggers import StanzaTagger, TagCache, tag_texts
+from ..class_rules import corpus_vocabulary, extract_classes, word_lemmas
+from ..classes import ClassMap
+from ..label import format_statistics, query_statistics
+from ..stop_nouns import counted_nouns, default_stop_nouns
+from ..taggers import StanzaTagger, TagCache, tag_texts
 
 FILE = Path(__file__).resolve().parents[3] / "shared/data/charades_sta/charades_sta_test.txt"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.experiments.charades_stats")
+    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.charades_stats")
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--file", type=Path, default=FILE)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Effect of the not-a-word lemma fallback (:func:`heuristics.class_rules.word_lemmas`) on UD.
 
-``python -m heuristics.experiments.lemma_eval --model-dir DIR --conllu F.conllu`` tags the
+``python -m heuristics.studies.lemma_eval --model-dir DIR --conllu F.conllu`` tags the
 gold tokens of an English treebank (converted as for training,
 :func:`heuristics.stanza_training.prepare_treebank`) and scores the lemmas of the words the
 tagger calls VERB or NOUN/PROPN against the gold lemmas, with the tagger's lemmas and with
@@ -14,15 +14,15 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from heuristics.class_rules import corpus_vocabulary, word_lemmas
-from heuristics.conllu import read_conllu
-from heuristics.nouns_verbs import NOUN_UPOS, normalise
-from heuristics.stanza_training import prepare_treebank
-from heuristics.taggers import StanzaTagger
+from ..class_rules import corpus_vocabulary, word_lemmas
+from ..conllu import read_conllu
+from ..nouns_verbs import NOUN_UPOS, normalise
+from ..stanza_training import prepare_treebank
+from ..taggers import StanzaTagger
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.experiments.lemma_eval")
+    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.lemma_eval")
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--conllu", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Train and score a Stanza tagger per language on the UD treebanks in ../shared/data/ud.
 
-``python -m heuristics.experiments.ud_eval --ud ../shared/data/ud`` writes the train/dev/test
+``python -m heuristics.studies.ud_eval --ud ../shared/data/ud`` writes the train/dev/test
 files it uses under ``--data`` (default ``$RUDDER_CACHE/stanza-ud/data``; mr_ufal, te_mtg,
 ta_ttb: their own splits; hi_pud (test file only) and en_ewt (dev + test files,
 concatenated): split by sentence position, ``i % 10`` in 0-6 train, 7 dev, 8-9 test), trains
@@ -19,10 +19,10 @@ import json
 import time
 from pathlib import Path
 
-from heuristics.conllu import read_conllu, split_sentences, write_conllu
-from heuristics.evaluation import evaluate_tagger
-from heuristics.stanza_training import TrainOptions, train_tagger
-from heuristics.taggers import StanzaTagger, model_dir
+from ..conllu import read_conllu, split_sentences, write_conllu
+from ..evaluation import evaluate_tagger
+from ..stanza_training import TrainOptions, train_tagger
+from ..taggers import StanzaTagger, model_dir
 from rudder.paths import cache_dir
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
@@ -70,7 +70,7 @@ def markdown(results: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m heuristics.experiments.ud_eval",
+        prog="python -m heuristics.studies.ud_eval",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
