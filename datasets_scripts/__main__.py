@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import BUILDERS
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .cards import fields_section, make_card
 from .features import FeatureSource, feature_batches, scan_source
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
     LABEL_COLUMNS,

@@ -41,7 +41,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .build import CaptionRows, RawDataset, holdout_validation, read_json
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import SPLITS
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")

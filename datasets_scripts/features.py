@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import EXPERT_KINDS, parse_expert
 
 # CE's feature files by model name (Liu et al., BMVC 2019, collaborative-experts data_loader/).

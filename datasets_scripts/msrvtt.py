@@ -34,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .build import CaptionRows, RawDataset, read_id_list
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import SPLITS
 
 JSON_FILES = ("MSRVTT_data.json", "train_val_videodatainfo.json", "test_videodatainfo.json")

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from .build import CaptionRows, RawDataset, holdout_validation
 from .features import FeatureSource, load_pickle
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTION_KINDS,
     LABEL_COLUMNS,

@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {job.row.path}: {one_line(error)}", file=sys.stderr)
             return 2
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
-    from .report import write_report
+    from .suite_report import write_report
 
     written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
     for path in written:

@@ -19,7 +19,7 @@ import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
 from rudder.errors import RunError, exit_on_error
-from rudder.report import results_table, seeds_table
+from rudder.results_table import results_table, seeds_table
 from rudder.runs import (
     atomic_write_text,
     check_resume_changes,

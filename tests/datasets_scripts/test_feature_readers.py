@@ -11,7 +11,7 @@ from datasets_scripts.features import (
     read_npy,
     scan_source,
 )
-from datasets_scripts.report import BuildError, Reporter
+from datasets_scripts.build_report import BuildError, Reporter
 from rudder.data.layout import DatasetFolder
 
 h5py = pytest.importorskip("h5py")
