@@ -89,8 +89,8 @@ def fuse_ranks(sims_list, method: str = "avg", q: int | None = None) -> np.ndarr
 
 
 def fuse_similarities(sims_list) -> np.ndarray:
-    """Similarity-level fusion: the element-wise sum of the models' matrices (as
-    Collaborative Experts' ensembles do; no per-model weighting or normalisation)."""
+    """Similarity-level fusion: the element-wise sum of the models' matrices (as Collaborative
+    Experts combines models; no per-model weighting or normalisation)."""
     mats = _stack(sims_list)
     out = mats[0].astype(np.float64)
     for m in mats[1:]:
