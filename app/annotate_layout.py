@@ -12,8 +12,9 @@ import inspect
 import json
 from functools import partial
 
-from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 from rudder.optional import require
+
+from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 
 LABELS = ("positive", "partial", "description", "negative")
 # Button element id -> its keys (the first one is shown on the button).

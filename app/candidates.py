@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .annotations_db import LABEL_NAMES
-from .collection import Collection
 from rudder.supervision import ClassIndex, partial_labels, relevance
 from rudder.text import CaptionSimilarity
+
+from .annotations_db import LABEL_NAMES
+from .collection import Collection
 
 
 class CandidateRanker:

@@ -18,9 +18,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .cards import fields_section, make_card
-from .features import FeatureSource, feature_batches, scan_source
-from .build_report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
     LABEL_COLUMNS,
@@ -30,6 +27,10 @@ from rudder.data.layout import (
     ExpertInfo,
 )
 from rudder.languages import SUPPORTED
+
+from .build_report import BuildError, Reporter
+from .cards import fields_section, make_card
+from .features import FeatureSource, feature_batches, scan_source
 
 LIST_TYPE = pa.list_(pa.string())
 

@@ -36,9 +36,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .build import CaptionRows, RawDataset, holdout_validation
-from .features import FeatureSource, load_pickle
-from .build_report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTION_KINDS,
     LABEL_COLUMNS,
@@ -48,6 +45,10 @@ from rudder.data.layout import (
     parse_expert,
 )
 from rudder.languages import SUPPORTED
+
+from .build import CaptionRows, RawDataset, holdout_validation
+from .build_report import BuildError, Reporter
+from .features import FeatureSource, load_pickle
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 PICKLES = {"train": "rudder_train.pkl", "test": "rudder_test.pkl"}

@@ -29,8 +29,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .collect import RowResult
 from rudder import metrics, significance
+
+from .collect import RowResult
 
 RANK_METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR")
 SCORE_METRICS = ("nDCG", "mAP")

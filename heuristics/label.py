@@ -21,13 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rudder.data.layout import LABEL_COLUMNS, SPLITS, DatasetFolder, replace_tables
+from rudder.languages import check_language
+
 from .class_rules import ClassRules, corpus_vocabulary, extract_classes
 from .classes import ClassMap
 from .nouns_verbs import ExtractionOptions
 from .stop_nouns import counted_nouns, default_stop_nouns
 from .taggers import TaggerError, check_texts, tag_texts
-from rudder.data.layout import LABEL_COLUMNS, SPLITS, DatasetFolder, replace_tables
-from rudder.languages import check_language
 
 LABEL_NAMES = ("negative", "partial", "positive")
 
