@@ -99,9 +99,10 @@ def main(argv: list[str] | None = None) -> dict:
             how = args.fusion or "sum"
             name = f"fusion-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
             return _evaluate(args, args.fuse, args.output or _default_output(args.fuse[0], args.split, name), device, how)
-        outputs = [_default_output(p, args.split, "single") for p in args.runs]
+        run_dirs = [run_of_checkpoint(find_checkpoint(p)) for p in args.runs]
+        outputs = [evaluation_dir(run_dir, args.split, "single") for run_dir in run_dirs]
         if args.output and len(args.runs) > 1:
-            outputs = [args.output / f"{i}-{out.parent.parent.name}" for i, out in enumerate(outputs)]
+            outputs = [args.output / f"{i}-{run_dir.name}" for i, run_dir in enumerate(run_dirs)]
         elif args.output:
             outputs = [args.output]
         summaries = {str(p): _evaluate(args, [p], out, device) for p, out in zip(args.runs, outputs)}
