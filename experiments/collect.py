@@ -169,7 +169,9 @@ def _check_ranks(run_dir: Path, ranks: dict, pred) -> None:
     saved = {"t2v": pred.ranks_t2v, "v2t": pred.ranks_v2t}
     for d in DIRECTIONS:
         if not np.allclose(ranks[d], saved[d], equal_nan=True):
-            raise RunError(f"{run_dir}: recomputed {d} ranks differ from its saved test predictions")
+            raise RunError(
+                f"{run_dir}: recomputed {d} ranks differ from its saved test predictions"
+            )
 
 
 def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path) -> Path:
@@ -202,7 +204,12 @@ def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path
     result, _, _, _ = evaluate_runs(member_dirs, "test", None, "cpu", method, hybrid_q)
     _check_fusion(member_dirs, method, t2v, v2t, first.query_masks, result)
     write_predictions(
-        predictions_file(out_dir, "test"), t2v, first.query_masks, first.caption_ids, first.video_ids, v2t
+        predictions_file(out_dir, "test"),
+        t2v,
+        first.query_masks,
+        first.caption_ids,
+        first.video_ids,
+        v2t,
     )
     summary = {
         "test": result,

@@ -65,7 +65,8 @@ class Job:
         (the run's saved config.yaml differs from the row's config: see :meth:`changes`)."""
         if self.changes():
             return "stale"
-        if metrics_file(self.run_dir).is_file() and predictions_file(self.run_dir, "test").is_file():
+        tested = predictions_file(self.run_dir, "test").is_file()
+        if tested and metrics_file(self.run_dir).is_file():
             return "done"
         if checkpoint_file(self.run_dir, "last").is_file():
             return "resume"

@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
     parser.add_argument("runs", nargs="*", type=Path, help="run directories or checkpoint files, each evaluated alone")
-    parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", type=Path, default=[], metavar="RUN",
-                        help="runs fused into one model (see --fusion; --ensemble is the old spelling)")
+    parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", type=Path, default=[],
+                        metavar="RUN",
+                        help="runs fused into one model (see --fusion; --ensemble: the old spelling)")
     parser.add_argument("--fusion", choices=fusion.FUSIONS,
                         help="how --fuse runs are fused (default: sum of similarities)")
     parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
@@ -78,8 +79,9 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     sims, sims_v2t = matrices[0], None
     if len(matrices) > 1:
         q = hybrid_q if how == "hybrid" else None
-        fused = fusion.fuse_directions([m.numpy() for m in matrices], data.caption_mask.numpy(), how, q)
-        sims, sims_v2t = (None if f is None else torch.as_tensor(f, dtype=torch.float32) for f in fused)
+        t2v, v2t = fusion.fuse_directions([m.numpy() for m in matrices], data.caption_mask, how, q)
+        sims = torch.as_tensor(t2v, dtype=torch.float32)
+        sims_v2t = None if v2t is None else torch.as_tensor(v2t, dtype=torch.float32)
     return split_metrics(sims, data, first.config.supervision.rho, sims_v2t), sims, sims_v2t, data
 
 
@@ -88,7 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
     several runs are evaluated one by one."""
     args = build_parser().parse_args(argv)
     if bool(args.runs) == bool(args.fuse):
-        build_parser().error("give run directories to evaluate each alone, or --fuse RUN RUN ... to fuse runs")
+        build_parser().error(
+            "give run directories to evaluate each alone, or --fuse RUN RUN ... to fuse runs")
     if args.fusion and not args.fuse:
         build_parser().error("--fusion fuses the runs of --fuse")
     if args.fuse and len(args.fuse) < 2:
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> dict:
         if args.fuse:
             how = args.fusion or "sum"
             name = f"fusion-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
-            return _evaluate(args, args.fuse, args.output or _default_output(args.fuse[0], args.split, name), device, how)
+            out = args.output or _default_output(args.fuse[0], args.split, name)
+            return _evaluate(args, args.fuse, out, device, how)
         run_dirs = [run_of_checkpoint(find_checkpoint(p)) for p in args.runs]
         outputs = [evaluation_dir(run_dir, args.split, "single") for run_dir in run_dirs]
         if args.output and len(args.runs) > 1:
@@ -118,8 +122,9 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how, args.hybrid_q)
     summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths],
                "combination": how if len(paths) > 1 else None}
+    v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
-                      data.caption_ids, data.video_ids, None if sims_v2t is None else sims_v2t.numpy())
+                      data.caption_ids, data.video_ids, v2t)
     write_metrics(out, summary)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     print(f"\nwritten to {out}")

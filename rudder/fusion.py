@@ -114,8 +114,11 @@ def fuse_directions(sims_list, query_masks, method: str = "sum", q: int | None =
         return fuse_similarities(sims_list), None
     valid = np.asarray(query_masks, dtype=bool).reshape(-1)
     mats = _stack(sims_list)
-    if len(valid) != mats[0].shape[0]:
-        raise ValueError(f"query_masks hold {len(valid)} caption slots; the matrices have {mats[0].shape[0]} rows")
+    rows = mats[0].shape[0]
+    if len(valid) != rows:
+        raise ValueError(
+            f"query_masks hold {len(valid)} caption slots; the matrices have {rows} rows"
+        )
     t2v = fuse_ranks(mats, method, q)
     v2t = np.full_like(t2v, -np.inf)
     v2t[valid] = fuse_ranks([m[valid].T for m in mats], method, q).T

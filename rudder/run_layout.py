@@ -120,7 +120,9 @@ def find_checkpoint(path) -> Path:
     for name in ("best", "last"):
         if checkpoint_file(path, name).is_file():
             return checkpoint_file(path, name)
-    raise RunError(f"{path} holds no checkpoint (expected {checkpoint_file(path)} in a run directory)")
+    raise RunError(
+        f"{path} holds no checkpoint (expected {checkpoint_file(path)} in a run directory)"
+    )
 
 
 # -- JSON, config and history --------------------------------------------------------------------
@@ -178,10 +180,13 @@ def _history_lines(path: Path) -> list[tuple[str, dict]]:
             record["epoch"]
         except (json.JSONDecodeError, TypeError, KeyError):
             if number == len(lines) and not text.endswith("\n"):
-                log.warning("%s: leaving out the torn last line (its run stopped while writing it)", path)
+                log.warning(
+                    "%s: leaving out the torn last line (its run stopped while writing it)", path
+                )
                 continue
             raise RunError(
-                f"{path}:{number}: not an evaluation record ({line[:60]!r}); delete the line and resume again"
+                f"{path}:{number}: not an evaluation record ({line[:60]!r}); "
+                "delete the line and resume again"
             ) from None
         records.append((line, record))
     return records
@@ -252,5 +257,9 @@ def read_predictions(path) -> Predictions:
         raise RunError(f"{path}: cannot read predictions ({error})") from None
     missing = [name for name in REQUIRED_ARRAYS if name not in arrays]
     if missing:
-        raise RunError(f"{path}: predictions without {missing}; evaluate the run again to rewrite them")
-    return Predictions(**{name: arrays[name] for name in (*REQUIRED_ARRAYS, "sims_v2t") if name in arrays})
+        raise RunError(
+            f"{path}: predictions without {missing}; evaluate the run again to rewrite them"
+        )
+    return Predictions(
+        **{name: arrays[name] for name in (*REQUIRED_ARRAYS, "sims_v2t") if name in arrays}
+    )

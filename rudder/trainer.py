@@ -259,7 +259,8 @@ class Trainer:
                 self._log_epoch(train_loss, result, score, improved, writer)
                 self._save("last")
                 if improved:  # the same bytes: a second name for last.pt, not a second write
-                    link_or_copy(checkpoint_file(self.run_dir, "last"), checkpoint_file(self.run_dir, "best"))
+                    link_or_copy(checkpoint_file(self.run_dir, "last"),
+                                 checkpoint_file(self.run_dir, "best"))
             barrier(self.ctx)
         if writer is not None:
             writer.close()
@@ -342,8 +343,8 @@ class Trainer:
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:
-            write_predictions(predictions_file(self.run_dir, "test"), sims.numpy(), data.caption_mask.numpy(),
-                              data.caption_ids, data.video_ids)
+            write_predictions(predictions_file(self.run_dir, "test"), sims.numpy(),
+                              data.caption_mask.numpy(), data.caption_ids, data.video_ids)
             summary = {"test": result, "best_epoch": best["epoch"], "epochs_run": self.epoch,
                        "selection": {self.config.selection: best["best_score"]}}
             write_metrics(self.run_dir, summary)

@@ -123,7 +123,9 @@ def test_fuse_directions_against_a_loop_over_queries(method, q):
     for row in range(18):
         np.testing.assert_allclose(t2v[row], fused(np.array([m[row] for m in models])))
     for video in range(6):
-        np.testing.assert_allclose(v2t[valid, video], fused(np.array([m[valid, video] for m in models])))
+        np.testing.assert_allclose(
+            v2t[valid, video], fused(np.array([m[valid, video] for m in models]))
+        )
     assert np.isneginf(v2t[~valid]).all()
 
 

@@ -29,21 +29,32 @@ def run_file_literals(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     docstrings = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+        ):
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     return [
-        f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}: {node.value!r}"
+        f"{shown}:{node.lineno}: {node.value!r}"
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        and id(node) not in docstrings and RUN_FILE.search(node.value)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and RUN_FILE.search(node.value)
     ]
 
 
 def test_only_run_layout_names_the_files_of_a_run():
-    found = [hit for package in SOURCES for path in sorted((ROOT / package).rglob("*.py"))
-             if path != OWNER for hit in run_file_literals(path)]
+    found = [
+        hit
+        for package in SOURCES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != OWNER
+        for hit in run_file_literals(path)
+    ]
     assert found == []
 
 
@@ -51,7 +62,7 @@ def test_the_check_sees_paths_and_not_prose(tmp_path):
     module = tmp_path / "m.py"
     module.write_text(
         '"""Reads metrics.json of a run."""\n'
-        'def f(run, split):\n'
+        "def f(run, split):\n"
         '    """Its checkpoints/best.pt."""\n'
         '    print("see metrics.json for the test metrics")\n'
         '    a = run / "metrics.json"\n'
@@ -59,9 +70,15 @@ def test_the_check_sees_paths_and_not_prose(tmp_path):
         '    return a, b, run.glob("**/config.yaml"), run / "predictions" / f"{split}.npz"\n'
     )
     found = run_file_literals(module)
-    assert [hit.split(": ", 1)[1] for hit in found] == ["'metrics.json'", "'/checkpoints/last.pt'",
-                                                         "'**/config.yaml'", "'predictions'"]
-    assert RUN_FILE.search(run_layout.metrics_file("x").as_posix())  # the pattern matches the real names
+    assert [hit.split(": ", 1)[1] for hit in found] == [
+        "'metrics.json'",
+        "'/checkpoints/last.pt'",
+        "'**/config.yaml'",
+        "'predictions'",
+    ]
+    assert RUN_FILE.search(
+        run_layout.metrics_file("x").as_posix()
+    )  # the pattern matches the real names
 
 
 def test_paths_of_a_run():
@@ -71,7 +88,10 @@ def test_paths_of_a_run():
     assert run_layout.metrics_file(run) == run / "metrics.json"
     assert run_layout.checkpoint_file(run, "last") == run / "checkpoints" / "last.pt"
     assert run_layout.predictions_file(run, "validation") == run / "predictions" / "validation.npz"
-    assert run_layout.evaluation_dir(run, "test", "fusion-avg") == run / "evaluations" / "test-fusion-avg"
+    assert (
+        run_layout.evaluation_dir(run, "test", "fusion-avg")
+        == run / "evaluations" / "test-fusion-avg"
+    )
     assert run_layout.run_of_checkpoint(run_layout.checkpoint_file(run)) == run
 
 
@@ -109,7 +129,8 @@ def test_predictions_round_trip_with_their_ranks(tmp_path):
     assert saved.sims_v2t is None
     v2t = np.array([[0.1, 0.5], [0.2, 0.9], [0.3, 0.1], [-np.inf, -np.inf]], dtype=np.float32)
     both = run_layout.read_predictions(
-        run_layout.write_predictions(tmp_path / "q.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS, v2t))
+        run_layout.write_predictions(tmp_path / "q.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS, v2t)
+    )
     np.testing.assert_array_equal(both.sims_v2t, v2t)
     # v2t from its own scores: v0's column [0.1, 0.2, 0.3] ranks v0c1 second -> 1; v1's column
     # [0.5, 0.9, 0.1] ranks v1c0 third -> 2. t2v still from sims.
@@ -121,18 +142,37 @@ def test_predictions_of_earlier_versions_are_read(tmp_path):
     """The trainer's and the experiments fusion's files before run_layout: same arrays, the
     fusion's with sims_v2t."""
     ranks = {"ranks_t2v": np.array([0, 1, 0, np.nan]), "ranks_v2t": np.array([0.0, 1.0])}
-    np.savez_compressed(tmp_path / "trainer.npz", sims=SIMS, query_masks=MASKS, **ranks,
-                        video_ids=VIDEO_IDS, caption_ids=CAPTION_IDS.astype(str))
-    np.savez_compressed(tmp_path / "fusion.npz", sims=SIMS, sims_v2t=SIMS, query_masks=MASKS, **ranks,
-                        caption_ids=CAPTION_IDS, video_ids=VIDEO_IDS)
+    np.savez_compressed(
+        tmp_path / "trainer.npz",
+        sims=SIMS,
+        query_masks=MASKS,
+        **ranks,
+        video_ids=VIDEO_IDS,
+        caption_ids=CAPTION_IDS.astype(str),
+    )
+    np.savez_compressed(
+        tmp_path / "fusion.npz",
+        sims=SIMS,
+        sims_v2t=SIMS,
+        query_masks=MASKS,
+        **ranks,
+        caption_ids=CAPTION_IDS,
+        video_ids=VIDEO_IDS,
+    )
     trainer = run_layout.read_predictions(tmp_path / "trainer.npz")
     assert trainer.sims_v2t is None and list(trainer.video_ids) == ["v0", "v1"]
-    np.testing.assert_array_equal(run_layout.read_predictions(tmp_path / "fusion.npz").sims_v2t, SIMS)
+    np.testing.assert_array_equal(
+        run_layout.read_predictions(tmp_path / "fusion.npz").sims_v2t, SIMS
+    )
 
 
 def test_bad_predictions_are_named(tmp_path):
-    np.savez_compressed(tmp_path / "old.npz", sims=SIMS, query_masks=MASKS, ranks_t2v=SIMS[:, 0], ranks_v2t=SIMS[0])
-    with pytest.raises(RunError, match=r"old.npz: predictions without \['caption_ids', 'video_ids'\]"):
+    np.savez_compressed(
+        tmp_path / "old.npz", sims=SIMS, query_masks=MASKS, ranks_t2v=SIMS[:, 0], ranks_v2t=SIMS[0]
+    )
+    with pytest.raises(
+        RunError, match=r"old.npz: predictions without \['caption_ids', 'video_ids'\]"
+    ):
         run_layout.read_predictions(tmp_path / "old.npz")
     (tmp_path / "torn.npz").write_bytes(b"PK half a file")
     with pytest.raises(RunError, match="torn.npz: cannot read predictions"):
@@ -151,7 +191,8 @@ def test_history_append_read_truncate(tmp_path):
     assert [r["epoch"] for r in run_layout.read_history(tmp_path)] == [1, 2, 3]
     run_layout.truncate_history(tmp_path, 2)
     assert run_layout.history_file(tmp_path).read_text() == (
-        '{"epoch": 1, "split": "validation"}\n{"epoch": 2, "split": "validation"}\n')
+        '{"epoch": 1, "split": "validation"}\n{"epoch": 2, "split": "validation"}\n'
+    )
     path = run_layout.history_file(tmp_path)
     path.write_text("garbage\n" + path.read_text())
     with pytest.raises(RunError, match=rf"{path}:1: not an evaluation record \('garbage'\)"):
@@ -162,7 +203,9 @@ def test_config_metrics_round_trip_and_errors(tmp_path):
     run_layout.write_config(tmp_path, TrainConfig(epochs=3))
     assert run_layout.read_config(tmp_path)["epochs"] == 3
     run_layout.write_metrics(tmp_path, {"test": {"t2v": {"R1": 50.0}}})
-    assert json.loads(run_layout.metrics_file(tmp_path).read_text()) == run_layout.read_metrics(tmp_path)
+    assert json.loads(run_layout.metrics_file(tmp_path).read_text()) == run_layout.read_metrics(
+        tmp_path
+    )
     with pytest.raises(ConfigError, match=r"config file .*missing.*config.yaml does not exist"):
         run_layout.read_config(tmp_path / "missing")
     run_layout.metrics_file(tmp_path).write_text("{")

@@ -45,11 +45,13 @@ def test_fuse_sums_similarities(two_runs, tmp_path):
 def test_the_old_ensemble_flag_still_fuses(two_runs, tmp_path):
     run0, run1, _ = two_runs
     for flag in ("--fuse", "--ensemble"):
-        evaluate.main([flag, str(run0), str(run1), "--fusion", "max", "--output", str(tmp_path / flag)])
-    new, old = (read_predictions(tmp_path / flag / "predictions.npz") for flag in ("--fuse", "--ensemble"))
+        out = tmp_path / flag
+        evaluate.main([flag, str(run0), str(run1), "--fusion", "max", "--output", str(out)])
+    new, old = (read_predictions(tmp_path / f / "predictions.npz") for f in ("--fuse", "--ensemble"))
     np.testing.assert_array_equal(old.sims, new.sims)
     np.testing.assert_array_equal(old.ranks_v2t, new.ranks_v2t)
-    assert json.loads((tmp_path / "--ensemble" / "metrics.json").read_text())["combination"] == "max"
+    saved = json.loads((tmp_path / "--ensemble" / "metrics.json").read_text())
+    assert saved["combination"] == "max"
 
 
 @pytest.mark.parametrize("how", ["avg", "max", "hybrid"])
@@ -57,7 +59,8 @@ def test_rank_fusion_fuses_the_runs_rankings(two_runs, tmp_path, how):
     from rudder import fusion, metrics
 
     run0, run1, _ = two_runs
-    summary = evaluate.main(["--fuse", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)])
+    argv = ["--fuse", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)]
+    summary = evaluate.main(argv)
     singles = []
     for i, run in enumerate((run0, run1)):
         evaluate.main([str(run), "--output", str(tmp_path / f"{how}-{i}")])
@@ -101,12 +104,13 @@ def test_fusions_do_not_overwrite_each_other(two_runs):
         evaluate.main(["--fuse", str(run0), str(run1), "--fusion", how])
     evaluate.main([str(run0)])
     folders = run0 / "evaluations"
-    for name, combination in (("test-fusion-sum", "sum"), ("test-fusion-avg", "avg"), ("test-single", None)):
+    expected = (("test-fusion-sum", "sum"), ("test-fusion-avg", "avg"), ("test-single", None))
+    for name, combination in expected:
         assert json.loads((folders / name / "metrics.json").read_text())["combination"] == combination
 
 
-@pytest.mark.parametrize("argv", [["A", "--fuse", "B", "C"], ["A", "--ensemble", "B", "C"], ["A", "--fusion", "avg"],
-                                  ["--fuse", "A"], []])
+@pytest.mark.parametrize("argv", [["A", "--fuse", "B", "C"], ["A", "--ensemble", "B", "C"],
+                                  ["A", "--fusion", "avg"], ["--fuse", "A"], []])
 def test_ambiguous_combinations_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main(argv)
