@@ -18,8 +18,10 @@ from rudder.optional import require
 from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 
 # The label buttons, left to right.
-LABELS = tuple(label.text for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION,
-                                        PairLabel.NEGATIVE))
+LABELS = tuple(
+    label.text
+    for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
+)
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
     "ann-positive": ("1", "p"),

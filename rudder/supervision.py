@@ -243,7 +243,8 @@ def partial_labels(
         has_v & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
     )
     labels = torch.full(partial.shape, PairLabel.NEGATIVE, dtype=torch.int8, device=partial.device)
-    return labels.masked_fill_(partial, PairLabel.PARTIAL).masked_fill_(positive, PairLabel.POSITIVE)
+    labels.masked_fill_(partial, PairLabel.PARTIAL)
+    return labels.masked_fill_(positive, PairLabel.POSITIVE)
 
 
 def description_pairs(kinds, nouns) -> torch.Tensor:

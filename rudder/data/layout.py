@@ -310,7 +310,8 @@ class DatasetWriter:
         return counts
 
     def write_relations(self, relations: pa.Table) -> None:
-        """Write the optional ``relations`` config (pair labels 0..3, :class:`rudder.labels.PairLabel`)."""
+        """Write the optional ``relations`` config (pair labels 0..3,
+        :class:`rudder.labels.PairLabel`)."""
         relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
         labels = relations.column("label").to_numpy()
         if labels.size and (labels.min() < min(PairLabel) or labels.max() > max(PairLabel)):

@@ -142,7 +142,7 @@ def check_relevance(relevance, sims, loss_name: str) -> torch.Tensor:
 
 
 def check_labels(labels, sims, loss_name: str) -> torch.Tensor:
-    """A B x B integer matrix of pair labels, values in {0, 1, 2, 3} (:class:`rudder.labels.PairLabel`)."""
+    """A B x B integer matrix of pair labels in {0, 1, 2, 3} (:class:`rudder.labels.PairLabel`)."""
     _check_matrix(labels, sims, loss_name, "labels")
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise LossInputError(

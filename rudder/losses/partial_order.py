@@ -76,11 +76,12 @@ class PartialOrder(RetrievalLoss):
         """Per pair label value 0..3 (:class:`PairLabel`), the allowed band ``[low, high]`` of
         ``dc - dp``."""
         inf = float("inf")
+        partial = (self.m1, self.m2)
         band = {
             PairLabel.NEGATIVE: (self.n, inf),
-            PairLabel.PARTIAL: (self.m1, self.m2),
+            PairLabel.PARTIAL: partial,
             PairLabel.POSITIVE: (-inf, self.p),
-            PairLabel.DESCRIPTION: (self.m1, self.m2) if self.description_as_partial else (self.n, inf),
+            PairLabel.DESCRIPTION: partial if self.description_as_partial else (self.n, inf),
         }
         low, high = zip(*(band[label] for label in sorted(PairLabel)))
         return torch.tensor(low, dtype=torch.float64), torch.tensor(high, dtype=torch.float64)
