@@ -243,7 +243,7 @@ def label_dataset(
 ) -> dict:
     """Label every split of the dataset at ``root``; returns ``{split: statistics}``.
 
-    Existing label columns (manual annotations) are replaced only with ``overwrite``.
+    Existing noun/verb columns (manual annotations) are replaced only with ``overwrite``.
     With ``dry_run`` nothing is written.
     """
     config = config or LabelConfig()
