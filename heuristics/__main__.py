@@ -7,6 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+from rudder.atomic import atomic_write_text
+from rudder.data.layout import LayoutError
+from rudder.errors import RudderError, one_line
+from rudder.languages import SUPPORTED, UnsupportedLanguageError
+
 from .classes import (
     ClassFileError,
     ClassMap,
@@ -21,10 +26,6 @@ from .relations import RelationError
 from .stanza_training import SIZES, TrainingError, TrainOptions
 from .stop_nouns import StopNounError, load_stop_nouns
 from .taggers import MODEL_INFO, TaggerError, model_dir
-from rudder.atomic import atomic_write_text
-from rudder.data.layout import LayoutError
-from rudder.errors import RudderError, one_line
-from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 ERRORS = (
     ConlluError,
@@ -119,8 +120,9 @@ def _cache(args):
 
 def _annotated_captions(root):
     """(lang, text, nouns, verbs) of captions with manual nouns/verbs, for the lexicon tagger."""
-    from .label import caption_tables
     from rudder.data.layout import DatasetFolder
+
+    from .label import caption_tables
 
     rows = []
     for table in caption_tables(DatasetFolder(root)).values():
