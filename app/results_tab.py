@@ -13,12 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from rudder.errors import RudderError
+from rudder.metric_names import RECALL_KS as KS
+from rudder.metric_names import TABLE_METRICS as METRICS
 from rudder.run_layout import folders_with_results, read_config, read_history, read_metrics
 
 from .escaping import markdown_text
-
-METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
-KS = (1, 5, 10, 50)
 
 
 def _metrics(run: Path) -> dict:

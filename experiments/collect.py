@@ -19,6 +19,7 @@ import torch
 from rudder import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
 from rudder.inference import relevance_matrix
+from rudder.metric_names import RANK_AVERAGES, RECALLS
 from rudder.run_layout import (
     metrics_file,
     predictions_file,
@@ -227,7 +228,7 @@ def _check_fusion(member_dirs, method, t2v, v2t, masks, result) -> None:
     ``rudder.evaluate`` ranks them) must equal evaluate's fusion of the re-scored members."""
     for d, scores in (("t2v", t2v), ("v2t", t2v if v2t is None else v2t)):
         mine = metrics.metrics_from_ranks(metrics.query_ranks(scores.astype(np.float32), masks, d))
-        for key in ("R1", "R5", "R10", "R50", "MdR", "MnR"):
+        for key in (*RECALLS, *RANK_AVERAGES):
             if not np.isclose(mine[key], result[d][key]):
                 raise RunError(
                     f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "
