@@ -17,7 +17,8 @@ import pandas as pd
 
 from .annotations_db import LABEL_NAMES
 from .collection import Collection
-from rudder.supervision import ClassIndex, partial_labels, relevance
+from rudder.data.classes import ClassIndex
+from rudder.supervision import partial_labels, relevance
 from rudder.text import CaptionSimilarity
 
 
