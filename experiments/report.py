@@ -15,7 +15,7 @@ from .collect import EvalSplits, RowResult, fuse_seed, load_row, run_sims
 from .run import Job, run_timing
 from .suites import BEST, Suite
 from rudder.runs import atomic_write_text, environment_record, resolve_dataset
-from rudder.trainer import selection_score
+from rudder.selection import selection_score
 
 HARD_NEGATIVE_DRAWS = 10
 

@@ -19,11 +19,11 @@ import torch
 from rudder import fusion
 from rudder.atomic import atomic_savez
 from rudder.data.loader import build_class_index, load_split
+from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.inference import query_ranks, similarity_matrix, split_metrics
 from rudder.report import results_table
 from rudder.runs import atomic_write_text, find_checkpoint, load_run
-from rudder.trainer import pick_device
 
 
 def build_parser() -> argparse.ArgumentParser:

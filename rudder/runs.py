@@ -27,7 +27,6 @@ from rudder.errors import RunError
 if TYPE_CHECKING:
     import torch
 
-    from rudder.models import CollaborativeExperts
     from rudder.text import Vocabulary
 
 
@@ -151,7 +150,7 @@ def write_config(path: Path, config: TrainConfig) -> None:
 class LoadedRun:
     """A trained model with what is needed to query it."""
 
-    model: CollaborativeExperts
+    model: torch.nn.Module  # built by rudder.models.build
     vocab: Vocabulary
     config: TrainConfig
     dataset: DatasetFolder
@@ -210,8 +209,8 @@ def newest_run(root="runs") -> Path | None:
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
+    from rudder import models
     from rudder.checkpoints import load_checkpoint
-    from rudder.models import CollaborativeExperts
     from rudder.text.subwords import vocabulary_from_dict
 
     checkpoint = find_checkpoint(path)
@@ -222,7 +221,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
-    model = CollaborativeExperts(config.model, experts, vocab.table_size)
+    model = models.build(config.model, experts, vocab.table_size)
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)
