@@ -12,7 +12,6 @@ import sys
 from functools import partial
 from pathlib import Path
 
-
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
 # Tamil and Telugu captions (on 40% of the sample's videos) are learnt in two epochs.

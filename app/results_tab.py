@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .escaping import markdown_text
+from rudder.metric_names import RECALL_KS as KS
+from rudder.metric_names import TABLE_METRICS as METRICS
 
-METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
-KS = (1, 5, 10, 50)
+from .escaping import markdown_text
 
 
 def _read_json(path: Path):

@@ -19,6 +19,7 @@ import torch
 from rudder import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
 from rudder.inference import relevance_matrix
+from rudder.metric_names import RANK_AVERAGES, RECALLS
 from rudder.runs import LoadedRun, RunError, atomic_write_text, load_run, read_json
 
 DIRECTIONS = ("t2v", "v2t")
@@ -202,7 +203,7 @@ def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path
     }
     for d in DIRECTIONS:
         mine = metrics.metrics_from_ranks(ranks[d])
-        for key in ("R1", "R5", "R10", "R50", "MdR", "MnR"):
+        for key in (*RECALLS, *RANK_AVERAGES):
             if not np.isclose(mine[key], result[d][key]):
                 raise RunError(
                     f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from rudder.runs import atomic_write_text, environment_record, resolve_dataset
+from rudder.selection import selection_score
+
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, run_sims
 from .run import Job, run_timing
 from .suites import BEST, Suite
-from rudder.runs import atomic_write_text, environment_record, resolve_dataset
-from rudder.selection import selection_score
 
 HARD_NEGATIVE_DRAWS = 10
 

@@ -19,6 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rudder.config import TrainConfig
+from rudder.errors import RudderError, one_line
+from rudder.runs import atomic_write_text, resolve_dataset
+
 from .suites import (
     SUITES_DIR,
     Row,
@@ -31,9 +35,6 @@ from .suites import (
     run_key,
     suite_names,
 )
-from rudder.config import TrainConfig
-from rudder.errors import RudderError, one_line
-from rudder.runs import atomic_write_text, resolve_dataset
 
 DEFAULT_RUNS_DIR = Path("runs") / "experiments"
 DEFAULT_OUTPUT = Path("experiments") / "results"

@@ -42,6 +42,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from rudder.config import ConfigError, to_dict
+from rudder.data.layout import LayoutError
+from rudder.losses import LossConfigError
+from rudder.losses import defaults as loss_defaults
+from rudder.runs import RunError, atomic_write_text, prepare_run_dir, read_json, resolve_dataset
+
 from .run import Job, suite_parser, train_job
 from .suites import (
     Row,
@@ -52,11 +58,6 @@ from .suites import (
     row_data,
     run_key,
 )
-from rudder.config import ConfigError, to_dict
-from rudder.data.layout import LayoutError
-from rudder.losses import LossConfigError
-from rudder.losses import defaults as loss_defaults
-from rudder.runs import RunError, atomic_write_text, prepare_run_dir, read_json, resolve_dataset
 
 TRIAL_FILE = "trial.json"
 _SPEC_KEYS = {"trials", "epochs", "seed", "grids"}

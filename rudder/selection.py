@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rudder.errors import ConfigError
+from rudder.metric_names import GMEAN_MDR_MNR, GMEAN_R5_R10_R50, LOWER_IS_BETTER
 
 
 def _gmean(parts: list[float]) -> float:
@@ -25,15 +26,15 @@ def selection_score(result: dict, selection: str) -> float:
     """
     direction, name = selection.split(".", 1)
     values = result[direction]
-    if name == "gmean_r5_r10_r50":
+    if name == GMEAN_R5_R10_R50:
         return _gmean([values["R5"], values["R10"], values["R50"]])
-    if name == "gmean_mdr_mnr":
+    if name == GMEAN_MDR_MNR:
         return -_gmean([values["MdR"], values["MnR"]])
     if name not in values:
         raise ConfigError(
             f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of {sorted(values)}"
         )
-    sign = -1.0 if name in ("MdR", "MnR") else 1.0
+    sign = -1.0 if name in LOWER_IS_BETTER else 1.0
     return sign * float(values[name])
 
 
@@ -42,7 +43,7 @@ def tie_break(selection: str) -> str:
     criterion in the same direction (``gmean_r5_r10_r50`` <-> ``gmean_mdr_mnr``; any other
     selection falls back to ``gmean_r5_r10_r50``). Equal on both, the earlier epoch stays best."""
     direction, name = selection.split(".", 1)
-    return f"{direction}.{'gmean_mdr_mnr' if name == 'gmean_r5_r10_r50' else 'gmean_r5_r10_r50'}"
+    return f"{direction}.{GMEAN_MDR_MNR if name == GMEAN_R5_R10_R50 else GMEAN_R5_R10_R50}"
 
 
 def selection_key(result: dict, selection: str) -> tuple[float, float]:
