@@ -74,7 +74,8 @@ class BatchSupervision:
             kind_of = dict(zip(table["caption_id"], table["kind"]))
             self.kinds = np.vectorize(kind_of.get, otypes=[object])(train.caption_ids)
         self._texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
-        self._text_similarity = CaptionSimilarity().fit(self._texts) if "text_sims" in self.needs else None
+        needed = "text_sims" in self.needs  # fitted now, not in the first step
+        self._text_similarity = CaptionSimilarity().fit(self._texts) if needed else None
 
     @property
     def text_similarity(self) -> CaptionSimilarity:
@@ -125,14 +126,18 @@ class BatchSupervision:
     def batch(self, videos, slots, own_slots, generator) -> dict:
         """The inputs the loss reads, on its device (one :attr:`PRODUCERS` entry each)."""
         batch = _Batch(videos, own_slots, *self.caption_cells(videos, slots), generator)
-        made = {name: make(self, batch) for name, make in self.PRODUCERS.items() if name in self.needs}
+        made = {name: make(self, batch) for name, make in self.PRODUCERS.items()
+                if name in self.needs}
         return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in made.items()}
 
     def _caption_classes(self, batch: _Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Noun and verb multi-hots of the batch captions on the loss's device (no host round trip)."""
+        """Noun and verb multi-hots of the batch captions, on the loss's device (no host
+        round trip)."""
         if batch.classes is None:
-            batch.classes = tuple(x[batch.cap_videos, batch.cap_slots].to(self.device, torch.float32)
-                                  for x in (self.train.nouns, self.train.verbs))
+            batch.classes = tuple(
+                x[batch.cap_videos, batch.cap_slots].to(self.device, torch.float32)
+                for x in (self.train.nouns, self.train.verbs)
+            )
         return batch.classes
 
     def _relevance(self, batch: _Batch) -> torch.Tensor:
@@ -164,7 +169,12 @@ class BatchSupervision:
         return batch.generator
 
     # loss input name -> producer(self, batch); a loss declaring another input is an error
-    PRODUCERS: ClassVar[dict] = {"relevance": _relevance, "labels": _labels, "text_sims": _text_sims, "generator": _generator}
+    PRODUCERS: ClassVar[dict] = {
+        "relevance": _relevance,
+        "labels": _labels,
+        "text_sims": _text_sims,
+        "generator": _generator,
+    }
 
 
 @dataclass

@@ -325,7 +325,8 @@ def _check_loss(config: TrainConfig) -> None:
     from rudder import losses
 
     params = dict(config.loss.params)
-    params.update(losses.run_params(config.loss.name, params, _FactsBeforeData(config.model.shared_dim)))
+    facts = _FactsBeforeData(config.model.shared_dim)
+    params.update(losses.run_params(config.loss.name, params, facts))
     losses.build(config.loss.name, **params)
 
 

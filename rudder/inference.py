@@ -22,7 +22,8 @@ def embed_videos(model: torch.nn.Module, data: VideoData, device, batch_size=512
 
 
 @torch.no_grad()
-def similarity_matrix(model: torch.nn.Module, data: SplitData, device, batch_size=512) -> torch.Tensor:
+def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
+                      batch_size=512) -> torch.Tensor:
     """Caption-by-video similarities ``(V*K, V)``, rows video-major; empty slots score 0."""
     was_training = model.training
     model.eval()

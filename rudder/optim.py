@@ -41,7 +41,9 @@ def _adamw(params, opt: OptimConfig, how: dict):
 def _sgd(params, opt: OptimConfig, how: dict):
     import torch
 
-    return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, **how)
+    return torch.optim.SGD(
+        params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, **how
+    )
 
 
 # optim.name -> factory(parameters, OptimConfig, implementation kwargs) -> torch.optim.Optimizer
@@ -70,7 +72,7 @@ def _constant(optimizer, opt: OptimConfig, epochs: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
 
 
-# optim.scheduler -> factory(optimizer, OptimConfig, epochs) -> torch LR scheduler, stepped once per epoch
+# optim.scheduler -> factory(optimizer, OptimConfig, epochs) -> LR scheduler stepped each epoch
 SCHEDULERS = {
     "step": _step,
     "cosine": _cosine,

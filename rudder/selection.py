@@ -32,7 +32,8 @@ def selection_score(result: dict, selection: str) -> float:
         return -_gmean([values["MdR"], values["MnR"]])
     if name not in values:
         raise ConfigError(
-            f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of {sorted(values)}"
+            f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of "
+            f"{sorted(values)}"
         )
     sign = -1.0 if name in LOWER_IS_BETTER else 1.0
     return sign * float(values[name])

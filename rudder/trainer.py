@@ -81,7 +81,8 @@ class Trainer:
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
-        config.loss.params.update(losses.run_params(config.loss.name, config.loss.params, self.supervision))
+        supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
+        config.loss.params.update(supplied)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
             raise ConfigError(
@@ -89,7 +90,8 @@ class Trainer:
                 "choose another selection or label the dataset with `python -m heuristics label`"
             )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
-        self.model = models.build(config.model, expert_info, self.vocab.table_size, initial_embeddings)
+        self.model = models.build(config.model, expert_info, self.vocab.table_size,
+                                  initial_embeddings)
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)

@@ -51,13 +51,15 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_the_data_side_does_not_import_the_supervision():
     """Class sets belong to the data (rudder.data.classes); supervision builds on them."""
-    offenders = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "rudder" / "data").rglob("*.py"))
-                 if {"rudder.supervision", "rudder.batch_supervision"} & imported_modules(path)]
+    supervision = {"rudder.supervision", "rudder.batch_supervision"}
+    data_side = sorted((ROOT / "rudder" / "data").rglob("*.py"))
+    offenders = [str(p.relative_to(ROOT)) for p in data_side if supervision & imported_modules(p)]
     assert offenders == []
 
 
 def test_only_the_trainer_is_imported_from_the_trainer():
-    """Helpers that evaluation or experiments share live in their own modules (selection, devices)."""
+    """Helpers that evaluation or experiments share live in modules of their own
+    (rudder.selection, rudder.devices)."""
     imported = {}
     for package in ("rudder", *OUTER, "tests", "benchmarks"):
         for path in sorted((ROOT / package).rglob("*.py")):

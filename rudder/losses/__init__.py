@@ -25,8 +25,8 @@ from .relevance_aware import RelevanceAwareNegatives, RelevanceAwareNegativesPos
 from .relevance_margin import AdaptiveMaxMargin, RelevanceMargin
 from .sms import SymmetricMultiSimilarity
 
-__all__ = ["LossConfigError", "LossInputError", "RetrievalLoss", "RunFacts", "build", "defaults", "loss_class",
-           "names", "run_params"]
+__all__ = ["LossConfigError", "LossInputError", "RetrievalLoss", "RunFacts", "build", "defaults",
+           "loss_class", "names", "run_params"]
 
 _REGISTRY: dict[str, type[RetrievalLoss]] = {
     cls.name: cls

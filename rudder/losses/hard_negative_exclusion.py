@@ -55,8 +55,8 @@ class HardNegativeExclusion(RetrievalLoss):
       similarity value fixed over the whole training set so that the top ``exclude_top``
       fraction of all training caption pairs lies above it
       (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`; the run computes it
-      once through :meth:`run_params` and records it as ``loss.params.threshold``). Calling the loss in this scope
-      without ``threshold`` is an error.
+      once through :meth:`run_params` and records it as ``loss.params.threshold``).
+      Calling the loss in this scope without ``threshold`` is an error.
     - ``"batch"``: the ``floor(exclude_top · B(B-1))`` most similar off-diagonal pairs of
       each batch (:func:`excluded_pairs`), a count per batch; ``threshold`` is unused.
 
@@ -95,7 +95,8 @@ class HardNegativeExclusion(RetrievalLoss):
         top ``exclude_top`` of all training caption pairs lie, computed once by the run."""
         if params["scope"] != "dataset" or params["threshold"] is not None:
             return {}
-        top = check_number(cls.name, "exclude_top", params["exclude_top"], low=0, high=1, high_open=True)
+        top = check_number(cls.name, "exclude_top", params["exclude_top"], low=0, high=1,
+                           high_open=True)
         return {"threshold": run.caption_similarity_threshold(top)}
 
     def excluded(self, text_sims: torch.Tensor) -> torch.Tensor:

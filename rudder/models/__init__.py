@@ -30,7 +30,8 @@ from rudder.models.config import ModelConfig
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "build", "model_class"]
+__all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "build",
+           "model_class"]
 
 # model.name -> "module:Class" (rudder.config accepts exactly these names)
 MODELS: dict[str, str] = {
@@ -59,10 +60,14 @@ def build(config: ModelConfig, experts: Mapping, vocab_size: int | None,
     model = model_class(config.name)(config, experts, vocab_size)
     missing = [name for name in MODEL_INTERFACE if not hasattr(model, name)]
     if missing:
-        raise TypeError(f"model {config.name!r} ({type(model).__name__}) lacks {missing} (see rudder.models)")
+        raise TypeError(
+            f"model {config.name!r} ({type(model).__name__}) lacks {missing} (see rudder.models)"
+        )
     if word_vectors is not None:
         if not hasattr(model, "init_word_embeddings"):
-            raise ConfigError(f"model {config.name!r} takes no word vectors; unset data.word_vectors")
+            raise ConfigError(
+                f"model {config.name!r} takes no word vectors; unset data.word_vectors"
+            )
         model.init_word_embeddings(word_vectors)
     return model
 

@@ -106,7 +106,9 @@ class CollaborativeExperts(nn.Module):
     def init_word_embeddings(self, vectors: Tensor) -> None:
         """Copy pretrained word vectors ``(vocab_size, word_dim)`` into the word embeddings."""
         if self.word_embedding is None:
-            raise ValueError("init_word_embeddings: this model reads token features (model.text_input_dim)")
+            raise ValueError(
+                "init_word_embeddings: this model reads token features (model.text_input_dim)"
+            )
         with torch.no_grad():
             self.word_embedding.weight.copy_(vectors)
 

@@ -20,7 +20,9 @@ def test_the_default_model_is_collaborative_experts():
     direct = CollaborativeExperts(config, EXPERTS, 10)
     assert type(built) is CollaborativeExperts and built.experts == ["audio@mr", "object"]
     assert built.state_dict().keys() == direct.state_dict().keys()
-    assert all(torch.equal(built.state_dict()[k], direct.state_dict()[k]) for k in direct.state_dict())
+    assert all(
+        torch.equal(built.state_dict()[k], direct.state_dict()[k]) for k in direct.state_dict()
+    )
 
 
 def test_word_vectors_initialise_the_word_embeddings():
@@ -31,9 +33,13 @@ def test_word_vectors_initialise_the_word_embeddings():
 
 
 def test_an_unknown_name_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"model.name='clip' is not valid; expected one of \['ce'\]"):
+    with pytest.raises(
+        ConfigError, match=r"model.name='clip' is not valid; expected one of \['ce'\]"
+    ):
         models.build(ModelConfig(name="clip"), EXPERTS, 10)
-    with pytest.raises(ConfigError, match=r"model.name='clip' is not valid; expected one of \['ce'\]"):
+    with pytest.raises(
+        ConfigError, match=r"model.name='clip' is not valid; expected one of \['ce'\]"
+    ):
         from_dict({"model": {"name": "clip"}})
 
 

@@ -32,7 +32,9 @@ class SymmetricInfoNCE(losses.RetrievalLoss):
 
     def __init__(self, temperature: float = 0.1):
         super().__init__()
-        self.temperature = _base.check_number(self.name, "temperature", temperature, low=0, low_open=True)
+        self.temperature = _base.check_number(
+            self.name, "temperature", temperature, low=0, low_open=True
+        )
 
     def compute(self, sims, relevance):
         type(self).seen.append(sorted(relevance.shape))
@@ -78,8 +80,17 @@ def test_a_new_loss_and_a_new_model_train_an_epoch(monkeypatch, train_tiny, tmp_
     monkeypatch.setitem(models.MODELS, "meanpool", f"{__name__}:MeanPool")
     SymmetricInfoNCE.seen.clear()
     run = tmp_path / "run"
-    result = train_tiny(run, "--epochs", "1", "--loss", "toy_infonce", "--set", "loss.params.temperature=0.05",
-                        "--set", "model.name=meanpool")
+    result = train_tiny(
+        run,
+        "--epochs",
+        "1",
+        "--loss",
+        "toy_infonce",
+        "--set",
+        "loss.params.temperature=0.05",
+        "--set",
+        "model.name=meanpool",
+    )
     assert SymmetricInfoNCE.seen[0] == [8, 8]  # the batch relevance, as it declared
     line = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert line["train_loss"] > 0 and 0 <= result["test"]["t2v"]["R10"] <= 100
@@ -88,26 +99,43 @@ def test_a_new_loss_and_a_new_model_train_an_epoch(monkeypatch, train_tiny, tmp_
 
 
 def tiny_config(tiny_dataset, loss, **params):
-    return from_dict({
-        "data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"], "audio_langs": ["mr"]},
-        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2, "video_vlad_clusters": 2},
-        "loss": {"name": loss, "params": params},
-    })
+    return from_dict(
+        {
+            "data": {
+                "dataset": str(tiny_dataset),
+                "caption_langs": ["mr", "en"],
+                "audio_langs": ["mr"],
+            },
+            "model": {
+                "shared_dim": 16,
+                "word_dim": 8,
+                "text_vlad_clusters": 2,
+                "video_vlad_clusters": 2,
+            },
+            "loss": {"name": loss, "params": params},
+        }
+    )
 
 
 def test_the_run_supplies_dw_its_dimension(tiny_dataset, tmp_path):
     run = Trainer(tiny_config(tiny_dataset, "dw"), tmp_path / "a", DistContext())
-    assert run.loss_fn.dim == 16 and run.config.loss.params == {"dim": 16}  # recorded in config.yaml
+    assert run.loss_fn.dim == 16 and run.config.loss.params == {
+        "dim": 16
+    }  # recorded in config.yaml
     run = Trainer(tiny_config(tiny_dataset, "dw", dim=4), tmp_path / "b", DistContext())
     assert run.loss_fn.dim == 4
 
 
 def test_the_run_supplies_hn_exclusion_its_dataset_threshold(tiny_dataset, tmp_path):
-    run = Trainer(tiny_config(tiny_dataset, "hn_exclusion", exclude_top=0.05), tmp_path / "a", DistContext())
+    run = Trainer(
+        tiny_config(tiny_dataset, "hn_exclusion", exclude_top=0.05), tmp_path / "a", DistContext()
+    )
     texts = [t for t in run.splits["train"].caption_texts.reshape(-1) if t is not None]
     expected = CaptionSimilarity().fit(texts).top_fraction_threshold(texts, 0.05)
     assert run.loss_fn.threshold == expected == run.config.loss.params["threshold"]
-    run = Trainer(tiny_config(tiny_dataset, "hn_exclusion", scope="batch"), tmp_path / "b", DistContext())
+    run = Trainer(
+        tiny_config(tiny_dataset, "hn_exclusion", scope="batch"), tmp_path / "b", DistContext()
+    )
     assert run.loss_fn.threshold is None and "threshold" not in run.config.loss.params
 
 

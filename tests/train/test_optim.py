@@ -11,13 +11,18 @@ def parameters():
     return [torch.nn.Parameter(torch.ones(3))]
 
 
-@pytest.mark.parametrize(("name", "cls"), [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW),
-                                           ("sgd", torch.optim.SGD)])
-@pytest.mark.parametrize(("implementation", "flags"), [("fused", {"fused": True}),
-                                                       ("foreach", {"foreach": True}),
-                                                       ("loop", {"foreach": False})])
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW), ("sgd", torch.optim.SGD)],
+)
+@pytest.mark.parametrize(
+    ("implementation", "flags"),
+    [("fused", {"fused": True}), ("foreach", {"foreach": True}), ("loop", {"foreach": False})],
+)
 def test_optimizers_are_built_by_name_and_implementation(name, cls, implementation, flags):
-    opt = OptimConfig(name=name, lr=0.01, weight_decay=0.1, momentum=0.5, implementation=implementation)
+    opt = OptimConfig(
+        name=name, lr=0.01, weight_decay=0.1, momentum=0.5, implementation=implementation
+    )
     optimizer = optim.build_optimizer(parameters(), opt)
     assert type(optimizer) is cls
     group = optimizer.param_groups[0]
@@ -33,7 +38,9 @@ def test_the_default_is_fused_adam():
 
 
 def learning_rates(scheduler_name, epochs=4):
-    opt = OptimConfig(lr=1.0, scheduler=scheduler_name, step_size=2, gamma=0.5, implementation="loop")
+    opt = OptimConfig(
+        lr=1.0, scheduler=scheduler_name, step_size=2, gamma=0.5, implementation="loop"
+    )
     optimizer = optim.build_optimizer(parameters(), opt)
     scheduler = optim.build_scheduler(optimizer, opt, epochs)
     rates = []
@@ -52,13 +59,22 @@ def test_schedules():
 
 
 def test_unknown_names_list_the_registry():
-    with pytest.raises(ConfigError, match=r"optim.name='lion' is not valid; expected one of \['adam', 'adamw', 'sgd'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"optim.name='lion' is not valid; expected one of \['adam', 'adamw', 'sgd'\]",
+    ):
         optim.build_optimizer(parameters(), OptimConfig(name="lion"))
-    with pytest.raises(ConfigError, match=r"optim.scheduler='linear' is not valid; expected one of \['step', 'cosine', 'none'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"optim.scheduler='linear' is not valid; expected one of "
+        r"\['step', 'cosine', 'none'\]",
+    ):
         from_dict({"optim": {"scheduler": "linear"}})
 
 
 def test_a_registered_optimizer_is_a_valid_config_name(monkeypatch):
-    monkeypatch.setitem(optim.OPTIMIZERS, "rprop", lambda params, opt, how: torch.optim.Rprop(params, lr=opt.lr))
+    monkeypatch.setitem(
+        optim.OPTIMIZERS, "rprop", lambda params, opt, how: torch.optim.Rprop(params, lr=opt.lr)
+    )
     config = from_dict({"optim": {"name": "rprop", "lr": 0.1}})
     assert type(optim.build_optimizer(parameters(), config.optim)) is torch.optim.Rprop
