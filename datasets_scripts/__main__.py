@@ -13,7 +13,7 @@ from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 from . import BUILDERS
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 
 
 def _add_build(commands) -> None:

@@ -28,9 +28,9 @@ from rudder.data.layout import (
 )
 from rudder.languages import SUPPORTED
 
+from .build_report import BuildError, Reporter
 from .cards import fields_section, make_card
 from .features import FeatureSource, feature_batches, scan_source
-from .report import BuildError, Reporter
 
 LIST_TYPE = pa.list_(pa.string())
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from rudder.data.layout import SPLITS
 
 from .build import CaptionRows, RawDataset, holdout_validation, read_json
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")
 PUBLISHED = {

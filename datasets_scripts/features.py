@@ -35,7 +35,7 @@ import yaml
 
 from rudder.data.layout import EXPERT_KINDS, parse_expert
 
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 
 # CE's feature files by model name (Liu et al., BMVC 2019, collaborative-experts data_loader/).
 CE_MODEL_EXPERTS = (

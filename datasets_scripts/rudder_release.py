@@ -47,8 +47,8 @@ from rudder.labels import PAIR_LABELS
 from rudder.languages import SUPPORTED
 
 from .build import CaptionRows, RawDataset, holdout_validation
+from .build_report import BuildError, Reporter
 from .features import FeatureSource, load_pickle
-from .report import BuildError, Reporter
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 PICKLES = {"train": "rudder_train.pkl", "test": "rudder_test.pkl"}

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rudder.runs import atomic_write_text, environment_record, resolve_dataset
+from rudder.atomic import atomic_write_text
+from rudder.run_layout import predictions_file, read_predictions
+from rudder.runs import environment_record, resolve_dataset
 from rudder.selection import selection_score
 
 from . import plots, tables
@@ -161,7 +163,7 @@ def _settings_text(suite: Suite, jobs: list[Job]) -> str:
 
 
 def _videos(job: Job) -> np.ndarray:
-    return np.load(job.run_dir / "predictions" / "test.npz")["video_ids"]
+    return read_predictions(predictions_file(job.run_dir, "test")).video_ids
 
 
 def hard_negatives(
