@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from rudder.data.card import ensure_config
-from rudder.data.layout import PAIR_LABELS, RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
+from rudder.data.layout import PAIR_LABELS, RELATIONS_SCHEMA, SPLITS, DatasetFolder
+from rudder.data.layout_writer import replace_tables
 
 VIDEO_ANNOTATOR = "video-heuristic"
 _CHARADES_ACTION = re.compile(r"(c\d{3})\s+[\d.]+\s+[\d.]+")

@@ -8,14 +8,9 @@ import pytest
 import torch
 
 from rudder import index as index_module
-from rudder.data.layout import (
-    Card,
-    DatasetFolder,
-    DatasetMeta,
-    DatasetWriter,
-    ExpertInfo,
-    LayoutError,
-)
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, DatasetMeta, ExpertInfo, LayoutError
+from rudder.data.layout_writer import DatasetWriter
 from rudder.index import (
     SearchIndexError,
     SearchResult,

@@ -26,15 +26,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rudder.data.layout import (
-    CAPTIONS_SCHEMA,
-    LABEL_COLUMNS,
-    Card,
-    DatasetMeta,
-    DatasetWriter,
-    ExpertInfo,
-    LayoutError,
-)
+from rudder.data.card import Card
+from rudder.data.layout import CAPTIONS_SCHEMA, LABEL_COLUMNS, DatasetMeta, ExpertInfo, LayoutError
+from rudder.data.layout_writer import DatasetWriter
 from rudder.data.sample_text import (
     ACTION_ARGS,
     ACTIONS,

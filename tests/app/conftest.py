@@ -12,7 +12,9 @@ import pytest
 import torch
 
 import app  # noqa: F401  (turns analytics off before gradio is imported)
-from rudder.data.layout import Card, DatasetFolder, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 
 # concept id -> (mr, hi, ta, te, en)
 NOUNS = {

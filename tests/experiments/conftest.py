@@ -5,7 +5,9 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 
 NOUNS = {
     "n:bottle": ("bottle", "बाटली"),

@@ -6,7 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 
 LEXICON = """concept_id\tpos\tlang\tlemma
 n:paper\tnoun\ten\tpaper

@@ -4,7 +4,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 
 NOUNS = {"n:bottle": ("bottle", "बाटली"), "n:straw": ("straw", "स्ट्रॉ"), "n:magnet": ("magnet", "चुंबक"),
          "n:card": ("card", "कार्ड"), "n:balloon": ("balloon", "फुगा"), "n:thread": ("thread", "दोरा")}
