@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from rudder.atomic import sweep
 from rudder.data.card import Card
 from rudder.data.layout import DatasetFolder, DatasetMeta, ExpertInfo, LayoutError, parse_expert
 from rudder.data.layout_writer import DatasetWriter, replace_tables
-from rudder.data.staging import sweep
 
 
 def _meta():

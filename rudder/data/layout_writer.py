@@ -2,7 +2,7 @@
 
 :class:`DatasetWriter` writes into a hidden staging sibling and renames it into place when
 :meth:`DatasetWriter.close` succeeds, so a failed or killed build leaves nothing behind (see
-:mod:`rudder.data.staging`); :func:`replace_tables` rewrites some splits of one config, all or
+:mod:`rudder.atomic`); :func:`replace_tables` rewrites some splits of one config, all or
 nothing. Every rewrite refreshes the card's data digests so ``datasets.load_dataset`` does not
 serve a stale cache (see :mod:`rudder.data.card`).
 """
@@ -17,6 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rudder.atomic import (
+    held_termination,
+    remove,
+    staging_path,
+    swap_into_place,
+    sweep,
+    terminate_cleanly,
+)
 from rudder.data.card import SPLITS, Card, refresh_digests, render_card
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
@@ -26,14 +34,6 @@ from rudder.data.layout import (
     ExpertInfo,
     LayoutError,
     expert_config,
-)
-from rudder.data.staging import (
-    held_termination,
-    remove,
-    staging_path,
-    swap_into_place,
-    sweep,
-    terminate_cleanly,
 )
 from rudder.languages import SUPPORTED, check_language
 
