@@ -12,11 +12,16 @@ import inspect
 import json
 from functools import partial
 
+from rudder.labels import PairLabel
 from rudder.optional import require
 
 from .annotate_handlers import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 
-LABELS = ("positive", "partial", "description", "negative")
+# The label buttons, left to right.
+LABELS = tuple(
+    label.text
+    for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
+)
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
     "ann-positive": ("1", "p"),

@@ -1,4 +1,4 @@
-"""``python -m heuristics <command>``: taggers, noun/verb labels and relations for a dataset."""
+"""``python -m heuristics <command>``: taggers, noun/verb columns and relations for a dataset."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha-v", type=float, default=0.5)
     p.add_argument("--dry-run", action="store_true", help="only print the statistics")
     p.add_argument(
-        "--overwrite", action="store_true", help="replace existing (manual) label columns"
+        "--overwrite", action="store_true", help="replace existing (manual) noun/verb columns"
     )
     p.add_argument(
         "--noun-classes", type=Path, action="append", help="EPIC-KITCHENS-100 noun class CSV"

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from rudder.data.card import Card
-from rudder.data.layout import CAPTIONS_SCHEMA, LABEL_COLUMNS, DatasetMeta, ExpertInfo
+from rudder.data.layout import CAPTIONS_SCHEMA, NOUN_VERB_COLUMNS, DatasetMeta, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
 
 # concept id -> (en, mr)
@@ -102,7 +102,7 @@ def write_dataset(
 def _captions_table(rows: list[dict]) -> pa.Table:
     table = pa.Table.from_pylist(rows)
     types = {f.name: f.type for f in CAPTIONS_SCHEMA} | dict.fromkeys(
-        LABEL_COLUMNS, pa.list_(pa.string())
+        NOUN_VERB_COLUMNS, pa.list_(pa.string())
     )
     schema = pa.schema([(c, types.get(c, table.schema.field(c).type)) for c in table.column_names])
     return table.cast(schema)

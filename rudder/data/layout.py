@@ -37,7 +37,6 @@ from rudder.languages import check_language
 
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
 CAPTION_KINDS = ("caption", "listing", "describing", "narration", "paragraph")
-PAIR_LABELS = {"negative": 0, "partial": 1, "positive": 2, "description": 3}
 
 CAPTIONS_SCHEMA = pa.schema(
     [
@@ -51,8 +50,9 @@ CAPTIONS_SCHEMA = pa.schema(
         ("machine_translated", pa.bool_()),
     ]
 )
-# Columns that ``heuristics`` (or a generator with manual marks) adds to ``captions``.
-LABEL_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
+# The noun/verb columns ``python -m heuristics label`` (or a manual annotation) adds to the
+# captions; not pair labels (:mod:`rudder.labels`).
+NOUN_VERB_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
 VIDEOS_SCHEMA = pa.schema(
     [
         ("video_id", pa.string()),

@@ -35,6 +35,7 @@ from rudder.data.layout import (
     LayoutError,
     expert_config,
 )
+from rudder.labels import PairLabel
 from rudder.languages import SUPPORTED, check_language
 
 
@@ -109,7 +110,7 @@ class DatasetWriter:
             raise LayoutError(f"{what}: unknown video_id {error.args[0]!r}") from None
 
     def write_captions(self, captions: pa.Table) -> None:
-        """Write the ``captions`` config (base columns, plus label columns when present)."""
+        """Write the ``captions`` config (base columns, plus the noun/verb columns when present)."""
         missing = [c for c in CAPTIONS_SCHEMA.names if c not in captions.column_names]
         if missing:
             raise LayoutError(f"captions: missing column(s) {missing}")
@@ -189,10 +190,11 @@ class DatasetWriter:
         return counts
 
     def write_relations(self, relations: pa.Table) -> None:
-        """Write the optional ``relations`` config (labels 0..3, see PAIR_LABELS)."""
+        """Write the optional ``relations`` config (pair labels 0..3,
+        :class:`rudder.labels.PairLabel`)."""
         relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
         labels = relations.column("label").to_numpy()
-        if labels.size and (labels.min() < 0 or labels.max() > 3):
+        if labels.size and (labels.min() < min(PairLabel) or labels.max() > max(PairLabel)):
             raise LayoutError("relations: label must be 0 negative, 1 partial, 2 positive, 3 description")
         (self.tmp / "relations").mkdir(exist_ok=True)
         pq.write_table(relations, self.tmp / "relations" / "all.parquet")
