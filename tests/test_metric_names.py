@@ -19,10 +19,10 @@ RANKS = np.array([0, 0, 1, 3, 4.5, 7, 12, 40, 60, 99], dtype=float)
 def test_every_table_and_the_selection_derive_from_the_one_list():
     from app.results_tab import KS, METRICS
     from experiments import tables
-    from rudder import report
+    from rudder import results_table
 
     assert names.TABLE_METRICS == ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
-    assert report.COLUMNS == tables.COLUMNS == METRICS == names.TABLE_METRICS
+    assert results_table.COLUMNS == tables.COLUMNS == METRICS == names.TABLE_METRICS
     assert KS == names.RECALL_KS == metrics.RECALL_KS
     assert tables.HEADERS == {"R1": "R@1", "R5": "R@5", "R10": "R@10", "R50": "R@50"}
     assert SELECTIONS == tuple(f"{d}.{n}" for d in ("t2v", "v2t") for n in names.SELECTION_METRICS)
