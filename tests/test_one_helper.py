@@ -96,5 +96,5 @@ def test_the_check_sees_each_kind_of_copy(tmp_path):
 
 def test_the_other_jobs_are_still_there():
     """An entry of OTHER_JOBS whose place no longer does it is removed, not kept stale."""
-    for (where, what), _why in OTHER_JOBS.items():
+    for where, what in OTHER_JOBS:
         assert what in {w for _, w in findings(ROOT / where)}, (where, what)

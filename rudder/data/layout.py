@@ -4,7 +4,8 @@ A dataset is a folder that ``datasets.load_dataset(folder, config)`` loads as th
 
 ```
 README.md                         dataset card; YAML ``configs:`` block lists every config
-rudder.json                       metadata: name, version, languages, experts {name: dim, variable_length}
+rudder.json                       metadata: name, version, languages,
+                                  experts {name: dim, variable_length}
 captions/{train,validation,test}.parquet
 videos/{train,validation,test}.parquet
 features/<expert>/{train,validation,test}.parquet    config ``features.<expert>``
@@ -145,7 +146,8 @@ class DatasetMeta:
 
 
 class DatasetFolder:
-    """Read access to a dataset folder written by :class:`rudder.data.layout_writer.DatasetWriter` (or a Hub snapshot)."""
+    """Read access to a dataset folder written by
+    :class:`rudder.data.layout_writer.DatasetWriter` (or a Hub snapshot)."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -192,7 +194,7 @@ class DatasetFolder:
         return self._read(f"features/{expert}", split)
 
     def text_features_file(self, split: str) -> pq.ParquetFile:
-        """The ``text_features`` parquet file of a split, opened for reading row group by row group."""
+        """The ``text_features`` parquet file of a split, to read row group by row group."""
         if not self.meta.text_features_dim:
             raise LayoutError(
                 f"{self.root} has no text_features config; build it with --text-features "

@@ -138,8 +138,12 @@ class DatasetWriter:
                 raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
 
         counts = self._stream_by_split(
-            self.tmp / "text_features", "caption_id", pa.list_(pa.list_(pa.float32(), dim)), batches,
-            splits_of, lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
+            self.tmp / "text_features",
+            "caption_id",
+            pa.list_(pa.list_(pa.float32(), dim)),
+            batches,
+            splits_of,
+            lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
         )
         for split, rows in counts.items():
             self.counts[("text_features", split)] = rows
@@ -157,28 +161,41 @@ class DatasetWriter:
             raise LayoutError(f"expert {expert!r} is not declared in the metadata")
         item = pa.list_(pa.float32(), info.dim)
         counts = self._stream_by_split(
-            self.tmp / "features" / expert, "video_id", pa.list_(item) if info.variable_length else item,
-            batches, lambda ids: self._splits_of(ids, f"features.{expert}"),
+            self.tmp / "features" / expert,
+            "video_id",
+            pa.list_(item) if info.variable_length else item,
+            batches,
+            lambda ids: self._splits_of(ids, f"features.{expert}"),
             lambda ids, features, kind: _feature_column(expert, ids, features, info, kind),
         )
         for split, rows in counts.items():
             self.counts[(expert_config(expert), split)] = rows
 
     @staticmethod
-    def _stream_by_split(folder: Path, key: str, feature_type, batches, splits_of, column_of) -> dict:
+    def _stream_by_split(
+        folder: Path, key: str, feature_type, batches, splits_of, column_of
+    ) -> dict:
         """Write ``(keys, values)`` batches as ``<folder>/<split>.parquet`` files with columns
         ``key`` and ``feature`` (``column_of(keys, values, feature_type)``), each row to the
         split ``splits_of(keys)`` names; one batch in memory at a time. Rows per split."""
         schema = pa.schema([(key, pa.string()), ("feature", feature_type)])
         folder.mkdir(parents=True, exist_ok=True)
         # Dictionary-encoding float vectors is slow and useless; only ids may repeat.
-        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=[key]) for s in SPLITS}
+        writers = {
+            s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=[key])
+            for s in SPLITS
+        }
         counts = dict.fromkeys(SPLITS, 0)
         try:
             for keys, values in batches:
                 keys = list(keys)
                 splits = np.asarray(splits_of(keys), dtype=object)
-                table = pa.table({key: pa.array(keys, pa.string()), "feature": column_of(keys, values, feature_type)})
+                table = pa.table(
+                    {
+                        key: pa.array(keys, pa.string()),
+                        "feature": column_of(keys, values, feature_type),
+                    }
+                )
                 for split in SPLITS:
                     part = table.filter(pa.array(splits == split))
                     if part.num_rows:
@@ -195,7 +212,9 @@ class DatasetWriter:
         relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
         labels = relations.column("label").to_numpy()
         if labels.size and (labels.min() < min(PairLabel) or labels.max() > max(PairLabel)):
-            raise LayoutError("relations: label must be 0 negative, 1 partial, 2 positive, 3 description")
+            raise LayoutError(
+                "relations: label must be 0 negative, 1 partial, 2 positive, 3 description"
+            )
         (self.tmp / "relations").mkdir(exist_ok=True)
         pq.write_table(relations, self.tmp / "relations" / "all.parquet")
         self.counts[("relations", "train")] = relations.num_rows
@@ -210,7 +229,11 @@ class DatasetWriter:
                 raise LayoutError(f"expert {expert!r} is declared but no features were written")
         for (config, split), rows in self.counts.items():
             if rows == 0:
-                folder = "features/" + config[len("features."):] if config.startswith("features.") else config
+                folder = (
+                    "features/" + config[len("features.") :]
+                    if config.startswith("features.")
+                    else config
+                )
                 (self.tmp / folder / f"{split}.parquet").unlink(missing_ok=True)
         (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
         card = render_card(self.meta, self.card, self.counts, self.has_relations)
@@ -225,14 +248,17 @@ def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type)
         arrays = [np.asarray(f, dtype=np.float32) for f in features]
         for vid, arr in zip(video_ids, arrays):
             _check_feature(expert, vid, arr, info.dim, ndim=2)
-        flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, np.float32)
+        flat = (
+            np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, np.float32)
+        )
         rows = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), info.dim)
         offsets = np.concatenate([[0], np.cumsum([len(a) for a in arrays])]).astype(np.int32)
         return pa.ListArray.from_arrays(pa.array(offsets), rows).cast(feature_type)
     matrix = np.asarray(features, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != len(video_ids):
         raise LayoutError(
-            f"features.{expert}: expected a ({len(video_ids)}, {info.dim}) batch, got shape {matrix.shape}"
+            f"features.{expert}: expected a ({len(video_ids)}, {info.dim}) batch, "
+            f"got shape {matrix.shape}"
         )
     for vid, row in zip(video_ids, matrix):
         _check_feature(expert, vid, row, info.dim, ndim=1)
