@@ -3,8 +3,8 @@
 The hosts Stanza downloads from (its ``resources.json`` on GitHub, the models on the
 Hugging Face Hub) are probed first with a short timeout, so a machine without a network
 gets a clear message within seconds. Models are downloaded into a staging folder beside
-the target (:func:`rudder.atomic.staged_folder`) and moved into place only when every language has
-arrived; an interrupted download leaves nothing.
+the target (:func:`rudder.atomic.staged_folder`) and moved into place only when every
+language has arrived; an interrupted download leaves nothing.
 """
 
 from __future__ import annotations
