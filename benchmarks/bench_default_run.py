@@ -43,7 +43,8 @@ def main() -> int:
         f"default run: {seconds:.1f} s (target < {MAX_SECONDS}), peak RSS {peak_gb:.2f} GB "
         f"(target < {MAX_RSS_GB}), {metrics['epochs_run']} of at most {cap} epochs, best epoch "
         f"{metrics['best_epoch']} (early stopping: {stopped_early}), test t2v R@10 {r10:.1f}% vs "
-        f"chance {chance:.1f}% (ratio {r10 / chance:.1f}, target >= 3) -> {'OK' if ok else 'MISSED'}"
+        f"chance {chance:.1f}% (ratio {r10 / chance:.1f}, target >= 3) -> "
+        f"{'OK' if ok else 'MISSED'}"
     )
     return 0 if ok else 1
 

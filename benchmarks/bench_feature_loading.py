@@ -32,14 +32,17 @@ TARGET = 0.5
 def write_dataset(path: Path, videos: int) -> Path:
     rng = np.random.default_rng(0)
     ids = [f"v{i:06d}" for i in range(videos)]
-    meta = DatasetMeta("bench", "1", ["en"], {"appearance": ExpertInfo(2048), "audio": ExpertInfo(128, True)})
+    meta = DatasetMeta("bench", "1", ["en"],
+                       {"appearance": ExpertInfo(2048), "audio": ExpertInfo(128, True)})
     with DatasetWriter(path, meta, Card("Bench", "Feature-loading benchmark data.")) as writer:
         writer.write_videos(pa.table({"video_id": ids, "duration": [10.0] * videos,
-                                      "split": ["train"] * videos, "experts": [["appearance", "audio"]] * videos}))
+                                      "split": ["train"] * videos,
+                                      "experts": [["appearance", "audio"]] * videos}))
         writer.write_captions(pa.Table.from_pylist([
-            {"caption_id": f"{v}-0", "video_id": v, "lang": "en", "text": "a video", "start": 0.0, "end": 1.0,
-             "kind": "describing", "machine_translated": False} for v in ids]))
-        writer.write_expert("appearance", [(ids, rng.normal(size=(videos, 2048)).astype(np.float32))])
+            {"caption_id": f"{v}-0", "video_id": v, "lang": "en", "text": "a video", "start": 0.0,
+             "end": 1.0, "kind": "describing", "machine_translated": False} for v in ids]))
+        writer.write_expert("appearance",
+                            [(ids, rng.normal(size=(videos, 2048)).astype(np.float32))])
         frames = [rng.normal(size=(int(rng.integers(30, 90)), 128)).astype(np.float32) for _ in ids]
         writer.write_expert("audio", [(ids, frames)])
     return path
@@ -68,14 +71,17 @@ def main(argv=None) -> int:
     parser.add_argument("--videos", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    folder = DatasetFolder(write_dataset(Path(tempfile.mkdtemp(prefix="rudder-feat-")) / "d", args.videos))
+    folder = DatasetFolder(write_dataset(Path(tempfile.mkdtemp(prefix="rudder-feat-")) / "d",
+                                         args.videos))
     ok = True
     for expert in ("appearance", "audio"):
-        ours = best_of(args.repeat, lambda e=expert: load_videos(folder, "train", [e], max_frames=32))
+        ours = best_of(args.repeat,
+                       lambda e=expert: load_videos(folder, "train", [e], max_frames=32))
         floor = best_of(args.repeat, lambda e=expert: pyarrow_floor(folder, e))
         ratio = floor / ours
         ok &= ratio >= TARGET
-        print(f"{expert}: load_videos {ours * 1e3:.1f} ms, pyarrow zero-copy read {floor * 1e3:.1f} ms, "
+        print(f"{expert}: load_videos {ours * 1e3:.1f} ms, "
+              f"pyarrow zero-copy read {floor * 1e3:.1f} ms, "
               f"throughput {100 * ratio:.0f}% of pyarrow (target >= {100 * TARGET:.0f}%)")
     return 0 if ok else 1
 

@@ -31,7 +31,8 @@ import numpy as np
 SHARED_LISTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "msrvtt"
 FIXED = {"densenet161-avg": 2208, "senet154-avg": 2048, "i3d-avg": 1024, "r2p1d-avg": 512}
 CAPTIONS, WORD_DIM, MAX_RSS_GB = 20, 300, 4.0
-WORDS = ["a", "man", "woman", "person", "is", "are", "playing", "cooking", "talking", "showing", "song", "car", "game", "video", "people", "the", "of"]
+WORDS = ["a", "man", "woman", "person", "is", "are", "playing", "cooking", "talking", "showing",
+         "song", "car", "game", "video", "people", "the", "of"]
 
 
 def split_of(videos: int) -> dict[str, str]:
@@ -42,7 +43,8 @@ def split_of(videos: int) -> dict[str, str]:
             out.update(dict.fromkeys((SHARED_LISTS / name).read_text().split(), split))
         return out
     edges = (int(videos * 0.6513), int(videos * 0.701))
-    return {f"video{i}": "train" if i < edges[0] else "validate" if i < edges[1] else "test" for i in range(videos)}
+    return {f"video{i}": "train" if i < edges[0] else "validate" if i < edges[1] else "test"
+            for i in range(videos)}
 
 
 def write_release(root: Path, videos: int) -> tuple[Path, Path, Path]:
@@ -55,8 +57,8 @@ def write_release(root: Path, videos: int) -> tuple[Path, Path, Path]:
     features.mkdir()
     sentences = [{"video_id": v, "caption": " ".join(rng.choice(WORDS, int(rng.integers(4, 21)))),
                   "sen_id": i * CAPTIONS + k} for i, v in enumerate(ids) for k in range(CAPTIONS)]
-    meta = [{"video_id": v, "split": splits[v], "start time": 0.0, "end time": 15.0, "category": 0, "id": i}
-            for i, v in enumerate(ids)]
+    meta = [{"video_id": v, "split": splits[v], "start time": 0.0, "end time": 15.0,
+             "category": 0, "id": i} for i, v in enumerate(ids)]
     (src / "MSRVTT_data.json").write_text(json.dumps({"videos": meta, "sentences": sentences}))
     for name, dim in FIXED.items():
         table = {v: rng.standard_normal(dim, dtype=np.float32) for v in ids}
@@ -75,9 +77,11 @@ def write_release(root: Path, videos: int) -> tuple[Path, Path, Path]:
 def measured(stage: str, command: list[str]) -> dict:
     """Run ``command`` in a fresh process; wall seconds and that process tree's peak RSS."""
     probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)")
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+             "sys.exit(r.returncode)")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True,
+                          check=False)
     seconds = time.perf_counter() - start
     if done.returncode:
         print(done.stdout[-2000:], done.stderr[-4000:], file=sys.stderr)
@@ -99,13 +103,15 @@ def main(argv=None) -> int:
     print(f"release written in {time.perf_counter() - start:.0f} s under {root}", flush=True)
     python = [sys.executable, "-m"]
     stages = [
-        measured("build", [*python, "datasets_scripts", "build", "msrvtt", "--src", str(src), "--out",
-                           str(root / "built"), "--split", "full", "--features", str(features),
-                           "--text-features", str(text)]),
-        measured("train (1 epoch)", [*python, "rudder.train", "--dataset", str(root / "built"), "--output-dir",
-                                     str(root / "run"), "--epochs", "1", "--set", "data.text_encoder=dataset",
+        measured("build", [*python, "datasets_scripts", "build", "msrvtt", "--src", str(src),
+                           "--out", str(root / "built"), "--split", "full",
+                           "--features", str(features), "--text-features", str(text)]),
+        measured("train (1 epoch)", [*python, "rudder.train", "--dataset", str(root / "built"),
+                                     "--output-dir", str(root / "run"), "--epochs", "1",
+                                     "--set", "data.text_encoder=dataset",
                                      "--set", "data.caption_langs=[en]"]),
-        measured("evaluate (test)", [*python, "rudder.evaluate", str(root / "run"), "--split", "test"]),
+        measured("evaluate (test)",
+                 [*python, "rudder.evaluate", str(root / "run"), "--split", "test"]),
     ]
     print("| stage | wall time (s) | peak RSS (GB) |\n|---|---|---|")
     for stage in stages:

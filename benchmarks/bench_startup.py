@@ -25,10 +25,12 @@ def main(argv=None) -> int:
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rudder.train", "--help"], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "rudder.train", "--help"], check=True,
+                       capture_output=True)
         times.append(time.perf_counter() - start)
     median = statistics.median(times)
-    print(f"python -m rudder.train --help: median {median:.2f} s over {args.repeat} runs (target < {TARGET_SECONDS} s)")
+    print(f"python -m rudder.train --help: median {median:.2f} s over {args.repeat} runs "
+          f"(target < {TARGET_SECONDS} s)")
     return 0 if median < TARGET_SECONDS else 1
 
 

@@ -49,17 +49,21 @@ def write_dataset(root: Path, videos: int) -> tuple[Path, Path]:
     split = ["train"] * (videos - 64) + ["validation"] * 32 + ["test"] * 32
     experts = {**{k: ExpertInfo(d) for k, d in FIXED.items()}, "audio": ExpertInfo(AUDIO_DIM, True)}
     has_audio = rng.random(videos) < 0.9
-    with DatasetWriter(root / "data", DatasetMeta("bench", "1", ["en"], experts), Card("Bench", "Step benchmark.")) as w:
+    with DatasetWriter(root / "data", DatasetMeta("bench", "1", ["en"], experts),
+                       Card("Bench", "Step benchmark.")) as w:
         w.write_videos(pa.table({"video_id": ids, "duration": [10.0] * videos, "split": split,
-                                 "experts": [[*FIXED, "audio"] if a else list(FIXED) for a in has_audio]}))
+                                 "experts": [[*FIXED, "audio"] if a else list(FIXED)
+                                             for a in has_audio]}))
         w.write_captions(pa.Table.from_pylist([
-            {"caption_id": f"{v}-0", "video_id": v, "lang": "en", "text": "a person is cooking", "start": 0.0,
-             "end": 1.0, "kind": "describing", "machine_translated": False} for v in ids]))
+            {"caption_id": f"{v}-0", "video_id": v, "lang": "en", "text": "a person is cooking",
+             "start": 0.0, "end": 1.0, "kind": "describing", "machine_translated": False}
+            for v in ids]))
         for name, dim in FIXED.items():
             w.write_expert(name, [(ids, rng.normal(size=(videos, dim)).astype(np.float32))])
         audio_ids = [v for v, a in zip(ids, has_audio) if a]
-        w.write_expert("audio", [(audio_ids, [rng.normal(size=(AUDIO_FRAMES, AUDIO_DIM)).astype(np.float32)
-                                              for _ in audio_ids])])
+        w.write_expert("audio", [(audio_ids,
+                                  [rng.normal(size=(AUDIO_FRAMES, AUDIO_DIM)).astype(np.float32)
+                                   for _ in audio_ids])])
     text = {v: [rng.normal(size=(WORDS, WORD_DIM)).astype(np.float32)] for v in ids}
     (root / "text.pickle").write_bytes(pickle.dumps(text))
     return root / "data", root / "text.pickle"
@@ -68,7 +72,8 @@ def write_dataset(root: Path, videos: int) -> tuple[Path, Path]:
 def rudder_config(data: Path, text: Path, device: str, threads: int, overrides) -> TrainConfig:
     values = to_dict(TrainConfig())
     for assignment in [
-        f"data.dataset={data}", f"data.text_encoder={text}", f"device={device}", f"cpu_threads={threads}",
+        f"data.dataset={data}", f"data.text_encoder={text}", f"device={device}",
+        f"cpu_threads={threads}",
         f"data.max_words={WORDS}", f"data.max_frames={AUDIO_FRAMES}", "model.shared_dim=768",
         "model.text_vlad_clusters=20", "model.video_vlad_clusters=8", "model.gating_g_layers=3",
         "model.gating_activation=mish", "loss.name=mm", "loss.params={margin: 0.09}", *overrides,
@@ -113,8 +118,10 @@ def main(argv=None) -> int:
     optimizer = torch.optim.Adam(reference.parameters())
     ours_params = sum(p.numel() for p in trainer.model.parameters())
     ref_params = sum(p.numel() for p in reference.parameters())
-    print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else f'{torch.get_num_threads()} threads'}), "
-          f"torch {torch.__version__}; parameters: rudder {ours_params / 1e6:.1f} M, reference {ref_params / 1e6:.1f} M")
+    hardware = (torch.cuda.get_device_name() if device.type == "cuda"
+                else f"{torch.get_num_threads()} threads")
+    print(f"device {device} ({hardware}), torch {torch.__version__}; parameters: "
+          f"rudder {ours_params / 1e6:.1f} M, reference {ref_params / 1e6:.1f} M")
     print("| B | rudder step (ms) | reference step (ms) | ratio |")
     print("|---|---|---|---|")
     for batch in args.batch_sizes:
@@ -122,8 +129,10 @@ def main(argv=None) -> int:
         inputs = (torch.randn(batch, WORDS, WORD_DIM, device=device),
                   {k: torch.randn(batch, d, device=device) for k, d in FIXED.items()},
                   torch.randn(batch, AUDIO_FRAMES, AUDIO_DIM, device=device),
-                  (torch.rand(batch, len(FIXED) + 1, device=device) < 0.95).float().index_fill_(1, torch.tensor([0], device=device), 1.0))
-        ours, ref = interleaved_ms(args.steps, device, lambda v=videos, s=slots: trainer._step(v, s),
+                  (torch.rand(batch, len(FIXED) + 1, device=device) < 0.95).float()
+                  .index_fill_(1, torch.tensor([0], device=device), 1.0))
+        ours, ref = interleaved_ms(args.steps, device,
+                                   lambda v=videos, s=slots: trainer._step(v, s),
                                    lambda x=inputs: reference_step(reference, optimizer, x))
         print(f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x |")
     return 0

@@ -51,12 +51,14 @@ def evaluate(run_dir: Path) -> dict[str, dict]:
     cfg = run.config.data
     data = load_split(run.dataset, "test", run.experts, run.vocab, cfg.caption_langs,
                       None, cfg.max_words, cfg.max_frames)
-    nouns = dict(zip(*(run.dataset.captions("test", columns=["caption_id", "nouns"]).to_pydict().values())))
+    nouns = dict(zip(*(run.dataset.captions("test", columns=["caption_id", "nouns"])
+                       .to_pydict().values())))
     lists, where = [], []
     for v, k in zip(*np.nonzero(data.caption_mask.numpy())):
         lang = data.caption_langs[v, k]
         if lang in SUFFIX:
-            tokens = perturbed_tokens(data.caption_texts[v, k], lang, nouns[data.caption_ids[v, k]], run.vocab)
+            tokens = perturbed_tokens(data.caption_texts[v, k], lang, nouns[data.caption_ids[v, k]],
+                                      run.vocab)
             if tokens is not None:
                 lists.append(tokens)
                 where.append((v, k))
@@ -64,14 +66,16 @@ def evaluate(run_dir: Path) -> dict[str, dict]:
     videos, slots = (torch.tensor(x) for x in zip(*where))
     # One width (and n-gram depth) for the original and the perturbed token grids.
     tail = [max(a, b) for a, b in zip(ids.shape[1:], data.tokens.shape[2:])]
-    tokens, token_mask = _padded(data.tokens, [*data.tokens.shape[:2], *tail]), _padded(data.token_mask, [*data.tokens.shape[:2], tail[0]])
+    tokens, token_mask = (_padded(data.tokens, [*data.tokens.shape[:2], *tail]),
+                          _padded(data.token_mask, [*data.tokens.shape[:2], tail[0]]))
     tokens[videos, slots] = _padded(ids, [len(ids), *tail])
     token_mask[videos, slots] = _padded(mask, [len(ids), tail[0]])
     chosen = torch.zeros_like(data.caption_mask)
     chosen[videos, slots] = True
     perturbed = dataclasses.replace(data, tokens=tokens, token_mask=token_mask)
     results = {"queries": len(lists), "videos": data.num_videos}
-    for name, split, queries in (("unperturbed", data, chosen), ("unseen forms", perturbed, chosen)):
+    for name, split, queries in (("unperturbed", data, chosen),
+                                 ("unseen forms", perturbed, chosen)):
         sims = similarity_matrix(run.model, split, torch.device("cpu"))
         results[name] = metrics.retrieval_metrics(sims, query_masks=queries, direction="t2v")
     return results
@@ -92,21 +96,25 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="rudder-subwords-"))
     table = {}
-    for label, extra in (("words", []), (f"words + n-grams ({args.buckets})", ["--set", f"data.subword_buckets={args.buckets}"])):
+    for label, extra in (("words", []), (f"words + n-grams ({args.buckets})",
+                                         ["--set", f"data.subword_buckets={args.buckets}"])):
         rows = []
         for seed in args.seeds:
             out = root / f"{len(table)}-{seed}"
-            train.main(["--output-dir", str(out), "--seed", str(seed), "--epochs", str(args.epochs), *extra])
+            train.main(["--output-dir", str(out), "--seed", str(seed), "--epochs", str(args.epochs),
+                        *extra])
             rows.append(evaluate(out))
         table[label] = rows
-    print(f"\n{rows[0]['queries']} perturbed Marathi/English test queries; t2v over {rows[0]['videos']} test videos, "
+    print(f"\n{rows[0]['queries']} perturbed Marathi/English test queries; "
+          f"t2v over {rows[0]['videos']} test videos, "
           f"mean over seeds {args.seeds}")
     print("| model | queries | R1 | R5 | R10 | MdR |")
     print("|---|---|---|---|---|---|")
     for label, rows in table.items():
         for name in ("unperturbed", "unseen forms"):
             mean = {m: np.mean([r[name][m] for r in rows]) for m in ("R1", "R5", "R10", "MdR")}
-            print(f"| {label} | {name} | {mean['R1']:.1f} | {mean['R5']:.1f} | {mean['R10']:.1f} | {mean['MdR']:.1f} |")
+            print(f"| {label} | {name} | {mean['R1']:.1f} | {mean['R5']:.1f} | {mean['R10']:.1f} "
+                  f"| {mean['MdR']:.1f} |")
     return 0
 
 

@@ -82,7 +82,8 @@ class CENetReference(nn.Module):
                                     + [nn.Linear(self.audio_vlad.out_dim, dim)])
         experts = len(self.reduce)
         self.text_vlad = NetVLADReference(text_dim, text_clusters)
-        self.text_units = nn.ModuleList(GatedEmbeddingUnit(self.text_vlad.out_dim, dim) for _ in range(experts))
+        self.text_units = nn.ModuleList(GatedEmbeddingUnit(self.text_vlad.out_dim, dim)
+                                        for _ in range(experts))
         self.moe_fc = nn.Linear(self.text_vlad.out_dim, experts)
         layers = [nn.Linear(2 * dim, dim)]
         for _ in range(g_layers - 1):
@@ -95,7 +96,8 @@ class CENetReference(nn.Module):
         text_emb = torch.stack([unit(text) for unit in self.text_units], 1)
         logits = self.moe_fc(text)
         inputs = [fixed[name] for name in self.fixed] + [self.audio_vlad(frames)]
-        x = [F.normalize(reduce(v), dim=-1) * available[:, i:i + 1] for i, (reduce, v) in enumerate(zip(self.reduce, inputs))]
+        x = [F.normalize(reduce(v), dim=-1) * available[:, i:i + 1]
+             for i, (reduce, v) in enumerate(zip(self.reduce, inputs))]
         video = []
         for i, xi in enumerate(x):  # CEModule, use_ce="pairwise", include_self=1
             total, count = 0, 0
@@ -106,7 +108,8 @@ class CENetReference(nn.Module):
             video.append(self.video_units[i](xi, total / (count + 1e-11)))
         video_emb = torch.stack(video, 1)
         weights = logits.softmax(-1)
-        numerator = torch.einsum("ted,ved->tv", text_emb * weights.unsqueeze(-1), video_emb * available.unsqueeze(-1))
+        numerator = torch.einsum("ted,ved->tv", text_emb * weights.unsqueeze(-1),
+                                 video_emb * available.unsqueeze(-1))
         return numerator / (weights @ available.T)
 
 
