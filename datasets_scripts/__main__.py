@@ -58,9 +58,9 @@ def _add_build(commands) -> None:
         parser.add_argument("--strict", action="store_true", help="stop at the first bad record")
         parser.add_argument(
             "--text-features", type=Path, metavar="PICKLE",
-            help="Collaborative Experts text-feature pickle (video id -> per-caption (tokens, D) arrays, "
-            "captions in release order) stored as the text_features config (train with "
-            "--set data.text_encoder=dataset)",
+            help="Collaborative Experts text-feature pickle (video id -> per-caption "
+            "(tokens, D) arrays, captions in release order) stored as the text_features config "
+            "(train with --set data.text_encoder=dataset)",
         )
         parser.add_argument(
             "--overwrite", action="store_true", help="replace an existing --out folder"

@@ -38,7 +38,8 @@ SOURCES = {
         "redistributing.",
         citation="""@article{akula2021rudder,
   title   = {Rudder: A Cross Lingual Video and Text Retrieval Dataset},
-  author  = {A, Jayaprakash and Abhishek and Dabral, Rishabh and Ramakrishnan, Ganesh and Jyothi, Preethi},
+  author  = {A, Jayaprakash and Abhishek and Dabral, Rishabh and Ramakrishnan, Ganesh and \
+Jyothi, Preethi},
   journal = {arXiv preprint arXiv:2103.05457},
   year    = {2021}
 }""",
@@ -61,7 +62,8 @@ SOURCES = {
 }
 @inproceedings{sigurdsson2016hollywood,
   title     = {Hollywood in Homes: Crowdsourcing Data Collection for Activity Understanding},
-  author    = {Sigurdsson, Gunnar A. and Varol, G{\\"u}l and Wang, Xiaolong and Farhadi, Ali and Laptev, Ivan and Gupta, Abhinav},
+  author    = {Sigurdsson, Gunnar A. and Varol, G{\\"u}l and Wang, Xiaolong and Farhadi, Ali \
+and Laptev, Ivan and Gupta, Abhinav},
   booktitle = {European Conference on Computer Vision (ECCV)},
   year      = {2016}
 }""",
@@ -78,7 +80,8 @@ SOURCES = {
         "Flickr licences.",
         citation="""@inproceedings{hendricks2017localizing,
   title     = {Localizing Moments in Video with Natural Language},
-  author    = {Hendricks, Lisa Anne and Wang, Oliver and Shechtman, Eli and Sivic, Josef and Darrell, Trevor and Russell, Bryan},
+  author    = {Hendricks, Lisa Anne and Wang, Oliver and Shechtman, Eli and Sivic, Josef and \
+Darrell, Trevor and Russell, Bryan},
   booktitle = {IEEE International Conference on Computer Vision (ICCV)},
   year      = {2017}
 }

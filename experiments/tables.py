@@ -4,11 +4,11 @@ two Wilcoxon signed-rank readings of "A beats B"; markdown and CSV.
 Definitions:
 - mean ± std: over the seeds' test metrics as the trainer wrote them (``metrics.json``); std
   is the sample standard deviation (ddof=1; 0 with one seed), as ``rudder.train --seeds``.
-- 95% interval: paired percentile bootstrap over test queries (:func:`rudder.significance.bootstrap_ci`,
-  1000 resamples, seed 0): each resample draws query indices with replacement, the *same*
-  indices for every seed, computes the metric per seed and averages over seeds. It shows
-  the uncertainty due to the finite query set, given the trained models; the std shows
-  the seed-to-seed variation.
+- 95% interval: paired percentile bootstrap over test queries
+  (:func:`rudder.significance.bootstrap_ci`, 1000 resamples, seed 0): each resample draws
+  query indices with replacement, the *same* indices for every seed, computes the metric per
+  seed and averages over seeds. It shows the uncertainty due to the finite query set, given
+  the trained models; the std shows the seed-to-seed variation.
 - Metrics of per-query values (definitions of :func:`rudder.metrics.metrics_from_ranks`
   on 0-based tie-averaged ranks): R@1 = 100 * mean(rank == 0), R@K = 100 * mean(rank < K),
   MdR = median(rank) + 1, MnR = mean(rank) + 1; nDCG and mAP = 100 * mean of the per-query

@@ -66,7 +66,8 @@ class BatchSupervision:
             self.caption_verbs = train.verbs[train.caption_mask].float()
         self.relations = self.relation_pairs = self.kinds = None
         if sup.relation_batches and not sup.manual_relations:
-            raise ConfigError("supervision.relation_batches needs supervision.manual_relations=true")
+            raise ConfigError(
+                "supervision.relation_batches needs supervision.manual_relations=true")
         if sup.manual_relations:
             self._load_relations(folder)
         if sup.description_labels:
@@ -92,7 +93,8 @@ class BatchSupervision:
     def _load_relations(self, folder) -> None:
         table = folder.relations()
         if table is None:
-            raise ConfigError(f"supervision.manual_relations is set but {folder.root} has no relations config")
+            raise ConfigError(f"supervision.manual_relations is set but {folder.root} has no "
+                              "relations config")
         ids = self.train.caption_ids
         valid = np.argwhere(np.vectorize(lambda c: c is not None, otypes=[bool])(ids))
         self.relations = RelationTable(ids[valid[:, 0], valid[:, 1]], table)
@@ -117,10 +119,13 @@ class BatchSupervision:
         in their ``_get_caption``/``get_raw_item``); with ``own`` nothing changes."""
         if self.sup.positive_sampling == "own":
             return videos, slots, slots
-        own_n, own_v = self.train.nouns[videos, slots].float(), self.train.verbs[videos, slots].float()
-        candidates = relevance(own_n, own_v, self.caption_nouns, self.caption_verbs) > self.sup.positive_threshold
+        own_n, own_v = (self.train.nouns[videos, slots].float(),
+                        self.train.verbs[videos, slots].float())
+        candidates = (relevance(own_n, own_v, self.caption_nouns, self.caption_verbs)
+                      > self.sup.positive_threshold)
         none = ~candidates.any(1)
-        pick = torch.multinomial(candidates.float() + none[:, None].float(), 1, generator=generator)[:, 0]
+        pick = torch.multinomial(candidates.float() + none[:, None].float(), 1,
+                                 generator=generator)[:, 0]
         return videos, torch.where(none, slots, -1 - pick), slots
 
     def batch(self, videos, slots, own_slots, generator) -> dict:

@@ -53,11 +53,13 @@ def read_plain(path, map_location="cpu", error: type[RudderError] = RunError):
         found = re.search(r"Unsupported global: GLOBAL (\S+)", str(failure))
         if isinstance(failure, pickle.UnpicklingError) and found:
             raise error(
-                f"{path}: refused: the file asks to build an object that is not a tensor or a plain "
-                f"value ({found.group(1)}); rudder never writes such files, so it was made elsewhere "
-                "or tampered with"
+                f"{path}: refused: the file asks to build an object that is not a tensor or a "
+                f"plain value ({found.group(1)}); rudder never writes such files, so it was made "
+                "elsewhere or tampered with"
             ) from None
-        raise error(f"{path}: cannot be read, it is truncated or corrupt ({_reason(failure)})") from None
+        raise error(
+            f"{path}: cannot be read, it is truncated or corrupt ({_reason(failure)})"
+        ) from None
 
 
 def _reason(failure: Exception) -> str:

@@ -30,7 +30,8 @@ from rudder.metric_names import DEPRECATED_NAMES, SELECTION_METRICS, canonical
 from rudder.models import MODELS, ModelConfig
 from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
-__all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict", "load_yaml", "to_dict"]
+__all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict",
+           "load_yaml", "to_dict"]
 
 
 @dataclass
@@ -141,7 +142,8 @@ class TrainConfig:
 # mAP need noun/verb classes in the validation split); RUDDER's two criteria are
 # ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised). Deprecated metric names
 # (``t2v.geometric_mean``) are read as their current name (``t2v.gmean_r1_r5_r10``).
-SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t") for name in SELECTION_METRICS)
+SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t")
+                   for name in SELECTION_METRICS)
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,8 @@ def _type_name(hint) -> str:
         return f"a list of {_PLURALS[args[0]]}"
     if typing.get_origin(hint) is dict:
         return f"a mapping of {_PLURALS[args[0]]} to {_PLURALS[args[1]]}"
-    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", dict: "a mapping"}[hint]
+    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string",
+            dict: "a mapping"}[hint]
 
 
 def _coerce(value, hint):
@@ -366,12 +369,14 @@ def _current_selection(selection: str) -> str:
 
 
 def _check_text_side(data: DataConfig) -> None:
-    """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are ordered."""
+    """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are
+    ordered."""
     if data.word_vectors is not None:
         check_languages([k for k in data.word_vectors if k != "all"], where="data.word_vectors")
         if data.text_encoder:
-            raise ConfigError("data.word_vectors and data.text_encoder exclude each other: word vectors "
-                              "initialise trainable embeddings, an encoder replaces them")
+            raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
+                              "word vectors initialise trainable embeddings, an encoder "
+                              "replaces them")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")
@@ -399,7 +404,8 @@ def apply_override(data: dict, assignment: str) -> None:
     try:
         value: Any = yaml.safe_load(raw) if raw != "" else None
     except yaml.YAMLError:
-        raise ConfigError(f"override {assignment!r}: the value is not valid YAML (quote it)") from None
+        raise ConfigError(
+            f"override {assignment!r}: the value is not valid YAML (quote it)") from None
     parts = key.strip().split(".")
     node = data
     for part in parts[:-1]:

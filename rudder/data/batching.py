@@ -49,7 +49,8 @@ def epoch_batches(
     elif mode == "all":
         counts = caption_mask.sum(1)
         rounds = [
-            (torch.nonzero(counts > r).squeeze(1), slot_order[:, r]) for r in range(int(counts.max()))
+            (torch.nonzero(counts > r).squeeze(1), slot_order[:, r])
+            for r in range(int(counts.max()))
         ]
     else:
         raise ValueError(f"caption sampling {mode!r} is not 'random' or 'all'")

@@ -45,7 +45,8 @@ def _configs_block(experts, has_relations: bool, counts: dict, digests: dict) ->
         ]
 
     configs = [
-        {"config_name": "captions", "data_files": per_split("captions", "captions"), "default": True},
+        {"config_name": "captions", "data_files": per_split("captions", "captions"),
+         "default": True},
         {"config_name": "videos", "data_files": per_split("videos", "videos")},
     ]
     configs += [
@@ -53,10 +54,12 @@ def _configs_block(experts, has_relations: bool, counts: dict, digests: dict) ->
         for e in sorted(experts)
     ]
     if any(counts.get(("text_features", s), 0) for s in SPLITS):
-        configs.append({"config_name": "text_features", "data_files": per_split("text_features", "text_features")})
+        configs.append({"config_name": "text_features",
+                        "data_files": per_split("text_features", "text_features")})
     if has_relations:
         configs.append(
-            {"config_name": "relations", "data_files": [{"split": "train", "path": "relations/all.parquet"}]}
+            {"config_name": "relations",
+             "data_files": [{"split": "train", "path": "relations/all.parquet"}]}
         )
     for config in configs:
         if config["config_name"] in digests:
@@ -75,7 +78,8 @@ def render_card(meta, card: Card, counts: dict, has_relations: bool, digests=Non
         "license": card.license,
         "language": list(meta.languages),
         "task_categories": ["text-retrieval"],
-        "tags": ["video-retrieval", "multilingual", "rudder"] + (["simulated"] if meta.simulated else []),
+        "tags": ["video-retrieval", "multilingual", "rudder"]
+        + (["simulated"] if meta.simulated else []),
         "configs": _configs_block(meta.experts, has_relations, counts, digests or {}),
     }
     lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]

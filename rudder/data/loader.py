@@ -59,7 +59,8 @@ class SplitData(VideoData):
         nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)
         return nouns, video_class_sets(self.verbs[valid].float(), owner, self.num_videos, rho)
 
-    def text_input(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def text_input(self, videos: torch.Tensor,
+                   slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's text side reads for these captions: token features or ids, and masks."""
         if self.token_features is not None:
             return self.token_features.gather(videos, slots)
@@ -116,7 +117,8 @@ def caption_ordinals(video_ids) -> np.ndarray:
     codes = np.unique(np.asarray(video_ids), return_inverse=True)[1].reshape(-1)
     order = np.argsort(codes, kind="stable")
     ordinals = np.empty(len(codes), dtype=np.int64)
-    ordinals[order] = np.arange(len(codes)) - np.searchsorted(codes[order], codes[order], side="left")
+    ordinals[order] = (np.arange(len(codes))
+                       - np.searchsorted(codes[order], codes[order], side="left"))
     return ordinals
 
 
@@ -140,7 +142,8 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         frames = _float_matrix(column.flatten(), info.dim)
         if not len(frames):  # only empty videos: index a zero row, masked out below
             frames = np.zeros((1, info.dim), np.float32)
-        starts, ends = np.zeros(num_videos, np.int64), np.zeros(num_videos, np.int64)  # absent: no frames
+        # Absent videos: no frames.
+        starts, ends = np.zeros(num_videos, np.int64), np.zeros(num_videos, np.int64)
         starts[rows[keep]], ends[rows[keep]] = offsets[keep], offsets[keep + 1]
         index, masks_np = _frame_index(starts, ends, max_frames)
         gathered = frames[index]  # the one copy: (videos, frames, D) in split order
@@ -149,14 +152,16 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         keep = keep[offsets[keep + 1] > offsets[keep]]  # an empty array means the expert is missing
     else:
         feats, masks = torch.zeros(num_videos, info.dim), None
-        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(_float_matrix(column, info.dim)[keep])
+        feats[torch.from_numpy(rows[keep])] = torch.from_numpy(
+            _float_matrix(column, info.dim)[keep])
     # One sum is finite exactly when every value is (barring float32 overflow, which the exact
     # check below then clears): ~10x cheaper than an elementwise test of the whole matrix.
     if not torch.isfinite(feats.sum()):
         finite_rows = torch.isfinite(feats.reshape(num_videos, -1)).all(1)
         if not finite_rows.all():
             bad = int(torch.nonzero(~finite_rows)[0])
-            raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN or inf values")
+            raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN "
+                              "or inf values")
     present[rows[keep]] = True
     return feats, masks, present
 
@@ -166,7 +171,8 @@ def _float_matrix(fixed_size_lists, dim: int) -> np.ndarray:
     return fixed_size_lists.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
 
 
-def _frame_index(starts: np.ndarray, ends: np.ndarray, max_frames: int) -> tuple[np.ndarray, np.ndarray]:
+def _frame_index(starts: np.ndarray, ends: np.ndarray,
+                 max_frames: int) -> tuple[np.ndarray, np.ndarray]:
     """Frame rows ``(n, T)`` and their mask for videos spanning ``[starts, ends)`` of the frame
     table: every frame of a video with at most ``max_frames``, else ``max_frames`` evenly
     spaced ones, ``round(j * (len - 1) / (max_frames - 1))`` as ``np.linspace`` places them."""
@@ -187,12 +193,14 @@ def _check_texts(folder: DatasetFolder, split: str, captions: dict, keep: list[i
         text = captions["text"][i]
         if not isinstance(text, str) or not text.strip():
             raise LayoutError(
-                f"{folder.root / 'captions' / (split + '.parquet')}: caption {captions['caption_id'][i]!r} "
+                f"{folder.root / 'captions' / (split + '.parquet')}: "
+                f"caption {captions['caption_id'][i]!r} "
                 f"({captions['lang'][i]}) is empty or whitespace only: {text!r}; fix or drop it"
             )
 
 
-def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frames: int = 32) -> VideoData:
+def load_videos(folder: DatasetFolder, split: str, experts: list[str],
+                max_frames: int = 32) -> VideoData:
     """Read the videos of one split: features of ``experts`` and their availability."""
     try:
         videos = folder.videos(split).to_pydict()
@@ -206,15 +214,18 @@ def load_videos(folder: DatasetFolder, split: str, experts: list[str], max_frame
     features, frame_masks = {}, {}
     available = np.zeros((len(video_ids), len(experts)), dtype=bool)
     for e, expert in enumerate(experts):
-        feats, masks, present = _load_expert(folder, expert, split, row_of, len(video_ids), max_frames)
+        feats, masks, present = _load_expert(folder, expert, split, row_of, len(video_ids),
+                                             max_frames)
         features[expert] = feats
         if masks is not None:
             frame_masks[expert] = masks
         available[:, e] = present
     if not available.any(1).all():
         lost = video_ids[int(np.flatnonzero(~available.any(1))[0])]
-        raise LayoutError(f"{folder.root}: video {lost!r} ({split}) has none of the experts {experts}")
-    return VideoData(split, list(video_ids), list(experts), features, frame_masks, torch.from_numpy(available))
+        raise LayoutError(
+            f"{folder.root}: video {lost!r} ({split}) has none of the experts {experts}")
+    return VideoData(split, list(video_ids), list(experts), features, frame_masks,
+                     torch.from_numpy(available))
 
 
 def load_split(
@@ -241,7 +252,8 @@ def load_split(
     captions = folder.captions(split).to_pydict()
     keep = [i for i, lang in enumerate(captions["lang"]) if lang in langs]
     if not keep:
-        raise LayoutError(f"{folder.root}: split {split!r} has no caption in languages {list(langs)}")
+        raise LayoutError(
+            f"{folder.root}: split {split!r} has no caption in languages {list(langs)}")
     _check_texts(folder, split, captions, keep)
     owner = np.array([row_of.get(captions["video_id"][i], -1) for i in keep])
     if (owner < 0).any():
@@ -260,7 +272,8 @@ def load_split(
         grid_mask = torch.zeros(*shape, tokens.shape[1], dtype=torch.bool)
         grid_tokens[owner, slot], grid_mask[owner, slot] = tokens, mask
     else:
-        store = _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder)
+        store = _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
+                             text_encoder)
         grid_tokens, grid_mask = torch.zeros(*shape, 1, dtype=torch.long), store.mask
     caption_mask = torch.zeros(shape, dtype=torch.bool)
     caption_mask[owner, slot] = True
@@ -290,7 +303,8 @@ def load_split(
     )
 
 
-def _token_store(folder, split, captions, keep, owner, slot, shape, max_words, text_encoder) -> TokenStore:
+def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
+                 text_encoder) -> TokenStore:
     """Token features of the kept captions: the dataset's ``text_features`` config (cut to
     ``max_words``), or the encoder's output (its own length)."""
     if isinstance(text_encoder, DatasetTextFeatures):
@@ -300,7 +314,8 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words, t
             return store_from_parquet(file, wanted, text_encoder.dim, owner, slot, shape, max_words)
         except KeyError as error:
             raise LayoutError(
-                f"{folder.root}: caption {error.args[0]!r} ({split}) has no row in the text_features config"
+                f"{folder.root}: caption {error.args[0]!r} ({split}) has no row in the "
+                "text_features config"
             ) from None
     return store_from_encoder(
         text_encoder,

@@ -50,20 +50,24 @@ def build_text_side(folder: DatasetFolder, data, seed: int = 0) -> TextSide:
                     token_langs.setdefault(token, set()).add(lang)
         sources = _load_sources(data.word_vectors, token_langs)
         known = set(words)
-        extra = sorted(t for t in token_langs if t not in known and _find(t, token_langs, sources) is not None)
+        extra = sorted(t for t in token_langs
+                       if t not in known and _find(t, token_langs, sources) is not None)
         words = [*words, *extra]
         table, found = _table(words, token_langs, sources, seed)
         summary = (
-            f"vocabulary: {len(words)} tokens ({len(extra)} more from captions of any split known to "
-            f"the word vectors); pretrained vectors for {found} of {len(words) - 2} "
+            f"vocabulary: {len(words)} tokens ({len(extra)} more from captions of any split "
+            f"known to the word vectors); pretrained vectors for {found} of {len(words) - 2} "
             f"({100.0 * found / max(1, len(words) - 2):.1f}%), the rest drawn at random"
         )
     vocab = Vocabulary(words)
     if data.subword_buckets:
-        vocab = SubwordVocabulary(words, data.subword_buckets, data.subword_min_n, data.subword_max_n)
+        vocab = SubwordVocabulary(words, data.subword_buckets, data.subword_min_n,
+                                  data.subword_max_n)
         if table is not None:
-            table = np.concatenate([table, np.zeros((data.subword_buckets, table.shape[1]), np.float32)])
-        summary += f"; character {data.subword_min_n}-{data.subword_max_n}-grams in {data.subword_buckets} buckets"
+            table = np.concatenate(
+                [table, np.zeros((data.subword_buckets, table.shape[1]), np.float32)])
+        summary += (f"; character {data.subword_min_n}-{data.subword_max_n}-grams in "
+                    f"{data.subword_buckets} buckets")
     return TextSide(vocab, None if table is None else torch.from_numpy(table), summary)
 
 
@@ -72,7 +76,8 @@ def _split_tokens(folder: DatasetFolder, split: str, langs) -> list[tuple[list[s
         table = folder.captions(split, columns=["text", "lang"]).to_pydict()
     except LayoutError:
         return []
-    return [(tokenize(t, lang), lang) for t, lang in zip(table["text"], table["lang"]) if lang in langs]
+    return [(tokenize(t, lang), lang) for t, lang in zip(table["text"], table["lang"])
+            if lang in langs]
 
 
 def _load_sources(spec: dict, token_langs: dict) -> dict:

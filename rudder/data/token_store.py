@@ -26,7 +26,8 @@ class TokenStore:
     def mask(self) -> torch.Tensor:
         return self.index >= 0
 
-    def gather(self, videos: torch.Tensor, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def gather(self, videos: torch.Tensor,
+               slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Features ``(B, L, D)`` (zeros on padding) and mask ``(B, L)`` of these captions."""
         index = self.index[videos, slots]
         mask = index >= 0
@@ -34,10 +35,10 @@ class TokenStore:
         return torch.where(mask.unsqueeze(-1), features, 0.0), mask
 
 
-def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarray, owner, slot, shape,
-                       max_tokens: int | None) -> TokenStore:
-    """A store whose caption ``n`` (at grid cell ``owner[n], slot[n]``) is ``flat[starts[n]:][:lengths[n]]``,
-    cut to ``max_tokens`` when given."""
+def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarray, owner, slot,
+                       shape, max_tokens: int | None) -> TokenStore:
+    """A store whose caption ``n`` (at grid cell ``owner[n], slot[n]``) is
+    ``flat[starts[n]:][:lengths[n]]``, cut to ``max_tokens`` when given."""
     if max_tokens is not None:
         lengths = np.minimum(lengths, max_tokens)
     width = max(1, int(lengths.max(initial=0)))
@@ -48,7 +49,8 @@ def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarr
     return TokenStore(flat, index)
 
 
-def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape, chunk: int = 2048) -> TokenStore:
+def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
+                       chunk: int = 2048) -> TokenStore:
     """Encode captions chunk by chunk, keeping only real tokens (``encoder`` returns padded
     ``(n, L, D)`` features and an ``(n, L)`` mask, as :mod:`rudder.text.pretrained`; it
     decides the length itself)."""
@@ -63,7 +65,8 @@ def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape, 
     return store_from_lengths(torch.cat(parts), starts, lengths, owner, slot, shape, None)
 
 
-def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape, max_tokens: int) -> TokenStore:
+def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape,
+                       max_tokens: int) -> TokenStore:
     """A store over a ``text_features`` parquet file (caption_id, feature: list<fixed_size_list
     <float32, dim>>) for the captions ``wanted_ids`` (in grid order ``owner``/``slot``).
 
@@ -77,8 +80,10 @@ def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape, max_token
     if (rows < 0).any():
         raise KeyError(wanted_ids[int(np.argmax(rows < 0))])
     meta = file.metadata
-    leaf = [file.schema.column(j).path.startswith("feature") for j in range(meta.num_columns)].index(True)
-    capacity = sum(meta.row_group(i).column(leaf).num_values for i in range(meta.num_row_groups)) // dim
+    leaf = [file.schema.column(j).path.startswith("feature")
+            for j in range(meta.num_columns)].index(True)
+    capacity = sum(meta.row_group(i).column(leaf).num_values
+                   for i in range(meta.num_row_groups)) // dim
     flat = torch.empty(capacity, dim)
     offsets, written = [np.zeros(1, np.int64)], 0
     for i in range(meta.num_row_groups):
