@@ -76,14 +76,16 @@ class PairEncoder(torch.nn.Module):
         return text, logits, self.model.encode_video(features, frame_masks, available)
 
 
-def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device, compile_mode: str = "none"):
+def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device,
+                 compile_mode: str = "none"):
     """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed,
     compiled with ``torch.compile(mode=compile_mode)`` unless ``"none"``."""
     encoder = PairEncoder(model)
     if ctx.enabled:
         from torch.nn.parallel import DistributedDataParallel
 
-        ids = [device.index if device.index is not None else ctx.local_rank] if device.type == "cuda" else None
+        ids = ([device.index if device.index is not None else ctx.local_rank]
+               if device.type == "cuda" else None)
         encoder = DistributedDataParallel(encoder, device_ids=ids)
     return encoder if compile_mode == "none" else CompiledOrEager(encoder, compile_mode)
 
@@ -105,7 +107,8 @@ class CompiledOrEager:
 
                 logging.getLogger("rudder.train").warning(
                     "torch.compile(mode=%r) failed (%s: %s); training continues without it",
-                    self.mode, type(error).__name__, str(error).splitlines()[0][:200] if str(error) else "",
+                    self.mode, type(error).__name__,
+                    str(error).splitlines()[0][:200] if str(error) else "",
                 )
                 self.compiled = None
         return self.module(*args)

@@ -38,10 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m rudder.evaluate",
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
-    parser.add_argument("runs", nargs="*", type=Path, help="run directories or checkpoint files, each evaluated alone")
+    parser.add_argument("runs", nargs="*", type=Path,
+                        help="run directories or checkpoint files, each evaluated alone")
     parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", type=Path, default=[],
                         metavar="RUN",
-                        help="runs fused into one model (see --fusion; --ensemble: the old spelling)")
+                        help="runs fused into one model "
+                        "(see --fusion; --ensemble: the old spelling)")
     parser.add_argument("--fusion", choices=fusion.FUSIONS,
                         help="how --fuse runs are fused (default: sum of similarities)")
     parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
@@ -62,8 +64,10 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     loaded = [load_run(p, device=device, dataset=dataset) for p in paths]
     first = loaded[0]
     for other in loaded[1:]:
-        if other.experts != first.experts or other.config.data.caption_langs != first.config.data.caption_langs:
-            raise RunError(f"{other.run_dir} uses other experts or caption languages than {first.run_dir}")
+        if (other.experts != first.experts
+                or other.config.data.caption_langs != first.config.data.caption_langs):
+            raise RunError(f"{other.run_dir} uses other experts or caption languages than "
+                           f"{first.run_dir}")
     class_index = build_class_index(first.dataset)
     matrices = []
     for run in loaded:
@@ -75,7 +79,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
             encoder = load_text_encoder(cfg.text_encoder, device, run.dataset)
         data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
-        matrices.append(similarity_matrix(run.model, data, torch.device(device), cfg.eval_batch_size))
+        matrices.append(similarity_matrix(run.model, data, torch.device(device),
+                                          cfg.eval_batch_size))
     sims, sims_v2t = matrices[0], None
     if len(matrices) > 1:
         q = hybrid_q if how == "hybrid" else None
@@ -109,7 +114,8 @@ def main(argv: list[str] | None = None) -> dict:
             outputs = [args.output / f"{i}-{run_dir.name}" for i, run_dir in enumerate(run_dirs)]
         elif args.output:
             outputs = [args.output]
-        summaries = {str(p): _evaluate(args, [p], out, device) for p, out in zip(args.runs, outputs)}
+        summaries = {str(p): _evaluate(args, [p], out, device)
+                     for p, out in zip(args.runs, outputs)}
     return next(iter(summaries.values())) if len(summaries) == 1 else summaries
 
 
@@ -119,8 +125,10 @@ def _default_output(path: Path, split: str, name: str) -> Path:
 
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     """Evaluate one run or one fusion; write and print its metrics and predictions."""
-    result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how, args.hybrid_q)
-    summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths],
+    result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
+                                                 args.hybrid_q)
+    summary = {"test" if args.split == "test" else args.split: result,
+               "runs": [str(p) for p in paths],
                "combination": how if len(paths) > 1 else None}
     v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
@@ -133,7 +141,8 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
 
 
 def cli() -> None:
-    """The ``rudder-evaluate`` console script: :func:`main` with its return value dropped (exit status 0)."""
+    """The ``rudder-evaluate`` console script: :func:`main` with its return value dropped
+    (exit status 0)."""
     main()
 
 

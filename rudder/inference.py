@@ -34,7 +34,8 @@ def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
     sims = torch.zeros(len(valid), data.num_videos)
     for start in range(0, len(videos_of), batch_size):
         chunk = slice(start, start + batch_size)
-        tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])  # per chunk: features stay ragged
+        # Per chunk: the features stay ragged.
+        tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])
         text, logits = model.encode_text(tokens.to(device), mask.to(device))
         sims[rows_of[chunk]] = model.similarity(text, logits, videos, available).float().cpu()
     model.train(was_training)
@@ -48,13 +49,14 @@ def relevance_matrix(data: SplitData, rho: float) -> torch.Tensor | None:
     classes = data.nouns.shape[-1]
     valid = data.caption_mask.flatten()
     video_nouns, video_verbs = data.video_classes(rho)
-    out = relevance(data.nouns.reshape(-1, classes).float(), data.verbs.reshape(-1, classes).float(),
-                    video_nouns, video_verbs)
+    out = relevance(data.nouns.reshape(-1, classes).float(),
+                    data.verbs.reshape(-1, classes).float(), video_nouns, video_verbs)
     out[~valid] = 0
     return out
 
 
-def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: torch.Tensor | None = None) -> dict:
+def split_metrics(sims: torch.Tensor, data: SplitData, rho: float,
+                  sims_v2t: torch.Tensor | None = None) -> dict:
     """t2v and v2t retrieval metrics, nDCG and mAP (percent), and a per-language t2v breakdown.
 
     ``sims_v2t`` scores the video-to-text direction when it differs from ``sims`` (rank
@@ -71,7 +73,8 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: tor
     if rel is not None:
         valid = masks.reshape(-1)
         rel_np = rel.numpy()
-        for direction, s, r in (("t2v", sims_np[valid], rel_np[valid]), ("v2t", v2t_np[valid].T, rel_np[valid].T)):
+        for direction, s, r in (("t2v", sims_np[valid], rel_np[valid]),
+                                ("v2t", v2t_np[valid].T, rel_np[valid].T)):
             for name, value in metrics.relevance_metrics(s, r).items():  # one ranking for both
                 result[direction][name] = 100 * value
     langs = data.caption_langs

@@ -8,4 +8,5 @@ from pathlib import Path
 
 def cache_dir(*parts: str) -> Path:
     """``$RUDDER_CACHE`` (unset or empty: ``~/.cache/rudder``), joined with ``parts``."""
-    return Path(os.environ.get("RUDDER_CACHE") or Path.home() / ".cache" / "rudder").joinpath(*parts)
+    return Path(os.environ.get("RUDDER_CACHE")
+                or Path.home() / ".cache" / "rudder").joinpath(*parts)

@@ -20,7 +20,8 @@ def results_table(metrics: dict, title: str = "") -> str:
     for lang, values in sorted(test.get("per_language", {}).items()):
         lines.append(_row(f"text→video ({lang})", values))
     if "best_epoch" in metrics:
-        lines += ["", f"best epoch {metrics['best_epoch']} of {metrics['epochs_run']} (selected on validation)"]
+        lines += ["", f"best epoch {metrics['best_epoch']} of {metrics['epochs_run']} "
+                  "(selected on validation)"]
     return "\n".join(lines)
 
 
@@ -30,6 +31,7 @@ def seeds_table(summary: dict) -> str:
     lines += ["| queries | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
     for direction, label in (("t2v", "text→video"), ("v2t", "video→text")):
         values = summary["test"][direction]
-        cells = [f"{values[c]['mean']:.1f} ± {values[c]['std']:.1f}" if c in values else "-" for c in COLUMNS]
+        cells = [f"{values[c]['mean']:.1f} ± {values[c]['std']:.1f}" if c in values else "-"
+                 for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

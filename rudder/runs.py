@@ -79,7 +79,8 @@ def discard_unfinished(path: Path) -> None:
 
 # Keys a resumed run may change and record in its saved config: they do not alter what was
 # trained so far. Any other change is refused: the saved config is the truth.
-RESUMABLE_KEYS = ("epochs", "patience", "device", "cpu_threads", "tensorboard", "data.eval_batch_size")
+RESUMABLE_KEYS = ("epochs", "patience", "device", "cpu_threads", "tensorboard",
+                  "data.eval_batch_size")
 
 
 def check_resume_changes(run_dir: Path, saved: dict, config: TrainConfig) -> None:
@@ -131,7 +132,8 @@ def environment_record(dataset_fingerprint: str) -> dict:
     import torch
 
     packages = {}
-    for name in ("rudder", "torch", "numpy", "scipy", "scikit-learn", "pyarrow", "datasets", "stanza"):
+    for name in ("rudder", "torch", "numpy", "scipy", "scikit-learn", "pyarrow", "datasets",
+                 "stanza"):
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -184,9 +186,9 @@ def _download_from_hub(repo_id: str) -> Path:
         return Path(snapshot_download(repo_id, repo_type="dataset"))
     except Exception as error:  # noqa: BLE001 -- offline errors come in many types
         raise RunError(
-            f"could not fetch dataset {repo_id!r} from the Hugging Face Hub ({type(error).__name__}: "
-            f"{error}); with no network, build it locally with `python -m datasets_scripts build` "
-            "and pass the folder"
+            f"could not fetch dataset {repo_id!r} from the Hugging Face Hub "
+            f"({type(error).__name__}: {error}); with no network, build it locally with "
+            "`python -m datasets_scripts build` and pass the folder"
         ) from None
 
 

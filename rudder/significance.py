@@ -36,10 +36,10 @@ def bootstrap_ci(
     (e.g. ``ndcg(..., reduction="none")``); NaN entries (masked queries) are dropped.
     ``statistic``: one of R1, R5, R10, R50, MdR, MnR, gmean_r1_r5_r10 (on 0-based ranks, with
     :func:`rudder.metrics.metrics_from_ranks`' definitions), "mean", or a callable mapping an
-    (B, n) array of resamples to (B,) values. Queries are resampled with replacement ``n_resamples`` times
-    (all resamples drawn at once per block, numpy ``default_rng(seed)``); the interval is the
-    (1 - confidence)/2 and (1 + confidence)/2 quantiles (linear interpolation) of the
-    resampled statistic; ``estimate`` is the statistic on the full sample.
+    (B, n) array of resamples to (B,) values. Queries are resampled with replacement
+    ``n_resamples`` times (all resamples drawn at once per block, numpy ``default_rng(seed)``);
+    the interval is the (1 - confidence)/2 and (1 + confidence)/2 quantiles (linear
+    interpolation) of the resampled statistic; ``estimate`` is the statistic on the full sample.
     """
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     v = v[~np.isnan(v)]
@@ -126,7 +126,8 @@ def wilcoxon_seed_averaged(ranks_a, ranks_b) -> WilcoxonResult:
     a, b = _per_seed(ranks_a, "ranks_a"), _per_seed(ranks_b, "ranks_b")
     if a.shape != b.shape:
         raise ValueError(
-            f"ranks_a has shape {a.shape} and ranks_b {b.shape}; give both the same seeds and queries"
+            f"ranks_a has shape {a.shape} and ranks_b {b.shape}; give both the same seeds and "
+            "queries"
         )
     return wilcoxon_ranks(a.mean(axis=0), b.mean(axis=0))
 
@@ -148,7 +149,8 @@ def wilcoxon_median_ranks(ranks_a, ranks_b) -> MedianRankTest:
     """
     a, b = _per_seed(ranks_a, "ranks_a"), _per_seed(ranks_b, "ranks_b")
     if len(a) != len(b):
-        raise ValueError(f"ranks_a has {len(a)} experiments and ranks_b {len(b)}; pair the same ones")
+        raise ValueError(
+            f"ranks_a has {len(a)} experiments and ranks_b {len(b)}; pair the same ones")
     mdr = rank_statistic("MdR")
     med_a = tuple(float(mdr(r[~np.isnan(r)])) for r in a)
     med_b = tuple(float(mdr(r[~np.isnan(r)])) for r in b)

@@ -106,7 +106,8 @@ def batch_relevance(caption_nouns, caption_verbs, video_nouns, video_verbs) -> t
     _rows(nouns_a, verbs_a, ("caption_nouns", "caption_verbs"))
     _rows(nouns_b, verbs_b, ("video_nouns", "video_verbs"))
     if nouns_a.shape[0] != nouns_b.shape[0]:
-        raise ValueError(f"batch_relevance: {nouns_a.shape[0]} captions but {nouns_b.shape[0]} videos")
+        raise ValueError(
+            f"batch_relevance: {nouns_a.shape[0]} captions but {nouns_b.shape[0]} videos")
     return 0.5 * (_dense_iou(nouns_a, nouns_b) + _dense_iou(verbs_a, verbs_b))
 
 

@@ -51,19 +51,28 @@ SHORTHANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m rudder.train",
-        description="Train a Collaborative-Experts text-video retrieval model and print its test metrics.",
+        description="Train a Collaborative-Experts text-video retrieval model and print its "
+        "test metrics.",
     )
-    parser.add_argument("--config", type=Path, help="YAML config (fields of rudder.config.TrainConfig)")
-    parser.add_argument("--output-dir", type=Path, help="run directory (default runs/<timestamp>-<name>)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --output-dir from last.pt")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --output-dir")
+    parser.add_argument("--config", type=Path,
+                        help="YAML config (fields of rudder.config.TrainConfig)")
+    parser.add_argument("--output-dir", type=Path,
+                        help="run directory (default runs/<timestamp>-<name>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --output-dir from last.pt")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing non-empty --output-dir")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override any config field, e.g. --set loss.params.margin=0.1 (repeatable)")
-    parser.add_argument("--dataset", help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
-    parser.add_argument("--loss", help="loss name (loss.name); its parameters via --set loss.params.X=V")
+                        help="override any config field, e.g. --set loss.params.margin=0.1 "
+                        "(repeatable)")
+    parser.add_argument("--dataset",
+                        help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
+    parser.add_argument("--loss",
+                        help="loss name (loss.name); its parameters via --set loss.params.X=V")
     parser.add_argument("--epochs", type=int, help="maximum number of epochs")
     parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--seeds", type=int, nargs="+", help="train one run per seed and report mean ± std")
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="train one run per seed and report mean ± std")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device (default auto)")
     return parser
 
@@ -150,7 +159,8 @@ def _run_seeds(args) -> dict:
     if args.resume:
         run_dir = args.output_dir
         if is_single_run(run_dir):
-            raise RunError(f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
+            raise RunError(
+                f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
         check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker=config_file(run_dir))
         config = resumed_config(args, run_dir)
     else:
@@ -162,7 +172,8 @@ def _run_seeds(args) -> dict:
     created = not run_dir.exists()
     try:
         write_config(run_dir, config)
-        results = {seed: _run_seed(args, config, run_dir / f"seed-{seed}", seed) for seed in args.seeds}
+        results = {seed: _run_seed(args, config, run_dir / f"seed-{seed}", seed)
+                   for seed in args.seeds}
     except BaseException:
         if created:
             _close_log()
@@ -225,7 +236,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def cli() -> None:
-    """The ``rudder-train`` console script: :func:`main` with its return value dropped (exit status 0)."""
+    """The ``rudder-train`` console script: :func:`main` with its return value dropped
+    (exit status 0)."""
     main()
 
 

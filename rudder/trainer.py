@@ -64,7 +64,8 @@ class Trainer:
             if not self.state["fingerprint"].startswith(self.fingerprint):
                 raise RunError(
                     f"cannot resume {run_dir}: its dataset changed since it started "
-                    f"(fingerprint {self.fingerprint}, run {self.state['fingerprint'].split('-')[0]})"
+                    f"(fingerprint {self.fingerprint}, "
+                    f"run {self.state['fingerprint'].split('-')[0]})"
                 )
             self.vocab = vocabulary_from_dict(self.state["vocab"])
             initial_embeddings = None
@@ -78,7 +79,8 @@ class Trainer:
         if config.data.text_encoder:
             from rudder.text.pretrained import load_text_encoder
 
-            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device), self.folder)
+            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
+                                                  self.folder)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
@@ -86,10 +88,12 @@ class Trainer:
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
         config.loss.params.update(supplied)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
-        if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
+        if (config.selection.endswith((".nDCG", ".mAP"))
+                and self.splits[config.data.val_split].nouns is None):
             raise ConfigError(
-                f"selection={config.selection} needs noun/verb classes, but {self.folder.root} has none; "
-                "choose another selection or label the dataset with `python -m heuristics label`"
+                f"selection={config.selection} needs noun/verb classes, but {self.folder.root} "
+                "has none; choose another selection or label the dataset with "
+                "`python -m heuristics label`"
             )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
         self.model = models.build(config.model, expert_info, self.vocab.table_size,
@@ -133,7 +137,8 @@ class Trainer:
         with autocast:
             inputs, mask = train.text_input(*self.supervision.caption_cells(lv, ls))
             features, masks, available = train.video_batch(lv, self.device)
-            text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device), features, masks, available)
+            text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device),
+                                               features, masks, available)
         text, logits, video, available = (
             gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
             for t in (text, logits, video, available)
@@ -159,21 +164,25 @@ class Trainer:
         """Train until ``epochs`` or early stopping; keeps ``last.pt`` and ``best.pt``."""
         cfg, train = self.config, self.splits["train"]
         if self.ctx.is_main:
-            write_config(self.run_dir, cfg)  # on resume: records what the resume changed (epochs, ...)
+            # On resume: records what the resume changed (epochs, ...).
+            write_config(self.run_dir, cfg)
             if not self.resume:
                 write_json(env_file(self.run_dir), environment_record(self.fingerprint))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
-            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.supervision.relation_pairs)
+            batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng,
+                                    cfg.data.caption_sampling, self.supervision.relation_pairs)
             self.model.train()
             quiet = not sys.stderr.isatty() or not self.ctx.is_main
             losses_seen = [
                 self._step(videos, slots)
-                for videos, slots in tqdm(batches, desc=f"epoch {self.epoch + 1}/{cfg.epochs}", leave=False, disable=quiet)
+                for videos, slots in tqdm(batches, desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
+                                          leave=False, disable=quiet)
             ]
             train_loss = float(torch.stack(losses_seen).mean()) if losses_seen else float("nan")
             if losses_seen and not math.isfinite(train_loss):
-                raise FloatingPointError(f"the training loss became {train_loss} in epoch {self.epoch + 1}; lower optim.lr")
+                raise FloatingPointError(f"the training loss became {train_loss} in epoch "
+                                         f"{self.epoch + 1}; lower optim.lr")
             self.scheduler.step()
             self.epoch += 1
             result, _ = self._score(self.splits[cfg.data.val_split])
@@ -181,7 +190,8 @@ class Trainer:
             score = key[0]
             improved = improves(key, (self.best_score, self.best_tiebreak))
             if improved:
-                (self.best_score, self.best_tiebreak), self.best_epoch, self.bad_evals = key, self.epoch, 0
+                (self.best_score, self.best_tiebreak), self.best_epoch, self.bad_evals = (
+                    key, self.epoch, 0)
             else:
                 self.bad_evals += 1
             if self.ctx.is_main:
@@ -201,11 +211,13 @@ class Trainer:
         t2v, v2t = result["t2v"], result["v2t"]
         lr = self.optimizer.param_groups[0]["lr"]
         log.info(
-            "epoch %d/%d  loss %.4f  val t2v R1 %.1f R5 %.1f R10 %.1f MdR %.1f | v2t R1 %.1f R10 %.1f  "
-            "select %.2f%s", self.epoch, self.config.epochs, train_loss, t2v["R1"], t2v["R5"],
+            "epoch %d/%d  loss %.4f  val t2v R1 %.1f R5 %.1f R10 %.1f MdR %.1f | "
+            "v2t R1 %.1f R10 %.1f  select %.2f%s", self.epoch, self.config.epochs, train_loss,
+            t2v["R1"], t2v["R5"],
             t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], score, "  *best*" if improved else "",
         )
-        line = {"epoch": self.epoch, "split": self.config.data.val_split, "train_loss": train_loss, "lr": lr, "selection": score, **result}
+        line = {"epoch": self.epoch, "split": self.config.data.val_split, "train_loss": train_loss,
+                "lr": lr, "selection": score, **result}
         append_history(self.run_dir, line)
         if writer is not None:
             writer.add_scalar("train/loss", train_loss, self.epoch)
@@ -256,7 +268,8 @@ class Trainer:
         self.sampler_rng.set_state(state["rng"]["sampler"])
         self.loss_rng.set_state(state["rng"]["loss"])
         self.epoch, self.best_score = state["epoch"], state["best_score"]
-        self.best_tiebreak = state.get("best_tiebreak", -math.inf)  # checkpoints before the tie rule
+        # Checkpoints written before the tie rule have no best_tiebreak.
+        self.best_tiebreak = state.get("best_tiebreak", -math.inf)
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
         truncate_history(self.run_dir, self.epoch)
         last, best = checkpoint_file(self.run_dir, "last"), checkpoint_file(self.run_dir, "best")
@@ -268,7 +281,8 @@ class Trainer:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
         best = load_checkpoint(checkpoint_file(self.run_dir, "best"), map_location=self.device)
         self.model.load_state_dict(best["model"])
-        self.splits.clear()  # training is over: free the train/validation tensors before the test split
+        # Training is over: free the train/validation tensors before the test split.
+        self.splits.clear()
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:

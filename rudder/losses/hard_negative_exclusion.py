@@ -83,7 +83,8 @@ class HardNegativeExclusion(RetrievalLoss):
                                         high_open=True)
         if scope not in ("dataset", "batch"):
             raise LossConfigError(
-                f"loss 'hn_exclusion': parameter 'scope' must be 'dataset' or 'batch', got {scope!r}"
+                "loss 'hn_exclusion': parameter 'scope' must be 'dataset' or 'batch', "
+                f"got {scope!r}"
             )
         self.scope = scope
         self.threshold = None if threshold is None else check_number(self.name, "threshold",

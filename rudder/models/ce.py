@@ -115,8 +115,8 @@ class CollaborativeExperts(nn.Module):
     # ------------------------------------------------------------------ text
     def encode_text(self, tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Token ids (B, L) long, subword rows (B, L, G) long (:mod:`rudder.text.subwords`;
-        a word is the mean of its non-PAD rows), or features (B, L, text_input_dim), and mask (B, L) bool
-        -> (per-expert unit-norm embeddings (B, E, D), mixture logits (B, E))."""
+        a word is the mean of its non-PAD rows), or features (B, L, text_input_dim), and mask
+        (B, L) bool -> (per-expert unit-norm embeddings (B, E, D), mixture logits (B, E))."""
         words = self._word_features(tokens, mask)
         pooled = self.dropout(self.text_pooling(words, mask))
         embeddings = torch.stack([unit(pooled) for unit in self.text_units], dim=1)
@@ -134,11 +134,13 @@ class CollaborativeExperts(nn.Module):
         else:
             if tokens.dtype != torch.long or tokens.dim() not in (2, 3):
                 raise ValueError(
-                    f"encode_text: expected token ids (B, L) or subword rows (B, L, G) int64, got {tokens.dtype} "
-                    f"{tuple(tokens.shape)} (set model.text_input_dim for token features)"
+                    "encode_text: expected token ids (B, L) or subword rows (B, L, G) int64, "
+                    f"got {tokens.dtype} {tuple(tokens.shape)} "
+                    "(set model.text_input_dim for token features)"
                 )
             vocab_size = self.word_embedding.num_embeddings
-            if self.check_values and tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+            if self.check_values and tokens.numel() and (tokens.min() < 0
+                                                         or tokens.max() >= vocab_size):
                 raise ValueError(
                     f"encode_text: token ids must lie in [0, {vocab_size}); got "
                     f"[{int(tokens.min())}, {int(tokens.max())}] (vocabulary/model mismatch?)"
@@ -227,7 +229,8 @@ class CollaborativeExperts(nn.Module):
                 f"got {frames.dtype} {tuple(frames.shape)}"
             )
         frames = frames & available.unsqueeze(-1)
-        no_frames = (available & ~frames.any(dim=1)).nonzero().flatten().tolist() if self.check_values else []
+        no_frames = ((available & ~frames.any(dim=1)).nonzero().flatten().tolist()
+                     if self.check_values else [])
         if no_frames:
             raise ValueError(
                 f"encode_video: expert {name!r} is marked available for batch rows "

@@ -52,7 +52,8 @@ class _SafeUnpickler(pickle.Unpickler):
 class CaptionFeatureFile:
     """Token features ``(N, L, D)`` and masks ``(N, L)`` of dataset captions from a CE pickle.
 
-    ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``; None keeps all).
+    ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``; None
+    keeps all).
     """
 
     def __init__(self, path, max_tokens: int | None = 30):
@@ -89,7 +90,8 @@ class CaptionFeatureFile:
         return features, mask
 
     def array(self, video_id: str, ordinal: int) -> np.ndarray:
-        """The ``(tokens, D)`` features of caption ``ordinal`` of ``video_id`` (cut to ``max_tokens``)."""
+        """The ``(tokens, D)`` features of caption ``ordinal`` of ``video_id`` (cut to
+        ``max_tokens``)."""
         captions = self.table.get(video_id)
         if captions is None:
             raise CaptionFeatureError(f"{self.path}: no features for video {video_id!r}")
@@ -101,7 +103,8 @@ class CaptionFeatureFile:
         array = np.asarray(captions[ordinal], dtype=np.float32)
         if array.ndim != 2 or array.shape[1] != self.dim:
             raise CaptionFeatureError(
-                f"{self.path}: video {video_id!r} caption {ordinal}: expected (tokens, {self.dim}), "
+                f"{self.path}: video {video_id!r} caption {ordinal}: "
+                f"expected (tokens, {self.dim}), "
                 f"got {array.shape}"
             )
         return array[: self.max_tokens]
@@ -120,6 +123,7 @@ class DatasetTextFeatures:
 
     def __call__(self, texts, video_ids=None, ordinals=None):
         raise CaptionFeatureError(
-            f"{self.folder.root}: this run reads the dataset's stored caption features, so it cannot "
-            "encode free text; train with word embeddings or another data.text_encoder for text queries"
+            f"{self.folder.root}: this run reads the dataset's stored caption features, so it "
+            "cannot encode free text; train with word embeddings or another data.text_encoder "
+            "for text queries"
         )

@@ -127,4 +127,5 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None):
         from rudder.text.caption_features import CaptionFeatureFile
 
         return CaptionFeatureFile(spec)
-    return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec, device=device)
+    return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec,
+                                     device=device)

@@ -89,7 +89,8 @@ class CaptionSimilarity:
             block = (vectors[start:stop] @ vectors.T).toarray()
             upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]  # pairs (i, j), i < j
             values = np.concatenate([top, block[upper].astype(np.float32)])
-            top = values if len(values) <= count else np.partition(values, len(values) - count)[-count:]
+            top = (values if len(values) <= count
+                   else np.partition(values, len(values) - count)[-count:])
         return float(np.clip(top.min(), 0.0, 1.0))
 
 

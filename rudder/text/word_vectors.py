@@ -126,12 +126,14 @@ def _read_word2vec_binary(path, handle, wanted, count, dim):
         word = bytearray()
         while (char := handle.read(1)) != b" ":
             if not char:
-                raise WordVectorError(f"{path}: cut after {index} of {count} words (word2vec binary)")
+                raise WordVectorError(
+                    f"{path}: cut after {index} of {count} words (word2vec binary)")
             if char != b"\n" or word:
                 word += char
         data = handle.read(size)
         if len(data) != size:
-            raise WordVectorError(f"{path}: cut inside the vector of word {index + 1} (word2vec binary)")
+            raise WordVectorError(
+                f"{path}: cut inside the vector of word {index + 1} (word2vec binary)")
         text = word.decode("utf-8", errors="replace")
         if wanted is None or text in wanted:
             words.append(text)
@@ -153,7 +155,8 @@ class _Reader:
         size = struct.calcsize(fmt)
         data = self.handle.read(size)
         if len(data) != size:
-            raise WordVectorError(f"{self.path}: cut fastText binary (ended at byte {self.handle.tell()})")
+            raise WordVectorError(
+                f"{self.path}: cut fastText binary (ended at byte {self.handle.tell()})")
         return struct.unpack(fmt, data)
 
     def word(self) -> str:
@@ -170,8 +173,10 @@ def _read_fasttext_bin(path, handle, wanted):
     read = _Reader(path, handle)
     _, version = read.take("<ii")
     if version not in (11, 12):
-        raise WordVectorError(f"{path}: fastText binary version {version} is not supported (11, 12)")
-    dim, _ws, _epoch, _min_count, _neg, _word_ngrams, _loss, _model, bucket, minn, maxn, _lr = read.take("<12i")
+        raise WordVectorError(
+            f"{path}: fastText binary version {version} is not supported (11, 12)")
+    (dim, _ws, _epoch, _min_count, _neg, _word_ngrams, _loss, _model, bucket, minn, maxn,
+     _lr) = read.take("<12i")
     read.take("<d")  # sampling threshold t
     _size, nwords, _nlabels = read.take("<3i")
     _ntokens, prune_size = read.take("<2q")
@@ -183,7 +188,8 @@ def _read_fasttext_bin(path, handle, wanted):
     prune = dict(read.take("<2i") for _ in range(max(prune_size, 0)))
     (quantized,) = read.take("<?")
     if quantized:
-        raise WordVectorError(f"{path}: quantised fastText models (.ftz) are not supported; use the .bin")
+        raise WordVectorError(
+            f"{path}: quantised fastText models (.ftz) are not supported; use the .bin")
     rows, cols = read.take("<2q")
     if cols != dim:
         raise WordVectorError(f"{path}: input matrix has {cols} columns but dim is {dim}")
