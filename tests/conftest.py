@@ -17,5 +17,6 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 def shared_data() -> Path:
     """The folder of real annotation files; tests skip when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real annotation files not found at {SHARED_DATA} (shared/ beside the checkout)")
+        pytest.skip(f"real annotation files not found at {SHARED_DATA} "
+                    "(shared/ beside the checkout)")
     return SHARED_DATA

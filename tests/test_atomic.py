@@ -95,7 +95,8 @@ def test_a_temporary_left_by_a_killed_writer_is_swept(tmp_path):
         "with replacing(sys.argv[1]) as tmp:\n    tmp.write_text('half')\n    os._exit(9)\n"
     )
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.txt")], env=env, check=False)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.txt")], env=env,
+                          check=False)
     assert done.returncode == 9
     assert len(hidden(tmp_path)) == 1 and not (tmp_path / "a.txt").exists()
     assert sweep(tmp_path / "a.txt") and hidden(tmp_path) == []

@@ -25,7 +25,8 @@ COMMANDS = [
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_help(command):
     done = subprocess.run(
-        [sys.executable, "-m", *command, "--help"], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", *command, "--help"], capture_output=True, text=True, timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
@@ -40,12 +41,16 @@ def _bad_yaml(tmp_path):
 # Each command given input that raises a rudder.errors.RudderError (a config, run or dataset
 # that cannot be used); argv builders get a temporary folder that holds no dataset or run.
 ERROR_CASES = {
-    "rudder.train bad YAML": ("rudder.train", lambda tmp: ["--config", _bad_yaml(tmp), "--output-dir", str(tmp / "r")]),
-    "rudder.train bad value": ("rudder.train", lambda tmp: ["--set", "optim.lr=fast", "--output-dir", str(tmp / "r")]),
+    "rudder.train bad YAML": ("rudder.train", lambda tmp: ["--config", _bad_yaml(tmp),
+                                                           "--output-dir", str(tmp / "r")]),
+    "rudder.train bad value": ("rudder.train", lambda tmp: ["--set", "optim.lr=fast",
+                                                            "--output-dir", str(tmp / "r")]),
     "rudder.evaluate": ("rudder.evaluate", lambda tmp: [str(tmp)]),
     "app": ("app.__main__", lambda tmp: ["--checkpoint", str(tmp)]),
-    "heuristics": ("heuristics.__main__", lambda tmp: ["label", "--dataset", str(tmp), "--tagger", "lexicon"]),
-    "datasets_scripts": ("datasets_scripts.__main__", lambda tmp: ["publish", str(tmp), "--repo-id", "u/n", "--dry-run"]),
+    "heuristics": ("heuristics.__main__",
+                   lambda tmp: ["label", "--dataset", str(tmp), "--tagger", "lexicon"]),
+    "datasets_scripts": ("datasets_scripts.__main__",
+                         lambda tmp: ["publish", str(tmp), "--repo-id", "u/n", "--dry-run"]),
     "experiments.run": ("experiments.run", lambda tmp: ["relevance", "--epochs", "0", "--dry-run"]),
 }
 

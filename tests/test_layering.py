@@ -24,7 +24,8 @@ def imported_packages(path: Path) -> set[str]:
 def violations(package: str) -> list[str]:
     forbidden = set(OUTER) - {package}
     return [f"{path.relative_to(ROOT)} imports {sorted(imported_packages(path) & forbidden)}"
-            for path in sorted((ROOT / package).rglob("*.py")) if imported_packages(path) & forbidden]
+            for path in sorted((ROOT / package).rglob("*.py"))
+            if imported_packages(path) & forbidden]
 
 
 @pytest.mark.parametrize("package", ["rudder", *OUTER])

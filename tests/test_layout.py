@@ -108,14 +108,16 @@ def test_replace_tables_all_or_nothing(tmp_path):
         replace_tables(tmp_path / "ds", "captions", {"train": new, "test": "not a table"})
     assert "nouns" not in DatasetFolder(tmp_path / "ds").captions("train").column_names
     replace_tables(tmp_path / "ds", "captions", {"train": new})
-    assert DatasetFolder(tmp_path / "ds").captions("train").column("nouns").to_pylist() == [["bottle"]]
+    assert DatasetFolder(tmp_path / "ds").captions("train").column("nouns").to_pylist() == [
+        ["bottle"]]
 
 
 def test_ensure_config_adds_relations_to_the_card(tmp_path):
     from rudder.data.card import ensure_config
 
     _write(tmp_path / "ds")
-    relations = pa.table({"caption_id_a": ["1"], "caption_id_b": ["2"], "label": [1], "annotator": ["a"]})
+    relations = pa.table({"caption_id_a": ["1"], "caption_id_b": ["2"], "label": [1],
+                          "annotator": ["a"]})
     replace_tables(tmp_path / "ds", "relations", {"all": relations})
     files = [{"split": "train", "path": "relations/all.parquet"}]
     ensure_config(tmp_path / "ds", "relations", files)
@@ -123,7 +125,8 @@ def test_ensure_config_adds_relations_to_the_card(tmp_path):
     card = (tmp_path / "ds" / "README.md").read_text()
     assert card.count("config_name: relations") == 1 and card.rstrip().endswith("other")
     datasets = pytest.importorskip("datasets")
-    loaded = datasets.load_dataset(str(tmp_path / "ds"), "relations", cache_dir=str(tmp_path / "cache"))
+    loaded = datasets.load_dataset(str(tmp_path / "ds"), "relations",
+                                   cache_dir=str(tmp_path / "cache"))
     assert loaded["train"][0]["label"] == 1
 
 
@@ -174,7 +177,8 @@ else:
         print("staged", flush=True)
         time.sleep(60)
     layout_writer.pq.write_table = slow_write
-    layout_writer.replace_tables(target, "captions", {{"train": DatasetFolder(target).captions("test")}})
+    layout_writer.replace_tables(target, "captions",
+                                 {{"train": DatasetFolder(target).captions("test")}})
 """
 
 

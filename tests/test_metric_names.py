@@ -36,7 +36,8 @@ def test_the_names_are_what_the_metrics_return():
 
 
 def test_the_two_geometric_means_are_different_quantities():
-    """gmean_r1_r5_r10 = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50) (RUDDER)."""
+    """gmean_r1_r5_r10 = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50)
+    (RUDDER)."""
     from rudder.selection import selection_score
 
     m = metrics.metrics_from_ranks(RANKS)
@@ -44,7 +45,8 @@ def test_the_two_geometric_means_are_different_quantities():
     assert (m["R1"], m["R5"], m["R10"], m["R50"]) == (20.0, 50.0, 60.0, 80.0)
     assert m["gmean_r1_r5_r10"] == pytest.approx((20 * 50 * 60) ** (1 / 3))
     result = {"t2v": m, "v2t": m}
-    assert selection_score(result, "t2v.gmean_r5_r10_r50") == pytest.approx((50 * 60 * 80) ** (1 / 3))
+    assert selection_score(result, "t2v.gmean_r5_r10_r50") == pytest.approx(
+        (50 * 60 * 80) ** (1 / 3))
     assert selection_score(result, "t2v.gmean_r1_r5_r10") == m["gmean_r1_r5_r10"]
 
 

@@ -23,7 +23,8 @@ def installed_name(package_dir: Path) -> str:
 
 def test_every_source_package_is_listed_for_the_wheel():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = [init.parent for top in ("rudder", *OUTER) for init in (ROOT / top).rglob("__init__.py")]
+    folders = [init.parent for top in ("rudder", *OUTER)
+               for init in (ROOT / top).rglob("__init__.py")]
     assert sorted(setuptools["packages"]) == sorted(installed_name(folder) for folder in folders)
     assert {setuptools["package-dir"][f"rudder.{top}"] for top in OUTER} == set(OUTER)
 
@@ -33,7 +34,8 @@ def test_outer_packages_import_themselves_relatively():
     offenders = [f"{path.relative_to(ROOT)}: {line.strip()}"
                  for top in OUTER for path in (ROOT / top).rglob("*.py")
                  for line in path.read_text(encoding="utf-8").splitlines()
-                 if line.lstrip().startswith((f"from {top}.", f"from {top} import", f"import {top}"))]
+                 if line.lstrip().startswith((f"from {top}.", f"from {top} import",
+                                              f"import {top}"))]
     assert offenders == []
 
 
@@ -51,8 +53,8 @@ def test_the_wheel_has_no_generic_top_level_names_and_its_commands_run(tmp_path)
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"rudder"}
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True)
     env = {**os.environ, "PYTHONPATH": str(target)}
     for module in ("rudder.train", "rudder.evaluate", "rudder.app", "rudder.heuristics",
                    "rudder.datasets_scripts", "rudder.experiments.run", "rudder.experiments.tune"):
@@ -63,6 +65,7 @@ def test_the_wheel_has_no_generic_top_level_names_and_its_commands_run(tmp_path)
                               cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert "msrvtt" in builders.stdout
     assert (target / "bin" / "rudder-train").is_file()
-    imported = subprocess.run([sys.executable, "-c", "import rudder.app, rudder.heuristics; print(rudder.app.__file__)"],
+    imported = subprocess.run([sys.executable, "-c",
+                               "import rudder.app, rudder.heuristics; print(rudder.app.__file__)"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert imported.stdout.startswith(str(target))

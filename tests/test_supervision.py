@@ -314,7 +314,8 @@ def test_relation_table_symmetry_and_unknown():
     assert table.lookup(["c1", "zz"], ["c3", "c0", "zz"]).tolist() == [[3, 2, -1], [-1, -1, -1]]
     assert table.lookup_positions(np.array([2]), np.array([0, 3])).tolist() == [[1, -1]]
     low, high, labels = table.pairs()
-    assert list(zip(low.tolist(), high.tolist(), labels.tolist())) == [(0, 1, 2), (0, 2, 1), (1, 3, 3)]
+    assert list(zip(low.tolist(), high.tolist(), labels.tolist())) == [
+        (0, 1, 2), (0, 2, 1), (1, 3, 3)]
 
 
 def test_relation_table_errors():

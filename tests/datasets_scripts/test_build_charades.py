@@ -125,7 +125,8 @@ def test_nan_and_inf_times_are_named(tmp_path, build, capsys):
     assert code == 2 and "line 2: time is not a finite number" in capsys.readouterr().err
     (src / "charades.json").write_text('{"T1": NaN}')
     code, _ = build("charades_sta", src, "--overwrite")
-    assert code == 2 and "video 'T1' has no positive finite duration (nan)" in capsys.readouterr().err
+    assert code == 2 and ("video 'T1' has no positive finite duration (nan)"
+                          in capsys.readouterr().err)
 
 
 def _moments(path):

@@ -171,7 +171,8 @@ def test_1k_a_test_split_from_the_csv_alone(shared_data, tmp_path, build, capsys
     assert "no annotation JSON: only the test split is built" in err
     assert "counts match the published ones (2 checked)" in err
     folder = DatasetFolder(out)
-    assert folder.videos("test").num_rows == 1000 and not (out / "videos" / "train.parquet").exists()
+    assert (folder.videos("test").num_rows == 1000
+            and not (out / "videos" / "train.parquet").exists())
     first = folder.captions("test").slice(0, 1).to_pylist()[0]
     assert (first["caption_id"], first["text"], first["end"]) == (
         "video9770/ret0",
@@ -200,7 +201,8 @@ def test_text_feature_pickle_becomes_the_text_features_config(msrvtt_src, build,
 
     src, _ = msrvtt_src
     # CE's layout: video id -> the video's captions' (tokens, D) arrays, in release (sen_id) order.
-    table = {f"video{i}": [np.full((1 + k, 3), 10.0 * i + k, np.float32) for k in range(2)] for i in range(10000)}
+    table = {f"video{i}": [np.full((1 + k, 3), 10.0 * i + k, np.float32) for k in range(2)]
+             for i in range(10000)}
     pickle_path = tmp_path / "w2v_MSRVTT.pickle"
     pickle_path.write_bytes(pickle.dumps(table))
     code, out = build("msrvtt", src, "--split", "full", "--text-features", pickle_path)
@@ -213,5 +215,6 @@ def test_text_feature_pickle_becomes_the_text_features_config(msrvtt_src, build,
     assert by_id["video0/20000"].shape == (2, 3) and (by_id["video0/20000"] == 1.0).all()
     del table["video7"]
     pickle_path.write_bytes(pickle.dumps(table))
-    code, _ = build("msrvtt", src, "--split", "full", "--text-features", pickle_path, out=tmp_path / "again")
+    code, _ = build("msrvtt", src, "--split", "full", "--text-features", pickle_path,
+                    out=tmp_path / "again")
     assert code == 2 and not (tmp_path / "again").exists()

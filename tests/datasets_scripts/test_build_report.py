@@ -15,7 +15,8 @@ def test_skip_and_count_summary():
     assert reporter.skipped == 4
     summary = reporter.summary()
     assert (
-        "skipped 4 bad record(s):\n  malformed line: 3\n    e.g. a.txt, line 3: malformed line: 'xxx"
+        "skipped 4 bad record(s):\n  malformed line: 3\n"
+        "    e.g. a.txt, line 3: malformed line: 'xxx"
         in summary
     )
     assert "a.txt, line 8" in summary and "a.txt, line 9" not in summary  # two examples per kind

@@ -91,7 +91,8 @@ def test_folder_layout(tmp_path, build, loads, capsys):
     err = capsys.readouterr().err
     for message in (
         "captions_mr.tsv, line 7: unknown video id: 'v9'",
-        "captions_mr.tsv, line 8: time outside the video: '15.0 25.0' (need 0 <= start <= end <= duration 20.0)",
+        "captions_mr.tsv, line 8: time outside the video: '15.0 25.0' "
+        "(need 0 <= start <= end <= duration 20.0)",
         "line 9: unknown caption kind: 'song'",
         "captions_mr.tsv, line 10: not a finite number: 'nan' (column start)",
         "videos.tsv, line 6: not a finite number: 'inf' (column duration)",
@@ -215,7 +216,8 @@ def test_a_built_folder_trains_with_rudder_train(tmp_path, build):
     make_folder_release(src)
     code, out = build("rudder", src)
     assert code == 0
-    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"), "--epochs", "1",
+    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"),
+                         "--epochs", "1",
                          "--set", "data.batch_size=2", "--set", "data.caption_langs=[mr, en]",
                          "--set", "model.shared_dim=8", "--set", "model.word_dim=4"])
     assert 0 <= result["test"]["t2v"]["R1"] <= 100

@@ -64,7 +64,8 @@ def test_tables_agree_with_the_runs(finished):
     tests = list(csv.DictReader((out / "results" / "tiny-wilcoxon.csv").open()))
     assert (tests[0]["a"], tests[0]["b"]) == ("PO(M)", "MM")
     assert tests[1]["a"] in ("RAN", "PO(M)") and tests[1]["b"] == "MM"  # "best" resolved to a row
-    assert all(int(t["queries"]) == 8 * 2 for t in tests)  # 8 test videos x 2 captions (seed-averaged)
+    # 8 test videos x 2 captions (seed-averaged).
+    assert all(int(t["queries"]) == 8 * 2 for t in tests)
 
 
 def test_fusion_rows_match_rudder_evaluate(finished, tiny_suites):

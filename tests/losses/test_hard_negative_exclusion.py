@@ -41,7 +41,8 @@ def test_hn_exclusion_hand_worked(s3):
 
 def test_hn_exclusion_anchors_without_negatives_give_zero(s3):
     text = torch.tensor(TEXT, dtype=torch.float64)
-    loss = losses.build("hn_exclusion", exclude_top=0.999, scope="batch")  # floor(5.994) = 5 of 6 pairs
+    # floor(5.994) = 5 of 6 pairs excluded.
+    loss = losses.build("hn_exclusion", exclude_top=0.999, scope="batch")
     # The smallest pairs (0, 2) and (2, 0) tie at 0.1; row-major order excludes (0, 2), so
     # (2, 0) is the only pair left. c0, c1, v1, v2 have no negative -> 0 each;
     # c2 -> v0 0.3: 0.2+0.3-0.4 = 0.1; v0 -> c2 0.3: 0.2+0.3-0.9 < 0 -> 0. Total 0.1 / 3.

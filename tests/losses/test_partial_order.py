@@ -73,7 +73,8 @@ def test_po_matches_a_loop_over_the_paper_with_asymmetric_labels(seed, descripti
     labels = torch.randint(0, 4, (7, 7), generator=gen)
     assert not torch.equal(labels, labels.T)
     loss = losses.build("po", description_as_partial=description_as_partial)
-    expected = paper_po(sims.tolist(), labels.tolist(), description_as_partial=description_as_partial)
+    expected = paper_po(sims.tolist(), labels.tolist(),
+                        description_as_partial=description_as_partial)
     assert loss(sims, labels=labels).item() == pytest.approx(expected, abs=1e-12)
 
 

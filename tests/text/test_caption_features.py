@@ -36,7 +36,8 @@ def test_missing_entries_and_free_text_are_clear_errors(tmp_path):
     encoder = CaptionFeatureFile(write_pickle(tmp_path / "f.pkl", {"va": [np.ones((2, 3))]}))
     with pytest.raises(CaptionFeatureError, match="no features for video 'vz'"):
         encoder(["t"], video_ids=["vz"], ordinals=[0])
-    with pytest.raises(CaptionFeatureError, match="has 1 caption feature arrays but the dataset has a caption number 2"):
+    with pytest.raises(CaptionFeatureError, match="has 1 caption feature arrays but the dataset "
+                       "has a caption number 2"):
         encoder(["t"], video_ids=["va"], ordinals=[1])
     with pytest.raises(CaptionFeatureError, match="cannot encode free text"):
         encoder(["a query"])
@@ -50,6 +51,7 @@ class _Exploit:
 def test_a_pickle_that_runs_code_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = write_pickle(tmp_path / "evil.pickle", {"va": [_Exploit()]})
-    with pytest.raises(CaptionFeatureError, match=r"evil.pickle: refusing to unpickle (posix|os|nt)\.system"):
+    with pytest.raises(CaptionFeatureError,
+                       match=r"evil.pickle: refusing to unpickle (posix|os|nt)\.system"):
         CaptionFeatureFile(path)
     assert not (tmp_path / "pwned").exists()

@@ -73,7 +73,8 @@ def test_model_averages_a_words_rows():
     model = CollaborativeExperts(config, {"object": ExpertInfo(5)}, 6)
     with torch.no_grad():
         model.word_embedding.weight.copy_(torch.arange(18.0).reshape(6, 3))
-    words = model._word_features(torch.tensor([[[2, 4, 0], [0, 5, 0]]]), torch.tensor([[True, True]]))
+    words = model._word_features(torch.tensor([[[2, 4, 0], [0, 5, 0]]]),
+                                 torch.tensor([[True, True]]))
     expected = torch.stack([(torch.tensor([6.0, 7, 8]) + torch.tensor([12.0, 13, 14])) / 2,
                             torch.tensor([15.0, 16, 17])])
     assert torch.allclose(words[0], expected)

@@ -25,6 +25,7 @@ def train_tiny(tiny_dataset, fast_args):
     from rudder import train
 
     def run(out, *extra):
-        return train.main(["--dataset", str(tiny_dataset), "--output-dir", str(out), *fast_args, *extra])
+        return train.main(["--dataset", str(tiny_dataset), "--output-dir", str(out), *fast_args,
+                           *extra])
 
     return run

@@ -38,7 +38,8 @@ def trained(tmp_path_factory, tiny_dataset):
     """A finished 1-epoch run to copy (each test damages its own copy)."""
     out = tmp_path_factory.mktemp("trained") / "run"
     train.main(["--dataset", str(tiny_dataset), "--output-dir", str(out), "--epochs", "1",
-                "--set", "data.batch_size=8", "--set", "model.shared_dim=16", "--set", "model.word_dim=8",
+                "--set", "data.batch_size=8", "--set", "model.shared_dim=16",
+                "--set", "model.word_dim=8",
                 "--set", "data.caption_langs=[mr, en]", "--set", "data.audio_langs=[mr]"])
     return out
 
@@ -114,7 +115,8 @@ def test_checkpoints_hold_only_tensors_and_plain_values(trained):
 def test_a_damaged_checkpoint_is_named(run_copy, capsys, damage):
     best = run_copy / "checkpoints" / "best.pt"
     data = best.read_bytes()
-    best.write_bytes({"truncated": data[: len(data) // 2], "empty": b"", "garbage": b"not a checkpoint"}[damage])
+    best.write_bytes({"truncated": data[: len(data) // 2], "empty": b"",
+                      "garbage": b"not a checkpoint"}[damage])
     with pytest.raises(RunError, match=rf"{best}: cannot be read, it is truncated or corrupt"):
         load_checkpoint(best)
     with pytest.raises(SystemExit) as exit_info:
@@ -126,7 +128,8 @@ def test_an_old_checkpoint_version_is_refused(run_copy):
     best = run_copy / "checkpoints" / "best.pt"
     state = torch.load(best, weights_only=True)
     torch.save({**state, "version": 1}, best)
-    with pytest.raises(RunError, match=rf"{best}: checkpoint version 1 is not supported .*train the run again"):
+    with pytest.raises(RunError, match=rf"{best}: checkpoint version 1 is not supported "
+                       r".*train the run again"):
         load_run(run_copy)
 
 
@@ -143,7 +146,8 @@ def test_a_broken_metrics_line_is_named(run_copy, capsys):
     metrics.write_text("garbage\n" + metrics.read_text())
     with pytest.raises(SystemExit) as exit_info:
         train.main(["--output-dir", str(run_copy), "--resume", "--epochs", "2"])
-    assert exit_info.value.code == 2 and f"{metrics}:1: not an evaluation record" in one_error_line(capsys)
+    assert exit_info.value.code == 2 and (f"{metrics}:1: not an evaluation record"
+                                          in one_error_line(capsys))
 
 
 def test_predictions_are_written_atomically(run_copy, monkeypatch):
@@ -167,7 +171,8 @@ def test_a_checkpoint_with_an_invalid_config_is_named(run_copy):
     best = run_copy / "checkpoints" / "best.pt"
     state = torch.load(best, weights_only=True)
     torch.save({**state, "config": {**state["config"], "epochs": "many"}}, best)
-    with pytest.raises(RunError, match=rf"{best}: its config is not valid \(epochs='many' is not valid"):
+    with pytest.raises(RunError,
+                       match=rf"{best}: its config is not valid \(epochs='many' is not valid"):
         load_run(run_copy)
 
 

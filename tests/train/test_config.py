@@ -16,7 +16,8 @@ def test_defaults_and_overrides():
 
 
 def test_unknown_key_lists_valid_ones():
-    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['batchsize'\] in data\..*'batch_size'"):
+    with pytest.raises(ConfigError,
+                       match=r"unknown key\(s\) \['batchsize'\] in data\..*'batch_size'"):
         from_dict({"data": {"batchsize": 3}})
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['lr'\];"):
         from_dict({"lr": 3})
@@ -109,5 +110,6 @@ def test_bad_override_values_are_config_errors():
 def test_numbers_must_be_finite(value):
     data = {}
     apply_override(data, f"optim.lr={value}")
-    with pytest.raises(ConfigError, match="optim.lr=.* is not valid; expected a finite number >= 0.0"):
+    with pytest.raises(ConfigError,
+                       match="optim.lr=.* is not valid; expected a finite number >= 0.0"):
         from_dict(data)

@@ -23,7 +23,8 @@ def test_more_processes_than_gpus_names_the_fix(monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    with pytest.raises(DistributedSetupError, match=r"--nproc_per_node=1, or train on the CPU with --device cpu"):
+    with pytest.raises(DistributedSetupError,
+                       match=r"--nproc_per_node=1, or train on the CPU with --device cpu"):
         init_distributed(torch.device("cuda"))
 
 
@@ -31,15 +32,19 @@ def test_more_processes_than_gpus_names_the_fix(monkeypatch):
 @pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                     reason="this torch build has no gloo backend for CPU processes")
 def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
-    single = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "one"), *fast_args, *NO_BN])
+    single = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "one"),
+                         *fast_args, *NO_BN])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "rudder.train", "--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "two"),
-               *fast_args, *NO_BN]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+               "-m", "rudder.train", "--dataset", str(tiny_dataset),
+               "--output-dir", str(tmp_path / "two"), *fast_args, *NO_BN]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    one_lines = [json.loads(x) for x in (tmp_path / "one" / "metrics.jsonl").read_text().splitlines()]
-    two_lines = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    one_lines = [json.loads(x)
+                 for x in (tmp_path / "one" / "metrics.jsonl").read_text().splitlines()]
+    two_lines = [json.loads(x)
+                 for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
     assert [x["epoch"] for x in two_lines] == [1, 2]  # only rank 0 writes
     for a, b in zip(one_lines, two_lines):
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-4, abs=1e-6)
@@ -70,9 +75,10 @@ def test_a_failing_compilation_falls_back_to_eager(monkeypatch, caplog):
 
 @pytest.mark.slow
 def test_compiled_training_matches_eager(tiny_dataset, tmp_path, fast_args):
-    eager = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "eager"), *fast_args,
-                        "--device", "cpu", "--epochs", "1"])
-    compiled = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "compiled"), *fast_args,
+    eager = train.main(["--dataset", str(tiny_dataset), "--output-dir", str(tmp_path / "eager"),
+                        *fast_args, "--device", "cpu", "--epochs", "1"])
+    compiled = train.main(["--dataset", str(tiny_dataset),
+                           "--output-dir", str(tmp_path / "compiled"), *fast_args,
                            "--device", "cpu", "--epochs", "1", "--set", "compile=default"])
     assert "failed" not in (tmp_path / "compiled" / "train.log").read_text()
     for key in ("R1", "R10", "MdR"):

@@ -16,7 +16,8 @@ def two_runs(tmp_path_factory, tiny_dataset):
     args = ["--dataset", str(tiny_dataset), "--epochs", "1", "--set", "data.batch_size=8",
             "--set", "model.shared_dim=16", "--set", "model.word_dim=8",
             "--set", "data.caption_langs=[mr, en]", "--set", "data.audio_langs=[mr]"]
-    results = [train.main([*args, "--seed", str(seed), "--output-dir", str(root / f"r{seed}")]) for seed in (0, 1)]
+    results = [train.main([*args, "--seed", str(seed), "--output-dir", str(root / f"r{seed}")])
+               for seed in (0, 1)]
     return root / "r0", root / "r1", results
 
 
@@ -47,7 +48,8 @@ def test_the_old_ensemble_flag_still_fuses(two_runs, tmp_path):
     for flag in ("--fuse", "--ensemble"):
         out = tmp_path / flag
         evaluate.main([flag, str(run0), str(run1), "--fusion", "max", "--output", str(out)])
-    new, old = (read_predictions(tmp_path / f / "predictions.npz") for f in ("--fuse", "--ensemble"))
+    new, old = (read_predictions(tmp_path / f / "predictions.npz")
+                for f in ("--fuse", "--ensemble"))
     np.testing.assert_array_equal(old.sims, new.sims)
     np.testing.assert_array_equal(old.ranks_v2t, new.ranks_v2t)
     saved = json.loads((tmp_path / "--ensemble" / "metrics.json").read_text())
@@ -106,7 +108,8 @@ def test_fusions_do_not_overwrite_each_other(two_runs):
     folders = run0 / "evaluations"
     expected = (("test-fusion-sum", "sum"), ("test-fusion-avg", "avg"), ("test-single", None))
     for name, combination in expected:
-        assert json.loads((folders / name / "metrics.json").read_text())["combination"] == combination
+        assert json.loads(
+            (folders / name / "metrics.json").read_text())["combination"] == combination
 
 
 @pytest.mark.parametrize("argv", [["A", "--fuse", "B", "C"], ["A", "--ensemble", "B", "C"],

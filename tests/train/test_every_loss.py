@@ -25,11 +25,13 @@ def test_partial_order_with_manual_relations(tiny_dataset, fast_args, tmp_path, 
 
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data)
-    args = ["--dataset", str(data), *fast_args, "--loss", "po", "--set", "supervision.manual_relations=true"]
+    args = ["--dataset", str(data), *fast_args, "--loss", "po",
+            "--set", "supervision.manual_relations=true"]
     with pytest.raises(SystemExit):
         train.main([*args, "--output-dir", str(tmp_path / "no-relations")])
     assert "has no relations config" in capsys.readouterr().err
-    relations = pa.table({"caption_id_a": ["v000-en"], "caption_id_b": ["v001-en"], "label": [1], "annotator": ["a"]})
+    relations = pa.table({"caption_id_a": ["v000-en"], "caption_id_b": ["v001-en"], "label": [1],
+                          "annotator": ["a"]})
     replace_tables(data, "relations", {"all": relations})
     result = train.main([*args, "--output-dir", str(tmp_path / "manual"), "--epochs", "1"])
     assert 0 <= result["test"]["t2v"]["R1"] <= 100

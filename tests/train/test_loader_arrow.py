@@ -28,12 +28,14 @@ def test_features_equal_a_python_read(tiny_dataset):
     fixed = folder.features("object", "train").to_pydict()
     for vid, feature in zip(fixed["video_id"], fixed["feature"]):
         if vid in row_of:
-            assert torch.equal(videos.features["object"][row_of[vid]], torch.tensor(feature, dtype=torch.float32))
+            assert torch.equal(videos.features["object"][row_of[vid]],
+                               torch.tensor(feature, dtype=torch.float32))
     audio = folder.features("audio@mr", "train").to_pydict()
     seen = 0
     for vid, frames in zip(audio["video_id"], audio["feature"]):
         if vid in row_of:
-            frames = np.asarray(frames, np.float32)[np.linspace(0, len(frames) - 1, 2).round().astype(int)]
+            frames = np.asarray(frames, np.float32)[
+                np.linspace(0, len(frames) - 1, 2).round().astype(int)]
             row = row_of[vid]
             assert videos.frame_masks["audio@mr"][row].tolist() == [True, True]
             assert torch.equal(videos.features["audio@mr"][row], torch.from_numpy(frames))

@@ -42,7 +42,8 @@ def test_manual_relations_and_descriptions_reach_the_batch_labels(tmp_path):
         found += int(known.sum())
         changed += int((with_manual != without)[known].sum())
         described += int(((with_manual == 3) & (without != 3) & ~known).sum())
-    by_chance = sum(int((manual_lookup(manual, v, s) >= 0).sum()) for v, s in batches_of(manual, None))
+    by_chance = sum(int((manual_lookup(manual, v, s) >= 0).sum())
+                    for v, s in batches_of(manual, None))
     print(f"annotated pairs in batches: {found} relation-aware, {by_chance} by chance; "
           f"{changed} labels changed by relations, {described} by the description heuristic")
     # Hundreds of annotated pairs (both orders) reach the batches each epoch; without the

@@ -10,8 +10,10 @@ from rudder.trainer import Trainer
 
 def test_drawn_captions_are_relevant_to_the_video(tiny_dataset, tmp_path):
     config = from_dict({
-        "data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"], "audio_langs": ["mr"]},
-        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2, "video_vlad_clusters": 2},
+        "data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"],
+                 "audio_langs": ["mr"]},
+        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2,
+                  "video_vlad_clusters": 2},
         "loss": {"name": "mimm_adaptive"},
         "supervision": {"positive_sampling": "relevant", "positive_threshold": 0.3},
     })
@@ -23,7 +25,8 @@ def test_drawn_captions_are_relevant_to_the_video(tiny_dataset, tmp_path):
     cap_videos, cap_slots = sup.caption_cells(videos, drawn)
     assert (cap_videos != videos).sum() > len(videos) // 2  # mostly captions of other videos
     scores = relevance(train.nouns[videos, own].float(), train.verbs[videos, own].float(),
-                       train.nouns[cap_videos, cap_slots].float(), train.verbs[cap_videos, cap_slots].float())
+                       train.nouns[cap_videos, cap_slots].float(),
+                       train.verbs[cap_videos, cap_slots].float())
     assert bool((scores.diagonal() > 0.3).all())
     inputs = sup.batch(videos[:8], drawn[:8], own[:8], None)
     # relevance[i, j]: drawn caption i vs the own caption of video j; the diagonal is > 0.3

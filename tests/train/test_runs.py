@@ -31,7 +31,8 @@ def epochs_logged(run) -> list[int]:
     ("data.batch_size=abc", "data.batch_size='abc' is not valid; expected an integer >= 2"),
     ("optim.lr=fast", "optim.lr='fast' is not valid; expected a finite number >= 0.0"),
     ("supervision.alpha_n=2", "supervision.alpha_n=2.0 is not valid; expected in [0.0, 1.0]"),
-    ("selection=t2v.R7", "selection='t2v.R7' is not valid; expected one of ['t2v.gmean_r5_r10_r50',"),
+    ("selection=t2v.R7",
+     "selection='t2v.R7' is not valid; expected one of ['t2v.gmean_r5_r10_r50',"),
 ])
 def test_a_bad_value_stops_before_any_folder_is_made(train_tiny, tmp_path, capsys, override, named):
     with pytest.raises(SystemExit) as exit_info:
@@ -41,8 +42,9 @@ def test_a_bad_value_stops_before_any_folder_is_made(train_tiny, tmp_path, capsy
     assert not (tmp_path / "run").exists()
 
 
-def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(train_tiny, tiny_dataset, tmp_path,
-                                                                      capsys, monkeypatch):
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(train_tiny, tiny_dataset,
+                                                                     tmp_path, capsys,
+                                                                     monkeypatch):
     from rudder.trainer import Trainer
 
     empty = tmp_path / "empty"  # a dataset without any video features
@@ -137,12 +139,14 @@ def test_empty_captions_are_rejected(train_tiny, tiny_dataset, tmp_path, capsys)
     with pytest.raises(SystemExit):
         train_tiny(tmp_path / "run", "--dataset", str(data))
     line = error_line(capsys)
-    assert f"caption {captions[3]['caption_id']!r}" in line and "is empty or whitespace only" in line
+    assert (f"caption {captions[3]['caption_id']!r}" in line
+            and "is empty or whitespace only" in line)
     assert "captions/train.parquet" in line
     assert not (tmp_path / "run").exists()
 
 
-def test_a_selection_the_dataset_cannot_score_stops_before_training(train_tiny, tiny_dataset, tmp_path, capsys):
+def test_a_selection_the_dataset_cannot_score_stops_before_training(train_tiny, tiny_dataset,
+                                                                    tmp_path, capsys):
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data)
     folder = DatasetFolder(data)

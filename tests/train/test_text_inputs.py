@@ -23,7 +23,8 @@ DIM = 6
 
 def write_vec(path, words, seed=0):
     rng = np.random.default_rng(seed)
-    lines = [f"{len(words)} {DIM}"] + [f"{w} " + " ".join(f"{v:.4f}" for v in rng.normal(size=DIM)) for w in words]
+    lines = [f"{len(words)} {DIM}"] + [f"{w} " + " ".join(f"{v:.4f}" for v in rng.normal(size=DIM))
+                                       for w in words]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -35,7 +36,8 @@ def test_word_vectors_initialise_the_embeddings(tiny_dataset, tmp_path):
     side = build_text_side(DatasetFolder(tiny_dataset), data, seed=0)
     table, vocab = side.initial_embeddings, side.vocab
     assert table.shape == (len(vocab), DIM) and not table[0].any()
-    lines = {l.split()[0]: np.array(l.split()[1:], float) for l in path.read_text().splitlines()[1:]}
+    lines = {l.split()[0]: np.array(l.split()[1:], float)
+             for l in path.read_text().splitlines()[1:]}
     for word in ("cut", "bottle", "straw"):
         np.testing.assert_allclose(table[vocab.encode([word])[0]].numpy(), lines[word], atol=1e-6)
     assert "unseenword" not in vocab  # in the vectors but in no caption
@@ -106,17 +108,21 @@ def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path)
         captions = pa.concat_tables([source.captions(s) for s in ("train", "validation", "test")])
         writer.write_captions(captions)
         for expert in meta.experts:
-            tables = [t for t in (source.features(expert, s) for s in ("train", "validation", "test")) if t is not None]
-            writer.write_expert(expert, [(t.column("video_id").to_pylist(), t.column("feature").to_pylist()) for t in tables])
+            tables = [t for t in (source.features(expert, s)
+                                  for s in ("train", "validation", "test")) if t is not None]
+            writer.write_expert(expert, [(t.column("video_id").to_pylist(),
+                                          t.column("feature").to_pylist()) for t in tables])
         ids = captions.column("caption_id").to_pylist()
         arrays = [rng.normal(size=(int(rng.integers(1, 40)), 7)) for _ in ids]
         writer.write_text_features(7, [(ids[:30], arrays[:30]), (ids[30:], arrays[30:])])
     loaded = datasets.load_dataset(str(out), "text_features", split="test")
     assert loaded.num_rows == len(source.captions("test")) and len(loaded[0]["feature"][0]) == 7
-    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"), "--epochs", "1",
-                         "--set", "data.batch_size=8", "--set", "model.shared_dim=16", "--set", "model.text_vlad_clusters=2",
-                         "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
-                         "--set", "data.audio_langs=[mr]", "--set", "data.text_encoder=dataset", "--set", "data.max_words=12"])
+    result = train.main(["--dataset", str(out), "--output-dir", str(tmp_path / "run"),
+                         "--epochs", "1", "--set", "data.batch_size=8",
+                         "--set", "model.shared_dim=16", "--set", "model.text_vlad_clusters=2",
+                         "--set", "model.video_vlad_clusters=2",
+                         "--set", "data.caption_langs=[mr, en]", "--set", "data.audio_langs=[mr]",
+                         "--set", "data.text_encoder=dataset", "--set", "data.max_words=12"])
     assert result["test"]["t2v"]["MdR"] >= 1
     run = load_run(tmp_path / "run")
     assert run.config.model.text_input_dim == 7

@@ -40,7 +40,8 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(train_tiny, tmp_p
     train_tiny(tmp_path / "part", "--epochs", "2")
     resumed = train.main(["--output-dir", str(tmp_path / "part"), "--resume", "--epochs", "3"])
     assert resumed["test"] == full["test"]
-    epochs = [json.loads(line)["epoch"] for line in (tmp_path / "part" / "metrics.jsonl").read_text().splitlines()]
+    epochs = [json.loads(line)["epoch"]
+              for line in (tmp_path / "part" / "metrics.jsonl").read_text().splitlines()]
     assert epochs == [1, 2, 3]
 
 
@@ -48,7 +49,8 @@ def test_early_stopping_really_stops(train_tiny, tmp_path):
     # With lr 0 only BatchNorm statistics move, so validation soon stops improving.
     result = train_tiny(tmp_path / "run", "--epochs", "30", "--set", "patience=1",
                     "--set", "optim.lr=0.0")
-    scores = [json.loads(line)["selection"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    scores = [json.loads(line)["selection"]
+              for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert result["epochs_run"] == len(scores) < 30
     assert all(b > a for a, b in itertools.pairwise(scores[:-1]))  # improving until ...
     assert scores[-1] <= max(scores[:-1])  # ... the first evaluation without improvement
@@ -58,7 +60,8 @@ def test_early_stopping_really_stops(train_tiny, tmp_path):
 def test_seeds_are_aggregated(train_tiny, tmp_path):
     summary = train_tiny(tmp_path / "seeds", "--epochs", "1", "--seeds", "0", "1")
     r1 = summary["test"]["t2v"]["R1"]
-    seeds = [json.loads((tmp_path / "seeds" / f"seed-{s}" / "metrics.json").read_text()) for s in (0, 1)]
+    seeds = [json.loads((tmp_path / "seeds" / f"seed-{s}" / "metrics.json").read_text())
+             for s in (0, 1)]
     values = [s["test"]["t2v"]["R1"] for s in seeds]
     assert r1["mean"] == pytest.approx(np.mean(values))
     assert r1["std"] == pytest.approx(np.std(values, ddof=1))
@@ -94,7 +97,8 @@ def test_resume_refuses_a_changed_dataset(tiny_dataset, fast_args, tmp_path, cap
 
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data)
-    train.main(["--dataset", str(data), "--output-dir", str(tmp_path / "run"), *fast_args, "--epochs", "1"])
+    train.main(["--dataset", str(data), "--output-dir", str(tmp_path / "run"), *fast_args,
+                "--epochs", "1"])
     captions = DatasetFolder(data).captions("train")
     replace_tables(data, "captions", {"train": captions.slice(0, captions.num_rows - 1)})
     with pytest.raises(SystemExit):
@@ -125,7 +129,8 @@ def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
     assert again["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
 
 
-def test_the_training_step_skips_the_value_checks_that_sync_a_gpu(train_tiny, tmp_path, monkeypatch):
+def test_the_training_step_skips_the_value_checks_that_sync_a_gpu(train_tiny, tmp_path,
+                                                                  monkeypatch):
     from rudder.models import CollaborativeExperts
 
     original, seen = CollaborativeExperts.similarity, []
