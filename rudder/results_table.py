@@ -20,8 +20,8 @@ def results_table(metrics: dict, title: str = "") -> str:
     for lang, values in sorted(test.get("per_language", {}).items()):
         lines.append(_row(f"text→video ({lang})", values))
     if "best_epoch" in metrics:
-        lines += ["", f"best epoch {metrics['best_epoch']} of {metrics['epochs_run']} "
-                  "(selected on validation)"]
+        lines += ["", (f"best epoch {metrics['best_epoch']} of {metrics['epochs_run']} "
+                       "(selected on validation)")]
     return "\n".join(lines)
 
 

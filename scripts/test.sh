@@ -8,6 +8,7 @@ python -m pip install -q torch==2.13.0
 python -m pip install -q -e ".[dev]"
 bash scripts/install_browser_deps.sh
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+python -m ruff check .
 # Every test, the slow and browser ones included (plain `pytest` runs only the fast ones).
 # pytest's exit code 5 (nothing collected) fails the script like any other failure.
 python -m pytest -q -p no:cacheprovider -o addopts="-ra --import-mode=importlib" "$@"

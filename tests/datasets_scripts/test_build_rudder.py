@@ -91,8 +91,8 @@ def test_folder_layout(tmp_path, build, loads, capsys):
     err = capsys.readouterr().err
     for message in (
         "captions_mr.tsv, line 7: unknown video id: 'v9'",
-        "captions_mr.tsv, line 8: time outside the video: '15.0 25.0' "
-        "(need 0 <= start <= end <= duration 20.0)",
+        ("captions_mr.tsv, line 8: time outside the video: '15.0 25.0' "
+         "(need 0 <= start <= end <= duration 20.0)"),
         "line 9: unknown caption kind: 'song'",
         "captions_mr.tsv, line 10: not a finite number: 'nan' (column start)",
         "videos.tsv, line 6: not a finite number: 'inf' (column duration)",
