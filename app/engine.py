@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .collection import Collection
 from rudder.index import VideoIndex, load_or_build, mixture_query
 from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize
+
+from .collection import Collection
 
 
 @dataclass

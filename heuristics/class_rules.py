@@ -52,6 +52,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from functools import cache
 
+from .indic_rules import clause_final, indic_word_lemmas, instance_matches
+from .indic_rules import noun_phrases as indic_noun_phrases
 from .nouns_verbs import (
     NOUN_UPOS,
     PARTICLES,
@@ -60,8 +62,6 @@ from .nouns_verbs import (
     light_stem,
     normalise,
 )
-from .indic_rules import clause_final, indic_word_lemmas, instance_matches
-from .indic_rules import noun_phrases as indic_noun_phrases
 from .stop_nouns import default_stop_nouns
 
 CLAUSE_OPENERS = frozenset(["then"])

@@ -28,8 +28,9 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .nouns_verbs import LIGHT_VERBS, light_stem, normalise
 from rudder.languages import check_language
+
+from .nouns_verbs import LIGHT_VERBS, light_stem, normalise
 
 POS = ("noun", "verb")
 
@@ -213,7 +214,8 @@ def _light_verb(words, lang: str) -> str | None:
     if len(words) < 2 or lang not in LIGHT_VERBS:
         return None
     last = normalise(words[-1], lang)
-    return light_stem(last, last, lang, {normalise(k, lang): v for k, v in LIGHT_VERBS[lang].items()})
+    table = {normalise(k, lang): v for k, v in LIGHT_VERBS[lang].items()}
+    return light_stem(last, last, lang, table)
 
 
 def lexicon_entries(class_map: ClassMap) -> list[tuple[str, str, str]]:

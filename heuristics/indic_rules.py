@@ -119,7 +119,9 @@ def noun_phrases(words, forms, phrases: dict, lang: str, verbs: set):
     return words
 
 
-def indic_word_lemmas(words, lang: str, vocabulary: frozenset, verbs=frozenset(), nouns=frozenset()):
+def indic_word_lemmas(
+    words, lang: str, vocabulary: frozenset, verbs=frozenset(), nouns=frozenset()
+):
     """NOUN/VERB lemmas that are not words replaced (module docstring); ``verbs``/``nouns``
     are the class map's instances."""
     out = []

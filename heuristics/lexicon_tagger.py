@@ -8,10 +8,10 @@ import os
 from collections import Counter
 from typing import ClassVar
 
-from .nouns_verbs import TaggedWord, normalise
-from .taggers import tokenize_all
 from rudder.languages import check_language
 
+from .nouns_verbs import TaggedWord, normalise
+from .taggers import tokenize_all
 
 # Inflection limits per language (code points): ``(max_cut, max_suffix)``. English inflects
 # by short suffixes on the whole lemma (or the lemma less a final e); the Indic languages by

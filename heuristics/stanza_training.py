@@ -8,8 +8,8 @@ used here, and the feature head slows training). No pretrained vectors or charac
 ``resources.json`` (``{}`` when absent) and ``<lang>/pos/default.pt``,
 ``<lang>/lemma/default.pt``, ``<lang>/rudder_tagger.json`` (data, options, wall-clock
 and CPU seconds of training), ``<lang>/lemmas.txt`` (the training lemmas, one a line: the
-words of the Indic lemma fallback, :mod:`heuristics.indic_rules`). A treebank without lemmas (all ``_``, as te_mtg) trains no
-lemmatizer; the tagger then uses the word form as its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger` loads. The language folder is
+words of the Indic lemma fallback, :mod:`heuristics.indic_rules`). A treebank without
+lemmas (all ``_``, as te_mtg) trains no lemmatizer; the tagger then uses the word form as its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger` loads. The language folder is
 built in a staging folder beside it (:mod:`heuristics.staging`) and renamed into place: a
 failed, interrupted or killed run leaves nothing. Progress (Stanza's step, loss and dev-score
 lines) goes to stderr unless ``progress=False``; ``verbose=True`` shows Stanza's whole log.
@@ -28,12 +28,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from rudder.languages import check_language
+from rudder.optional import require
+
 from .conllu import read_conllu, surface_sentence, write_conllu
 from .nouns_verbs import normalise
 from .staging import publish, staging
 from .taggers import LEMMA_LIST, MODEL_INFO
-from rudder.languages import check_language
-from rudder.optional import require
 
 # Network sizes: "tiny" for tests (seconds), "small" the default (minutes on 2 shared
 # cores); Stanza's defaults are larger still (hidden 200, char hidden 400).

@@ -21,7 +21,13 @@ from ..class_rules import ClassRules, extract_classes, lemma_vocabulary
 from ..classes import read_lexicon
 from ..taggers import StanzaTagger, TagCache, tag_texts
 
-INDIC_RULES = ("imperative", "disagreement", "noun_phrases", "lemmas", "light_verbs")  # the others are English
+INDIC_RULES = (
+    "imperative",
+    "disagreement",
+    "noun_phrases",
+    "lemmas",
+    "light_verbs",
+)  # the others are English
 LEXICON = Path(__file__).resolve().parents[2] / "rudder" / "data" / "sample_lexicon.tsv"
 
 

@@ -45,7 +45,7 @@ def classes():
 
 
 def tagged(*items):
-    """"word/UPOS" or "word/UPOS/lemma" -> TaggedWord list (lemma = word when absent)."""
+    """ "word/UPOS" or "word/UPOS/lemma" -> TaggedWord list (lemma = word when absent)."""
     out = []
     for item in items:
         parts = item.split("/")
@@ -53,7 +53,8 @@ def tagged(*items):
     return out
 
 
-def run(classes, words, lang, rules=ClassRules(), vocabulary=None):
+def run(classes, words, lang, rules=None, vocabulary=None):
+    rules = rules or ClassRules()
     return extract_classes(words, lang, classes, rules=rules, vocabulary=vocabulary)
 
 
@@ -83,7 +84,13 @@ def test_clause_final_before_then(classes):
     assert run(classes, words, "hi")[3] == ["v:measure", "v:cut"]
     forms = [w.text for w in words]
     assert [clause_final(forms, i, "hi") for i in range(len(forms))] == [
-        False, False, False, True, False, False, True
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
     ]
 
 
@@ -104,7 +111,11 @@ def test_an_ambiguous_inflection_settles_nothing(classes):
     [
         # "pierce a hole in the paper cup": कपला tagged PRON, कागदी alone would be paper
         ("mr", tagged("कागदी/NOUN", "कपला/PRON", "भोक/NOUN", "पाडा/VERB/पाडणे"), ["n:paper_cup"]),
-        ("hi", tagged("कागज़/NOUN", "के/ADP", "कप/NOUN", "को/ADP", "रंगिए/VERB/रंगना"), ["n:paper_cup"]),
+        (
+            "hi",
+            tagged("कागज़/NOUN", "के/ADP", "कप/NOUN", "को/ADP", "रंगिए/VERB/रंगना"),
+            ["n:paper_cup"],
+        ),
         ("ta", tagged("ஐஸ்கிரீம்/PROPN", "குச்சியில்/NOUN", "கட்டவும்/VERB"), ["n:ice_cream_stick"]),
         ("te", tagged("వెదురు/ADJ", "పుల్లను/NOUN", "కత్తిరించండి/VERB"), ["n:bamboo_skewer"]),
     ],
