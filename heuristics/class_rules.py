@@ -170,13 +170,21 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
     out, made_verb, catenatives, verb_instances = [], set(), set(), set()
     for i, w in enumerate(words):
+        final = lang != "en" and clause_final(forms, i, lang)  # verb-final (SOV) clauses
         if lang == "en":
             stems = [lemmas[i], *inflection_stems(forms[i])]
             verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
         else:
-            verb, noun = instance_matches(lemmas[i], forms[i], index.verbs, index.nouns, lang)
+            verb, noun = instance_matches(
+                lemmas[i],
+                forms[i],
+                index.verbs,
+                index.nouns,
+                lang,
+                final and rules.imperative,
+                w.upos,
+            )
         initial = lang == "en" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
-        final = lang != "en" and clause_final(forms, i, lang)  # verb-final (SOV) clauses
         before_light = i + 1 < len(words) and light_stem(lemmas[i + 1], forms[i + 1], lang, light)
         after_verb = i > 0 and out[i - 1].upos == "VERB"
         upos = w.upos

@@ -8,7 +8,8 @@ These languages put the verb last (SOV) and inflect by suffixes, so the English 
   lemma or form is one, else when its form is a suffix inflection of exactly one instance
   (:func:`heuristics.lexicon_tagger.inflects`, the lexicon tagger's rule: ``मोजा`` ~
   ``मोजणे``, ``కట్టండి`` ~ ``కట్టు``); a form inflecting both a verb and a noun instance
-  (mr ``कापड`` cloth ~ ``कापणे`` cut) settles nothing.
+  (mr ``कापा`` ~ ``कापड`` cloth and ``कापणे`` cut) is the verb at the end of a clause, else
+  what the tagger says it is (NOUN/PROPN or VERB), else neither.
 - ``imperative`` at the clause end (:func:`clause_final`): the last word of a caption, or the
   word before a clause-opening *then* (hi फिर, mr मग, ta பிறகு, te తర్వాత/తరువాత), that is a
   verb instance is the VERB ("कागद मोजा": *मोजा* tagged NOUN).
@@ -76,14 +77,26 @@ def inflected_lemma(form: str, lemmas: frozenset, lang: str) -> str | None:
     )
 
 
-def instance_matches(lemma: str, form: str, verbs: frozenset, nouns: frozenset, lang: str):
-    """``(verb, noun)`` instances of one word (module docstring), each None when absent."""
+def instance_matches(
+    lemma: str,
+    form: str,
+    verbs: frozenset,
+    nouns: frozenset,
+    lang: str,
+    final: bool = False,
+    upos: str = "X",
+):
+    """``(verb, noun)`` instances of one word (module docstring), each None when absent. A
+    form inflecting both is the verb when ``final`` (:func:`clause_final`; verb-final
+    clauses), else what the tagger's ``upos`` says (NOUN/PROPN or VERB), else neither."""
     verb = next((c for c in (lemma, form) if c in verbs), None)
     noun = next((c for c in (lemma, form) if c in nouns), None)
     if verb is None and noun is None:
         verb, noun = inflected_lemma(form, verbs, lang), inflected_lemma(form, nouns, lang)
         if verb is not None and noun is not None:
-            return None, None
+            if final or upos == "VERB":
+                return verb, None
+            return (None, noun) if upos in NOUN_UPOS else (None, None)
     return verb, noun
 
 

@@ -101,6 +101,11 @@ def test_an_ambiguous_inflection_settles_nothing(classes):
     nouns = frozenset(l for (p, c, l) in classes.entries if p == "noun" and c == "mr")
     assert instance_matches("कापडा", "कापडा", verbs, nouns, "mr") == (None, None)
     assert instance_matches("कापा", "कापा", verbs, nouns, "mr") == (None, None)
+    # at the end of a clause the verb reading wins: "तार कापा" (cut the wire)
+    assert instance_matches("कापा", "कापा", verbs, nouns, "mr", final=True) == ("कापणे", None)
+    # elsewhere the tagger decides: कापडा tagged NOUN is cloth
+    assert instance_matches("कापडा", "कापडा", verbs, nouns, "mr", upos="NOUN") == (None, "कापड")
+    assert run(classes, tagged("तार/PRON", "कापा/PRON"), "mr")[3] == ["v:cut"]
     assert instance_matches("कापणे", "कापा", verbs, nouns, "mr") == ("कापणे", None)
     assert instance_matches("कापड", "कापड", verbs, nouns, "mr") == (None, "कापड")
     assert instance_matches("मोजा", "मोजा", verbs, nouns, "mr") == ("मोजणे", None)
