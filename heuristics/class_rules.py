@@ -45,6 +45,12 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   tagger's lemma when it differs from the form, else its first regular stem.
 - ``known_verb_first``: the caption's main verb is its first verb the class map knows
   (*continue* in "continue washing" is in no class), else its first verb.
+- ``light_verbs`` (mr/hi/ta/te): a light verb joins the word before it when the class map
+  lists the joined verb (:func:`heuristics.nouns_verbs.extract`).
+
+For mr/hi/ta/te, ``imperative`` looks at the clause end, instances match inflected forms,
+``noun_phrases`` matches the lexicon's multiword nouns and ``lemmas`` falls back from
+lemmas that are not words (:mod:`heuristics.indic_rules`).
 """
 
 from __future__ import annotations
