@@ -61,6 +61,7 @@ from functools import cache
 from .indic_rules import clause_final, indic_word_lemmas, instance_matches
 from .indic_rules import noun_phrases as indic_noun_phrases
 from .nouns_verbs import (
+    ALWAYS_LIGHT,
     NOUN_UPOS,
     PARTICLES,
     ExtractionOptions,
@@ -191,7 +192,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 w.upos,
             )
         initial = lang == "en" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
-        before_light = i + 1 < len(words) and light_stem(lemmas[i + 1], forms[i + 1], lang, light)
+        before_light = _before_light(lemmas, forms, i, lang, light, class_map)
         after_verb = i > 0 and out[i - 1].upos == "VERB"
         upos = w.upos
         after_catenative = i - 1 in catenatives
@@ -228,6 +229,18 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     if rules.noun_phrases and index.phrases:
         out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, forms, rules))
     return out
+
+
+def _before_light(lemmas, forms, i: int, lang: str, light: dict, class_map) -> bool:
+    """The next word is a light verb that joins ``words[i]``: hi/mr कर/हो, or one whose
+    joined verb the class map lists (:func:`heuristics.nouns_verbs.extract`)."""
+    if i + 1 >= len(lemmas):
+        return False
+    stem = light_stem(lemmas[i + 1], forms[i + 1], lang, light)
+    if stem is None:
+        return False
+    listed = class_map.lookup("verb", lang, f"{lemmas[i]}+{stem}") is not None
+    return listed or stem in ALWAYS_LIGHT.get(lang, ())
 
 
 def _gerund_follows(forms, i: int, index: _Index) -> bool:

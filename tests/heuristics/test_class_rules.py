@@ -357,6 +357,11 @@ def test_a_light_verb_with_an_unlisted_host_is_a_full_verb(indic_classes):
     # "give water": पानी दीजिए is no light-verb construction
     nouns, verbs, _, _ = run_indic(indic_classes, tagged("पानी/NOUN", "दीजिए/VERB/देना"), "hi")
     assert (nouns, verbs) == (["पानी"], ["देना"])
+    # and a lexicon noun before an unlisted light verb is still retagged: "take the paper"
+    nouns, verbs, noun_classes, _ = run_indic(
+        indic_classes, tagged("कागज़/ADV", "लीजिए/VERB/लेना"), "hi"
+    )
+    assert (noun_classes, verbs) == (["n:paper"], ["लेना"])
 
 
 def test_lexicon_verbs_ending_in_a_light_verb_are_entered_joined(tmp_path):
