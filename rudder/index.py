@@ -29,13 +29,13 @@ in :mod:`rudder.metrics`); the paths agree up to float32 rounding.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from rudder.atomic import replacing
 from rudder.checkpoints import read_plain
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
 from rudder.errors import RudderError
@@ -344,8 +344,6 @@ class VideoIndex:
     # ------------------------------------------------------------------ disk
     def save(self, path) -> None:
         """Write the index atomically (temporary file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "version": INDEX_VERSION,
             "key": self.key,
@@ -354,9 +352,8 @@ class VideoIndex:
             "embeddings": self.embeddings,
             "available": self.available,
         }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            torch.save(state, tmp)
 
     @classmethod
     def load(cls, path) -> VideoIndex:
