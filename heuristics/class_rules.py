@@ -45,6 +45,12 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   tagger's lemma when it differs from the form, else its first regular stem.
 - ``known_verb_first``: the caption's main verb is its first verb the class map knows
   (*continue* in "continue washing" is in no class), else its first verb.
+- ``light_verbs`` (mr/hi/ta/te): a light verb joins the word before it when the class map
+  lists the joined verb (:func:`heuristics.nouns_verbs.extract`).
+
+For mr/hi/ta/te, ``imperative`` looks at the clause end, instances match inflected forms,
+``noun_phrases`` matches the lexicon's multiword nouns and ``lemmas`` falls back from
+lemmas that are not words (:mod:`heuristics.indic_rules`).
 """
 
 from __future__ import annotations
@@ -52,11 +58,15 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from functools import cache
 
+from .indic_rules import clause_final, indic_word_lemmas, instance_matches
+from .indic_rules import noun_phrases as indic_noun_phrases
 from .nouns_verbs import (
+    ALWAYS_LIGHT,
     NOUN_UPOS,
     PARTICLES,
     ExtractionOptions,
     extract,
+    light_stem,
     normalise,
 )
 from .stop_nouns import default_stop_nouns
@@ -66,6 +76,8 @@ NOMINAL_CONTEXT = ("DET", "ADP", "AUX")
 RETAGGABLE_AS_VERB = ("NOUN", "PROPN", "ADJ", "X")
 # Tags a content noun is mistaken for in object position ("take lid": lid ADV).
 RETAGGABLE_AS_NOUN = ("ADV", "ADJ", "ADP", "AUX", "INTJ", "X", "VERB", "SYM", "PART", "NUM")
+# The small Indic taggers also read lexicon nouns as pronouns (mr तार "wire" PRON).
+RETAGGABLE_AS_NOUN_INDIC = (*RETAGGABLE_AS_NOUN, "PRON")
 _FUNCTION_WORDS = "of into onto from with to at by for under inside outside the a an and or then"
 CLOSED_CLASS = PARTICLES | frozenset(_FUNCTION_WORDS.split())
 
@@ -82,6 +94,7 @@ class ClassRules:
     known_verb_first: bool = True
     of_phrases: bool = True
     subject_verb: bool = True
+    light_verbs: bool = True
 
     @classmethod
     def none(cls) -> ClassRules:
@@ -129,7 +142,10 @@ class _Index:
                 if ":" in lemma and lang == "en":
                     head, *mods = lemma.split(":")
                     self.phrases[tuple(mods + [head])] = lemma
+                elif " " in lemma and lang != "en":
+                    self.phrases[tuple(lemma.split())] = lemma
         self.longest = max((len(p) for p in self.phrases), default=0)
+        self.verbs, self.nouns = frozenset(self.verbs), frozenset(self.nouns)
 
 
 _INDEX_CACHE: dict[tuple[int, str, int], tuple] = {}
@@ -159,16 +175,28 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     forms = [normalise(w.text, lang) for w in words]
     lemmas = [normalise(w.lemma or w.text, lang) for w in words]
     light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
-    out, made_verb, catenatives = [], set(), set()
+    out, made_verb, catenatives, verb_instances = [], set(), set(), set()
     for i, w in enumerate(words):
-        stems = [lemmas[i], *inflection_stems(forms[i])] if lang == "en" else [lemmas[i], forms[i]]
-        verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
+        final = lang != "en" and clause_final(forms, i, lang)  # verb-final (SOV) clauses
+        if lang == "en":
+            stems = [lemmas[i], *inflection_stems(forms[i])]
+            verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
+        else:
+            verb, noun = instance_matches(
+                lemmas[i],
+                forms[i],
+                index.verbs,
+                index.nouns,
+                lang,
+                final and rules.imperative,
+                w.upos,
+            )
         initial = lang == "en" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
-        before_light = i + 1 < len(words) and lemmas[i + 1] in light
+        before_light = _before_light(lemmas, forms, i, lang, light, class_map)
         after_verb = i > 0 and out[i - 1].upos == "VERB"
         upos = w.upos
         after_catenative = i - 1 in catenatives
-        if rules.imperative and (initial or after_catenative) and verb is not None:
+        if rules.imperative and (initial or after_catenative or final) and verb is not None:
             upos = "VERB"
         elif rules.imperative and initial and noun is None and _gerund_follows(forms, i, index):
             upos = "AUX"  # catenative, like an auxiliary: "continue washing", "still stirring"
@@ -181,7 +209,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 upos = "ADP"  # closed-class words are no nouns ("onto" PROPN)
             elif (
                 noun
-                and upos in RETAGGABLE_AS_NOUN
+                and upos in (RETAGGABLE_AS_NOUN if lang == "en" else RETAGGABLE_AS_NOUN_INDIC)
                 and forms[i] not in CLOSED_CLASS
                 and not initial
                 and (not verb or (upos == "VERB" and after_verb))
@@ -189,14 +217,30 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 upos = "NOUN"  # a verb's object: "take lid" (ADV), "put sponge down" (VERB)
         if upos == "VERB" and w.upos != "VERB":
             made_verb.add(i)
+        if upos == "VERB" and verb is not None:
+            verb_instances.add(i)
         lemma = w.lemma
         if rules.lemmas or upos != w.upos:
             known = verb if upos == "VERB" else noun if upos in NOUN_UPOS else None
             lemma = known or lemma
         out.append(replace(w, upos=upos, lemma=lemma))
+    if rules.noun_phrases and index.phrases and lang != "en":
+        return indic_noun_phrases(out, forms, index.phrases, lang, verb_instances)
     if rules.noun_phrases and index.phrases:
         out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, forms, rules))
     return out
+
+
+def _before_light(lemmas, forms, i: int, lang: str, light: dict, class_map) -> bool:
+    """The next word is a light verb that joins ``words[i]``: hi/mr कर/हो, or one whose
+    joined verb the class map lists (:func:`heuristics.nouns_verbs.extract`)."""
+    if i + 1 >= len(lemmas):
+        return False
+    stem = light_stem(lemmas[i + 1], forms[i + 1], lang, light)
+    if stem is None:
+        return False
+    listed = class_map.lookup("verb", lang, f"{lemmas[i]}+{stem}") is not None
+    return listed or stem in ALWAYS_LIGHT.get(lang, ())
 
 
 def _gerund_follows(forms, i: int, index: _Index) -> bool:
@@ -241,10 +285,15 @@ def _noun_phrases(words, forms, index: _Index, verbs: set[int]):
 
 
 def word_lemmas(words, lang: str, vocabulary, class_map=None):
-    """English VERB/NOUN lemmas that are not words replaced (module docstring, ``lemmas``)."""
-    if lang != "en" or not vocabulary:
+    """VERB/NOUN lemmas that are not words replaced (module docstring, ``lemmas``; for
+    mr/hi/ta/te :func:`heuristics.indic_rules.indic_word_lemmas`, where ``vocabulary`` is the
+    tagger's treebank lemmas, :func:`lemma_vocabulary`)."""
+    if not vocabulary:
         return list(words)
     index = _index(class_map, lang) if class_map is not None else None
+    if lang != "en":
+        verbs, nouns = (index.verbs, index.nouns) if index else (frozenset(), frozenset())
+        return indic_word_lemmas(words, lang, frozenset(vocabulary), verbs, nouns)
     out = []
     for w in words:
         lemma = normalise(w.lemma or w.text, lang)
@@ -282,9 +331,19 @@ def subject_verbs(words, lang: str, vocabulary=()):
 
 
 def corpus_vocabulary(tagged, lang: str) -> frozenset:
-    """The normalised surface words of tagged captions: what counts as a word for
+    """The normalised surface words of tagged captions: what counts as an English word for
     :func:`word_lemmas`."""
     return frozenset(normalise(w.text, lang) for words in tagged for w in words)
+
+
+def lemma_vocabulary(tagger, tagged, lang: str) -> frozenset:
+    """What counts as a word for :func:`word_lemmas`: English, the captions' surface words
+    (:func:`corpus_vocabulary`); mr/hi/ta/te, whose lemmas are rarely surface words, the
+    lemmas of the tagger's training treebank (``tagger.known_lemmas``; none: no fallback)."""
+    if lang == "en":
+        return corpus_vocabulary(tagged, lang)
+    known = getattr(tagger, "known_lemmas", None)
+    return known(lang) if known is not None else frozenset()
 
 
 def extract_classes(
@@ -307,7 +366,7 @@ def extract_classes(
         words = resolve(words, lang, class_map, rules, options)
         if rules.of_phrases and class_map.partitive_heads(lang):
             options = replace(options, of_phrases=(*options.of_phrases, lang))
-        if rules.particles:
+        if rules.particles if lang == "en" else rules.light_verbs:
             known = lambda verb: class_map.lookup("verb", lang, verb) is not None
     nouns, verbs = extract(words, lang, options, known_verb=known)
     if class_map is None:
@@ -334,6 +393,7 @@ __all__ = [
     "ClassRules",
     "corpus_vocabulary",
     "extract_classes",
+    "lemma_vocabulary",
     "main_verb_class",
     "resolve",
     "word_lemmas",

@@ -15,7 +15,9 @@ Two file formats load into a :class:`ClassMap`:
 Lookup (:meth:`ClassMap.classes`) backs off from a joined lemma to its base: a compound
 noun ``lid:frying:pan`` tries ``lid:frying:pan``, ``lid:pan``, ``lid`` (dropping the
 modifier farthest from the head first); a phrasal verb ``turn-on`` tries ``turn-on``,
-``turn``; a light-verb construction ``साफ+कर`` is looked up whole. A lemma none of whose
+``turn``; a light-verb construction ``साफ+कर`` is looked up whole. A lexicon verb of several
+words ending in a light verb (``साफ करना``, ``తయారు చేయు``) is also entered in the joined
+form the extraction produces (``साफ+कर``, ``తయారు+చేయు``). A lemma none of whose
 forms is known gets a singleton class ``<pos>:<lang>:<base>`` of its own.
 """
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from rudder.languages import check_language
 
-from .nouns_verbs import normalise
+from .nouns_verbs import LIGHT_VERBS, light_stem, normalise
 
 POS = ("noun", "verb")
 
@@ -199,9 +201,21 @@ def read_lexicon(path) -> ClassMap:
             words = lemma.split()
             if pos == "noun" and lang == "en" and len(words) > 1:
                 out.add(pos, lang, ":".join([words[-1], *words[:-1]]), concept, f"{path}:{line}")
+            stem = _light_verb(words, lang) if pos == "verb" else None
+            if stem is not None:
+                out.add(pos, lang, f"{' '.join(words[:-1])}+{stem}", concept, f"{path}:{line}")
     if not out:
         raise ClassFileError(f"{path}: no entries in the lexicon")
     return out
+
+
+def _light_verb(words, lang: str) -> str | None:
+    """The light stem of a multiword verb lemma ending in a light verb (``साफ करना``), or None."""
+    if len(words) < 2 or lang not in LIGHT_VERBS:
+        return None
+    last = normalise(words[-1], lang)
+    table = {normalise(k, lang): v for k, v in LIGHT_VERBS[lang].items()}
+    return light_stem(last, last, lang, table)
 
 
 def lexicon_entries(class_map: ClassMap) -> list[tuple[str, str, str]]:

@@ -152,7 +152,7 @@ def cmd_eval_tagger(args) -> int:
 
 
 def cmd_tag(args) -> int:
-    from .class_rules import extract_classes
+    from .class_rules import extract_classes, lemma_vocabulary
     from .taggers import tag_texts
 
     texts = list(args.text)
@@ -166,9 +166,11 @@ def cmd_tag(args) -> int:
         raise TaggerError("nothing to tag: give texts or --input FILE")
     tagger = _build_tagger(args, _annotated_captions(args.dataset) if args.dataset else ())
     class_map, options = _class_map(args), _options(args)
-    for text, words in zip(texts, tag_texts(tagger, texts, args.lang, cache=_cache(args))):
+    tagged = tag_texts(tagger, texts, args.lang, cache=_cache(args))
+    vocabulary = lemma_vocabulary(tagger, tagged, args.lang)  # as label: the lemma fallback
+    for text, words in zip(texts, tagged):
         nouns, verbs, noun_classes, verb_classes = extract_classes(
-            words, args.lang, class_map, options
+            words, args.lang, class_map, options, vocabulary=vocabulary
         )
         print(
             json.dumps(

@@ -26,7 +26,7 @@ from rudder.data.layout_writer import replace_tables
 from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
 from rudder.languages import check_language
 
-from .class_rules import ClassRules, corpus_vocabulary, extract_classes
+from .class_rules import ClassRules, extract_classes, lemma_vocabulary
 from .classes import ClassMap
 from .nouns_verbs import ExtractionOptions
 from .stop_nouns import counted_nouns, default_stop_nouns
@@ -106,7 +106,7 @@ def annotate(
     for lang in sorted(set(langs) & set(only or langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
         tagged = tag_texts(tagger, [texts[i] for i in rows], lang, cache=cache, num_proc=num_proc)
-        vocabulary = corpus_vocabulary(tagged, lang)
+        vocabulary = lemma_vocabulary(tagger, tagged, lang)
         for i, words in zip(rows, tagged):
             nouns, verbs, _, verb_classes = extract_classes(
                 words, lang, class_map, options, rules or ClassRules(), vocabulary

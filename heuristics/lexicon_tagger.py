@@ -13,6 +13,20 @@ from rudder.languages import check_language
 from .nouns_verbs import TaggedWord, normalise
 from .taggers import tokenize_all
 
+# Inflection limits per language (code points): ``(max_cut, max_suffix)``. English inflects
+# by short suffixes on the whole lemma (or the lemma less a final e); the Indic languages by
+# longer suffixes that may replace a final vowel sign or an infinitive ending (मोड़ना -> मोड़िए).
+INFLECTION_LIMITS = {"en": (1, 4), "mr": (2, 6), "hi": (2, 6), "ta": (2, 6), "te": (2, 6)}
+
+
+def inflects(token: str, lemma: str, lang: str, min_stem: int = 3) -> bool:
+    """``token`` is a suffix inflection of ``lemma``: with ``p`` the length of their common
+    prefix, ``p >= max(min_stem, len(lemma) - max_cut)`` and ``len(token) - p <= max_suffix``
+    (:data:`INFLECTION_LIMITS`; ``बांधा`` ~ ``बांधणे``, ``पेन्सिलीला`` ~ ``पेन्सिल``)."""
+    max_cut, max_suffix = INFLECTION_LIMITS[lang]
+    prefix = len(os.path.commonprefix([token, lemma]))
+    return prefix >= max(min_stem, len(lemma) - max_cut) and len(token) - prefix <= max_suffix
+
 
 class LexiconTagger:
     """Tags the words of a lexicon of noun and verb lemmas, and their inflected forms.
@@ -33,16 +47,7 @@ class LexiconTagger:
     tagged ``X``.
     """
 
-    # Inflection limits per language (code points): English inflects by short suffixes on the
-    # whole lemma (or the lemma less a final e); the Indic languages by longer suffixes that
-    # may replace a final vowel sign or an infinitive ending (मोड़ना -> मोड़िए).
-    LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
-        "en": (1, 4),
-        "mr": (2, 6),
-        "hi": (2, 6),
-        "ta": (2, 6),
-        "te": (2, 6),
-    }
+    LIMITS: ClassVar[dict[str, tuple[int, int]]] = INFLECTION_LIMITS
 
     def __init__(self, entries, captions=(), min_stem: int = 3):
         from rudder.text import tokenize
@@ -106,10 +111,8 @@ class LexiconTagger:
     def _inflects(self, token: str, lemma: str, lang: str, part: bool = False) -> bool:
         """Suffix inflection (class docstring); a word of a multiword lemma needs a stem of
         only ``len - 1`` (at least 1) when shorter than ``min_stem`` (का ~ के, कप ~ कपवर)."""
-        max_cut, max_suffix = self.LIMITS[lang]
         stem = min(self.min_stem, max(len(lemma) - 1, 1)) if part else self.min_stem
-        prefix = len(os.path.commonprefix([token, lemma]))
-        return prefix >= max(stem, len(lemma) - max_cut) and len(token) - prefix <= max_suffix
+        return inflects(token, lemma, lang, stem)
 
     def _at(self, tokens: list[str], i: int, lang: str):
         """The longest lexicon match starting at ``tokens[i]``: (width, lemma, pos) or None."""

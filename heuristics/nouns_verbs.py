@@ -9,11 +9,16 @@ verb here), in order of first mention, each once. Three configurable joins
   ``compound:prt`` whose head is the verb (UD's annotation of particles); without them
   (a tagger without a parser), it is the word right after the verb when its form is in
   :data:`PARTICLES` and its UPOS is ADP, PART or ADV.
-- Hindi/Marathi light-verb constructions (noun + कर/करणे/करना, हो/होणे/होना) count as one
-  verb ``'<noun>+<light stem>'`` (``साफ+कर``), not as the light verb alone; the host word is
-  then not also a noun. With relations, the host is a word with ``compound:lvc`` on a
-  VERB (UD's annotation, any light verb); without, a NOUN or ADJ right before a VERB whose
-  lemma is in :data:`LIGHT_VERBS` (hi_pud annotates NOUN and ADJ hosts equally often).
+- Light-verb constructions (noun or adjective + light verb, :data:`LIGHT_VERBS`) count as
+  one verb ``'<noun>+<light stem>'`` (``साफ+कर``), not as the light verb alone; the host word
+  is then not also a noun. With relations, the host is a word with ``compound:lvc`` on a
+  VERB (UD's annotation, any light verb). Without, the host is the word right before a VERB
+  whose lemma is a light verb (or, without a lemmatizer, whose form inflects one: te
+  ``చేయడానికి`` ~ ``చేయు``): a NOUN or ADJ before hi/mr कर/हो (:data:`ALWAYS_LIGHT`;
+  hi_pud annotates NOUN and ADJ hosts equally often), and before any light verb any word
+  whose joined verb ``known_verb`` accepts (the class map lists it: te ``తయారు చేయు``, hi
+  ``ध्यान देना``), since दे/ले/घे/செய்/చేయు are full verbs in most of their uses
+  ("पानी दीजिए", give water).
 - English noun compounds: consecutive NOUN/PROPN words form one noun named
   ``head:modifier[:modifier]`` in EPIC-KITCHENS-100's format (``water tap`` ->
   ``tap:water``; ``frying pan lid`` -> ``lid:frying:pan``); with relations, the modifiers
@@ -21,7 +26,8 @@ verb here), in order of first mention, each once. Three configurable joins
   :mod:`heuristics.class_rules` for class maps that name "X of Y" so), "top of bread crust"
   is one noun ``top:bread:crust`` (tagger without a parser).
 - With ``known_verb`` (a class map), an English verb joins a particle across its object
-  (``put X in Y`` -> ``put-in``) when the joined verb is known (:func:`_phrasal`).
+  (``put X in Y`` -> ``put-in``) when the joined verb is known (:func:`_phrasal`), and an
+  Indic light verb joins a host the class map lists with it.
 """
 
 from __future__ import annotations
@@ -56,11 +62,19 @@ PARTICLES = frozenset(
 )
 PARTICLE_UPOS = ("ADP", "PART", "ADV")
 CLAUSE_BREAKS = frozenset(["then"])
-# Light verbs (lemma -> stem used in the joined verb) per language.
+# Light verbs (lemma -> stem used in the joined verb) per language: hi/mr do, be, give,
+# take; ta do (செய், பண்ணு), undergo (படு); te do (చేయు, past stem చేసు), put (పెట్టు).
 LIGHT_VERBS = {
-    "hi": {"करना": "कर", "कर": "कर", "होना": "हो", "हो": "हो"},
-    "mr": {"करणे": "कर", "कर": "कर", "होणे": "हो", "हो": "हो"},
+    "hi": {"करना": "कर", "कर": "कर", "होना": "हो", "हो": "हो", "देना": "दे", "दे": "दे"}
+    | {"लेना": "ले", "ले": "ले"},
+    "mr": {"करणे": "कर", "कर": "कर", "होणे": "हो", "हो": "हो", "देणे": "दे", "दे": "दे"}
+    | {"घेणे": "घे", "घे": "घे"},
+    "ta": {"செய்": "செய்", "பண்ணு": "பண்ணு", "படு": "படு"},
+    "te": {"చేయు": "చేయు", "చేసు": "చేయు", "పెట్టు": "పెట్టు"},
 }
+# Light stems that join any NOUN/ADJ host without a class map (UD hi_pud: 285 of its 447
+# compound:lvc are करना, 71 होना).
+ALWAYS_LIGHT = {"hi": ("कर", "हो"), "mr": ("कर", "हो")}
 # Infinitive endings stripped from a light verb found through compound:lvc.
 _INFINITIVE = {"hi": ("ना",), "mr": ("णे",)}
 
@@ -118,6 +132,18 @@ def normalise(lemma: str, lang: str) -> str:
     return _indic_normalizer(lang).normalize(text)
 
 
+def light_stem(lemma: str, form: str, lang: str, table: dict) -> str | None:
+    """The light stem of a word (module docstring), or None: its lemma in ``table``, or,
+    when the lemma is the form (no lemmatizer), the table entry its form inflects."""
+    if lemma in table:
+        return table[lemma]
+    if lemma == form and lang != "en":
+        from .lexicon_tagger import inflects
+
+        return next((stem for key, stem in table.items() if inflects(form, key, lang)), None)
+    return None
+
+
 def _light_stem(lemma: str, lang: str, table: dict) -> str:
     if lemma in table:
         return table[lemma]
@@ -168,16 +194,20 @@ def _phrasal(
 
 
 def _light_host(
-    words, index: int, lang: str, options: ExtractionOptions, parsed: bool
+    words, lemmas, index: int, stem, lang: str, options: ExtractionOptions, parsed: bool, known
 ) -> int | None:
-    """Index of the light-verb host of the verb at ``index``, or None."""
+    """Index of the light-verb host of the verb at ``index`` (light ``stem``), or None."""
     if parsed:
         return next(
             (j for j, w in enumerate(words) if w.deprel == "compound:lvc" and w.head == index + 1),
             None,
         )
     prev = index - 1
-    if prev >= 0 and words[prev].upos in options.light_verb_hosts:
+    if prev < 0 or stem is None:
+        return None
+    if known is not None and known(f"{lemmas[prev]}+{stem}"):
+        return prev
+    if words[prev].upos in options.light_verb_hosts and stem in ALWAYS_LIGHT.get(lang, ()):
         return prev
     return None
 
@@ -225,7 +255,8 @@ def extract(
     """``(nouns, verbs)`` lemma lists of one tagged caption (see the module docstring).
 
     ``known_verb(name) -> bool`` (optional) lets an English verb join a particle across its
-    object when the joined name is known (:func:`_phrasal`)."""
+    object when the joined name is known (:func:`_phrasal`), and an Indic light verb join
+    the host the class map lists with it (:func:`_light_host`)."""
     options = options or ExtractionOptions()
     words = list(words)
     lemmas = [normalise(w.lemma or w.text, lang) for w in words]
@@ -233,18 +264,16 @@ def extract(
     used: set[int] = set()
     verbs: dict[int, str] = {}
     light_table = options.light_verb_lemmas.get(lang, {})
+    light_known = known_verb if lang != "en" else None
     for i, w in enumerate(words):
         if w.upos != "VERB" or not lemmas[i]:
             continue
         name = lemmas[i]
-        if (
-            options.light_verbs
-            and lang in options.light_verb_lemmas
-            and (parsed or name in light_table)
-        ):
-            host = _light_host(words, i, lang, options, parsed)
+        stem = light_stem(name, normalise(w.text, lang), lang, light_table)
+        if options.light_verbs and lang in options.light_verb_lemmas and (parsed or stem):
+            host = _light_host(words, lemmas, i, stem, lang, options, parsed, light_known)
             if host is not None and host not in used and lemmas[host]:
-                name = f"{lemmas[host]}+{_light_stem(name, lang, light_table)}"
+                name = f"{lemmas[host]}+{stem or _light_stem(name, lang, light_table)}"
                 used.add(host)
         if options.phrasal_verbs and lang == "en":
             particle = _phrasal(words, lemmas, i, options, parsed, known_verb)

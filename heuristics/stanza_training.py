@@ -7,8 +7,9 @@ used here, and the feature head slows training). No pretrained vectors or charac
 (``--no_pretrain``), so nothing is downloaded. The output directory holds
 ``resources.json`` (``{}`` when absent) and ``<lang>/pos/default.pt``,
 ``<lang>/lemma/default.pt``, ``<lang>/rudder_tagger.json`` (data, options, wall-clock
-and CPU seconds of training). A treebank without lemmas (all ``_``, as te_mtg) trains no
-lemmatizer; the tagger then uses the word form as its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger` loads. The language folder is
+and CPU seconds of training), ``<lang>/lemmas.txt`` (the training lemmas, one a line: the
+words of the Indic lemma fallback, :mod:`heuristics.indic_rules`). A treebank without
+lemmas (all ``_``, as te_mtg) trains no lemmatizer; the tagger then uses the word form as its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger` loads. The language folder is
 built in a staging folder beside it (:func:`rudder.atomic.staged_folder`) and renamed into
 place: a failed, interrupted or killed run leaves nothing. Progress (Stanza's step, loss and
 dev-score lines) goes to stderr unless ``progress=False``; ``verbose=True`` shows Stanza's
@@ -34,7 +35,7 @@ from rudder.optional import require
 
 from .conllu import read_conllu, surface_sentence, write_conllu
 from .nouns_verbs import normalise
-from .taggers import MODEL_INFO
+from .taggers import LEMMA_LIST, MODEL_INFO
 
 # Network sizes: "tiny" for tests (seconds), "small" the default (minutes on 2 shared
 # cores); Stanza's defaults are larger still (hidden 200, char hidden 400).
@@ -328,6 +329,9 @@ def train_tagger(
                 "cpu_seconds": {"pos": round(pos_cpu, 1), "lemma": round(lemma_cpu, 1)},
             }
             shutil.rmtree(data)
+            if has_lemmas:  # what counts as a word for the Indic lemma fallback
+                lemmas = sorted({w.lemma for s in train for w in s.words} - {"_", ""})
+                (stage / LEMMA_LIST).write_text("\n".join(lemmas) + "\n", encoding="utf-8")
             (stage / MODEL_INFO).write_text(
                 json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8"
             )

@@ -23,6 +23,7 @@ from rudder.paths import cache_dir
 from .nouns_verbs import TaggedWord
 
 MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's models
+LEMMA_LIST = "lemmas.txt"  # train-tagger: the training treebank's lemmas, one a line
 _STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Document)
 
 
@@ -115,6 +116,15 @@ class StanzaTagger:
                     f"`python -m heuristics train-tagger --lang {lang} ... --model-dir {self.model_dir}`"
                 )
         return paths
+
+    def known_lemmas(self, lang: str) -> frozenset:
+        """The lemmas of the treebank the lemmatizer was trained on (``<lang>/lemmas.txt``,
+        written by ``train-tagger``; empty for other models): what counts as a word for the
+        Indic lemma fallback (:func:`heuristics.class_rules.lemma_vocabulary`)."""
+        path = self.model_dir / lang / LEMMA_LIST
+        if not path.is_file():
+            return frozenset()
+        return frozenset(path.read_text(encoding="utf-8").split("\n")) - {""}
 
     def _check_official(self, lang: str) -> None:
         resources = self.model_dir / "resources.json"

@@ -43,7 +43,12 @@ def test_train_load_tag(tiny_model):
         info["train"]["sentences"] == 40 and info["train"]["words"] == 120
     )  # 3 words each after "." goes
     assert info["lemmatizer"] == "stanza"
-    assert sorted(p.name for p in (out / "en").iterdir()) == ["lemma", "pos", "rudder_tagger.json"]
+    assert sorted(p.name for p in (out / "en").iterdir()) == [
+        "lemma",
+        "lemmas.txt",
+        "pos",
+        "rudder_tagger.json",
+    ]
     assert json.loads((out / "resources.json").read_text()) == {}
     assert not list(out.glob(".en.*"))  # no staging folder left
     tagger = StanzaTagger(out)
@@ -53,6 +58,9 @@ def test_train_load_tag(tiny_model):
     assert [w.lemma for w in tagged[0]] == ["cut", "the", "card"]
     assert {w.upos for words in tagged for w in words} <= {"VERB", "DET", "NOUN"}
     assert tagger.model_id("en").startswith("stanza-own:")
+    # the training lemmas: what counts as a word for the Indic lemma fallback
+    assert {"cut", "card", "paper"} <= tagger.known_lemmas("en")
+    assert tagger.known_lemmas("mr") == frozenset()
 
 
 def test_eval_tagger_cli(tiny_model, tiny_treebank, tmp_path, capsys):
