@@ -78,8 +78,8 @@ def render_card(meta, card: Card, counts: dict, has_relations: bool, digests=Non
         "license": card.license,
         "language": list(meta.languages),
         "task_categories": ["text-retrieval"],
-        "tags": ["video-retrieval", "multilingual", "rudder"]
-        + (["simulated"] if meta.simulated else []),
+        "tags": (["video-retrieval", "multilingual", "rudder"]
+                 + (["simulated"] if meta.simulated else [])),
         "configs": _configs_block(meta.experts, has_relations, counts, digests or {}),
     }
     lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
