@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 
 from .collection import Collection
-from rudder.index import VideoIndex, load_or_build, mixture_query
+from rudder.index import VideoIndex, mixture_query
+from rudder.index_cache import load_or_build
 from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize
 
