@@ -9,7 +9,9 @@ present; audio@mr/hi/ta/te each present for half of the videos), D = 256 per exp
 default ``model.shared_dim``; ``--dim 512`` for the BMVC Collaborative Experts size), unit
 rows. Reports the median latency of one query (what the app does) through
 :meth:`rudder.index.VideoIndex.search` (two stages, and the plain float32 scan), the
-per-query time of a batch, and, when faiss is installed, :class:`rudder.index_faiss.FaissSearch`;
+per-query time of a batch (one oneDNN product per availability group against rows packed
+ahead of time, then a partial top-k), and, when faiss is installed,
+:class:`rudder.index_faiss.FaissSearch`;
 checks that every path returns the same top-10. Exits 1 when a target is missed or the
 paths disagree.
 
