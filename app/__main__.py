@@ -12,7 +12,6 @@ import sys
 from functools import partial
 from pathlib import Path
 
-
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
 # Tamil and Telugu captions (on 40% of the sample's videos) are learnt in two epochs.
@@ -94,18 +93,16 @@ def same_dataset(spec_a: str, spec_b: str) -> bool:
 def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
     """The run under ``runs_dir`` with the newest ``best.pt`` trained on ``dataset`` in every
     language of ``languages``."""
-    import yaml
-
     from rudder.config import DataConfig
+    from rudder.errors import RudderError
+    from rudder.run_layout import checkpoints_under, read_config, run_of_checkpoint
 
-    checkpoints = sorted(
-        Path(runs_dir).glob("**/checkpoints/best.pt"), key=lambda p: p.stat().st_mtime, reverse=True
-    )
+    checkpoints = sorted(checkpoints_under(runs_dir), key=lambda p: p.stat().st_mtime, reverse=True)
     for checkpoint in checkpoints:
-        run = checkpoint.parent.parent
+        run = run_of_checkpoint(checkpoint)
         try:
-            config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
+            config = read_config(run)
+        except (RudderError, OSError):
             continue
         data = config.get("data") or {}
         trained = data.get("caption_langs") or DataConfig().caption_langs

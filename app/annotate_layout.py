@@ -12,10 +12,16 @@ import inspect
 import json
 from functools import partial
 
-from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+from rudder.labels import PairLabel
 from rudder.optional import require
 
-LABELS = ("positive", "partial", "description", "negative")
+from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+
+# The label buttons, left to right.
+LABELS = tuple(
+    label.text
+    for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
+)
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
     "ann-positive": ("1", "p"),

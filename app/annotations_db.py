@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rudder.data.layout import PAIR_LABELS
+from rudder.labels import PAIR_LABELS, PairLabel
 
-LABEL_NAMES = {code: name for name, code in PAIR_LABELS.items()}
+LABEL_NAMES = {int(label): label.text for label in PairLabel}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

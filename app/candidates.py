@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .annotations_db import LABEL_NAMES
-from .collection import Collection
+from rudder.labels import NO_LABEL
 from rudder.supervision import ClassIndex, partial_labels, relevance
 from rudder.text import CaptionSimilarity
+
+from .annotations_db import LABEL_NAMES
+from .collection import Collection
 
 
 class CandidateRanker:
@@ -70,7 +72,7 @@ class CandidateRanker:
             keep &= captions["lang"].to_numpy() == lang
         rows = np.flatnonzero(keep)
         n = len(captions)
-        heuristic = np.full(n, -1, dtype=np.int64)
+        heuristic = np.full(n, NO_LABEL, dtype=np.int64)
         rel = np.full(n, np.nan)
         sim = np.full(n, np.nan)
         if self.method == "text":

@@ -16,7 +16,7 @@ VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv")
 class Collection:
     """Every split of a dataset folder: ``captions`` and ``videos`` as pandas tables.
 
-    ``captions`` has the layout's caption columns (plus the noun/verb/class label columns
+    ``captions`` has the layout's caption columns (plus the noun/verb columns
     when present) and a ``split`` column; rows keep the dataset's order, so "next" and
     "first" are deterministic. ``media_dir`` holds ``<video_id><ext>`` files, if any.
     """

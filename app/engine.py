@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .collection import Collection
 from rudder.index import VideoIndex, mixture_query
 from rudder.index_cache import load_or_build
 from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize
+
+from .collection import Collection
 
 
 @dataclass

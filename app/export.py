@@ -27,8 +27,9 @@ import itertools
 import json
 from pathlib import Path
 
-from .annotations_db import LABEL_NAMES, AnnotationStore
 from rudder.atomic import atomic_write_text
+
+from .annotations_db import LABEL_NAMES, AnnotationStore
 
 COLUMNS = ("caption_id_a", "caption_id_b", "label", "annotator", "time", "dataset")
 

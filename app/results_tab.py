@@ -1,39 +1,39 @@
 """The results tab: training runs under ``runs/`` side by side, with R@K and loss plots.
 
-A run is a folder holding ``metrics.json`` (test metrics, DESIGN.md) and/or
-``metrics.jsonl`` (one validation evaluation per line: ``epoch``, ``train_loss``, ``t2v``,
-``v2t``); folders with neither are ignored, unreadable files are reported, not fatal.
+A run is a folder holding test metrics (``metrics.json``, DESIGN.md) and/or its validation
+history (``metrics.jsonl``: ``epoch``, ``train_loss``, ``t2v``, ``v2t`` per evaluation); the
+files are :mod:`rudder.run_layout`'s. Folders with neither are ignored; unreadable files count
+as empty, never as fatal.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from rudder.errors import RudderError
+from rudder.metric_names import RECALL_KS as KS
+from rudder.metric_names import TABLE_METRICS as METRICS
+from rudder.run_layout import folders_with_results, read_config, read_history, read_metrics
+
 from .escaping import markdown_text
 
-METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
-KS = (1, 5, 10, 50)
 
-
-def _read_json(path: Path):
+def _metrics(run: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
+        metrics = read_metrics(run)
+    except RudderError:
+        return {}
+    return metrics if isinstance(metrics, dict) else {}
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line being written while we read
-    return rows
+def _history(run: Path) -> list[dict]:
+    """The run's validation evaluations; a torn last line (being written) is left out."""
+    try:
+        return read_history(run)
+    except (RudderError, OSError):
+        return []
 
 
 def find_runs(root) -> list[Path]:
@@ -41,16 +41,14 @@ def find_runs(root) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    found = {p.parent for name in ("metrics.json", "metrics.jsonl") for p in root.rglob(name)}
+    found = folders_with_results(root)
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
 def _config(run: Path) -> dict:
-    import yaml
-
     try:
-        return yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        return read_config(run)
+    except (RudderError, OSError):
         return {}
 
 
@@ -65,14 +63,14 @@ def runs_table(root) -> pd.DataFrame:
     """One row per run: name, dataset, loss, best epoch, and test t2v / v2t metrics."""
     rows = []
     for run in find_runs(root):
-        metrics = _read_json(run / "metrics.json") or {}
+        metrics = _metrics(run)
         config = _config(run)
-        test = metrics.get("test", {}) if isinstance(metrics, dict) else {}
+        test = metrics.get("test", {})
         row = {
             "run": str(run.relative_to(root)),
             "dataset": str(config.get("data", {}).get("dataset", "")),
             "loss": str(config.get("loss", {}).get("name", "")),
-            "best epoch": metrics.get("best_epoch") if isinstance(metrics, dict) else None,
+            "best epoch": metrics.get("best_epoch"),
         }
         for direction in ("t2v", "v2t"):
             for key in METRICS:
@@ -100,12 +98,11 @@ def plot_runs(root, names) -> tuple:
         run = (root / name).resolve()
         if not run.is_relative_to(root.resolve()):
             continue  # never read outside the runs folder
-        metrics = _read_json(run / "metrics.json") or {}
-        t2v = metrics.get("test", {}).get("t2v", {}) if isinstance(metrics, dict) else {}
+        t2v = _metrics(run).get("test", {}).get("t2v", {})
         values = [_number(t2v.get(f"R{k}")) for k in KS]
         if all(v is not None for v in values):
             axes[0].plot(KS, values, marker="o", label=name)
-        lines = [r for r in _read_jsonl(run / "metrics.jsonl") if "epoch" in r]
+        lines = _history(run)
         if lines:
             epochs = [r["epoch"] for r in lines]
             axes[1].plot(

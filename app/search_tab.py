@@ -11,10 +11,11 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from .engine import Coverage, SearchEngine
-from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from rudder.languages import NAMES, SUPPORTED, check_language, detect_language
 from rudder.translate import TranslationUnavailable, translate_texts
+
+from .engine import Coverage, SearchEngine
+from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
 AUTO = "auto"

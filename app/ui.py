@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rudder.data.layout import DatasetFolder
+from rudder.languages import SUPPORTED
+from rudder.optional import require
+
 from .annotate_layout import KEYBOARD_JS, build_annotate_tab
 from .annotate_tab import AnnotateTab
 from .annotations_db import AnnotationStore
@@ -17,9 +21,6 @@ from .engine import SearchEngine
 from .escaping import markdown_text
 from .results_tab import ResultsTab
 from .search_tab import SearchTab, default_translator
-from rudder.data.layout import DatasetFolder
-from rudder.languages import SUPPORTED
-from rudder.optional import require
 
 CSS = """
 .rudder-text { font-size: 1.25rem; margin: 0.3rem 0; }

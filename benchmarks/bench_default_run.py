@@ -8,7 +8,6 @@ prints one result line; exits 1 when a target is missed.
 """
 
 import argparse
-import json
 import resource
 import subprocess
 import sys
@@ -16,8 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import yaml
+from rudder.run_layout import predictions_file, read_config, read_metrics, read_predictions
 
 MAX_SECONDS = 180
 MAX_RSS_GB = 2.0
@@ -34,11 +32,11 @@ def main() -> int:
     )
     seconds = time.perf_counter() - start
     peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
-    metrics = json.loads((out / "metrics.json").read_text())
-    num_videos = len(np.load(out / "predictions" / "test.npz")["video_ids"])
+    metrics = read_metrics(out)
+    num_videos = len(read_predictions(predictions_file(out, "test")).video_ids)
     r10 = metrics["test"]["t2v"]["R10"]
     chance = 100 * 10 / num_videos
-    cap = yaml.safe_load((out / "config.yaml").read_text())["epochs"]
+    cap = read_config(out)["epochs"]
     stopped_early = metrics["epochs_run"] < cap
     ok = seconds < MAX_SECONDS and peak_gb < MAX_RSS_GB and r10 >= 3 * chance and stopped_early
     print(

@@ -8,11 +8,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import BUILDERS
-from .report import BuildError, Reporter
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
+
+from . import BUILDERS
+from .build_report import BuildError, Reporter
 
 
 def _add_build(commands) -> None:
@@ -156,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .publish import PublishError
     from rudder.translate import TranslationUnavailable
+
+    from .publish import PublishError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

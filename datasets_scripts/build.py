@@ -18,12 +18,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .cards import fields_section, make_card
-from .features import FeatureSource, feature_batches, scan_source
-from .report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
-    LABEL_COLUMNS,
+    NOUN_VERB_COLUMNS,
     SPLITS,
     DatasetMeta,
     DatasetWriter,
@@ -31,15 +28,19 @@ from rudder.data.layout import (
 )
 from rudder.languages import SUPPORTED
 
+from .build_report import BuildError, Reporter
+from .cards import fields_section, make_card
+from .features import FeatureSource, feature_batches, scan_source
+
 LIST_TYPE = pa.list_(pa.string())
 
 
 class CaptionRows:
-    """Captions collected column by column (base columns, label columns when given)."""
+    """Captions collected column by column (base columns, noun/verb columns when given)."""
 
     def __init__(self):
         self.columns = {name: [] for name in CAPTIONS_SCHEMA.names}
-        self.labels: dict[str, list] = {}
+        self.noun_verb: dict[str, list] = {}
         self.ids: set[str] = set()
 
     def __len__(self) -> int:
@@ -55,7 +56,7 @@ class CaptionRows:
         end,
         kind="caption",
         machine_translated=False,
-        labels=None,
+        noun_verb=None,
     ) -> None:
         if caption_id in self.ids:
             raise BuildError(f"caption id {caption_id!r} is used twice")
@@ -63,18 +64,18 @@ class CaptionRows:
         row = (caption_id, video_id, lang, text, start, end, kind, machine_translated)
         for name, value in zip(CAPTIONS_SCHEMA.names, row):
             self.columns[name].append(value)
-        for name, values in (labels or {}).items():
-            self.labels.setdefault(name, [None] * (len(self) - 1)).append(values)
-        for values in self.labels.values():
+        for name, values in (noun_verb or {}).items():
+            self.noun_verb.setdefault(name, [None] * (len(self) - 1)).append(values)
+        for values in self.noun_verb.values():
             if len(values) < len(self):
                 values.append(None)
 
     def table(self) -> pa.Table:
         arrays = [pa.array(self.columns[f.name], f.type) for f in CAPTIONS_SCHEMA]
         names = list(CAPTIONS_SCHEMA.names)
-        for name in LABEL_COLUMNS:
-            if name in self.labels:
-                arrays.append(pa.array(self.labels[name], LIST_TYPE))
+        for name in NOUN_VERB_COLUMNS:
+            if name in self.noun_verb:
+                arrays.append(pa.array(self.noun_verb[name], LIST_TYPE))
                 names.append(name)
         return pa.Table.from_arrays(arrays, names=names)
 

@@ -40,9 +40,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from .build import CaptionRows, RawDataset, holdout_validation, read_json
-from .report import BuildError, Reporter
 from rudder.data.layout import SPLITS
+
+from .build import CaptionRows, RawDataset, holdout_validation, read_json
+from .build_report import BuildError, Reporter
 
 LINE = re.compile(r"^(\S+) (\S+) (\S+)##(.*)$")
 PUBLISHED = {

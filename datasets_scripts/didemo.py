@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from .build import CaptionRows, RawDataset, read_id_list, read_json
-from .report import BuildError, Reporter
+from .build_report import BuildError, Reporter
 
 SEGMENT_SECONDS = 5.0
 PARTS = {"train": "train", "val": "validation", "test": "test"}

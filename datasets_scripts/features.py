@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .report import BuildError, Reporter
 from rudder.data.layout import EXPERT_KINDS, parse_expert
+
+from .build_report import BuildError, Reporter
 
 # CE's feature files by model name (Liu et al., BMVC 2019, collaborative-experts data_loader/).
 CE_MODEL_EXPERTS = (

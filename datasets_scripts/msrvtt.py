@@ -33,9 +33,10 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from .build import CaptionRows, RawDataset, read_id_list
-from .report import BuildError, Reporter
 from rudder.data.layout import SPLITS
+
+from .build import CaptionRows, RawDataset, read_id_list
+from .build_report import BuildError, Reporter
 
 JSON_FILES = ("MSRVTT_data.json", "train_val_videodatainfo.json", "test_videodatainfo.json")
 TEST_CSV = "MSRVTT_JSFUSION_test.csv"

@@ -36,21 +36,23 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .build import CaptionRows, RawDataset, holdout_validation
-from .features import FeatureSource, load_pickle
-from .report import BuildError, Reporter
 from rudder.data.layout import (
     CAPTION_KINDS,
-    LABEL_COLUMNS,
-    PAIR_LABELS,
+    NOUN_VERB_COLUMNS,
     RELATIONS_SCHEMA,
     SPLITS,
     parse_expert,
 )
+from rudder.labels import PAIR_LABELS
 from rudder.languages import SUPPORTED
+
+from .build import CaptionRows, RawDataset, holdout_validation
+from .build_report import BuildError, Reporter
+from .features import FeatureSource, load_pickle
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 PICKLES = {"train": "rudder_train.pkl", "test": "rudder_test.pkl"}
+_PAIR_LABEL_DIGITS = {str(code) for code in PAIR_LABELS.values()}  # "0".."3" in relations files
 
 
 def add_arguments(parser) -> None:
@@ -189,9 +191,9 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
         if caption_id in captions.ids:
             reporter.problem("duplicate caption id", path, where, caption_id)
             continue
-        labels = {
+        noun_verb = {
             c: [v.strip() for v in row[c].split("|") if v.strip()]
-            for c in LABEL_COLUMNS
+            for c in NOUN_VERB_COLUMNS
             if c in row
         }
         captions.add(
@@ -203,7 +205,7 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
             end,
             row["kind"],
             flag in TRUE or lang in forced_mt,
-            labels,
+            noun_verb,
         )
 
 
@@ -211,7 +213,7 @@ def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
     rows, seen = {name: [] for name in RELATIONS_SCHEMA.names}, set()
     for line, row in _rows(path, ("caption_id_a", "caption_id_b", "label"), reporter):
         a, b, label = row["caption_id_a"].strip(), row["caption_id_b"].strip(), row["label"].strip()
-        value = PAIR_LABELS.get(label, int(label) if label in {"0", "1", "2", "3"} else None)
+        value = PAIR_LABELS.get(label, int(label) if label in _PAIR_LABEL_DIGITS else None)
         unknown = [c for c in (a, b) if c not in caption_ids]
         if unknown:
             reporter.problem("unknown caption id", path, f"line {line}", unknown[0])

@@ -1,8 +1,8 @@
 """Read finished runs into per-row results: test metrics per seed, per-query ranks, per-query
 nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
 
-Per-query values come from each run's ``predictions/test.npz`` (similarities of
-``checkpoints/best.pt`` on the test split, written by the trainer) and the test split's
+Per-query values come from each run's test predictions (:mod:`rudder.run_layout`: the
+similarities of its ``best.pt`` on the test split, written by the trainer) and the test split's
 relevance (:func:`rudder.inference.relevance_matrix`, DESIGN.md's R with the run's ``rho``).
 """
 
@@ -19,7 +19,16 @@ import torch
 from rudder import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
 from rudder.inference import relevance_matrix
-from rudder.runs import LoadedRun, RunError, atomic_write_text, load_run, read_json
+from rudder.metric_names import RANK_AVERAGES, RECALLS
+from rudder.run_layout import (
+    metrics_file,
+    predictions_file,
+    read_metrics,
+    read_predictions,
+    write_metrics,
+    write_predictions,
+)
+from rudder.runs import LoadedRun, RunError, load_run
 
 DIRECTIONS = ("t2v", "v2t")
 
@@ -31,7 +40,7 @@ class RowResult:
 
     label: str
     seeds: list[int]
-    metrics: list[dict]  # per seed: metrics.json["test"]
+    metrics: list[dict]  # per seed: the "test" part of read_metrics
     ranks: dict[str, np.ndarray]
     scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     query_ids: np.ndarray | None = None
@@ -122,23 +131,22 @@ def per_query(
 
 def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSplits) -> RowResult:
     """A row from ``(seed, result_dir, model_dir)`` triples, in that order: ``result_dir`` holds
-    ``metrics.json`` and ``predictions/test.npz``; ``model_dir`` is a trained run of the same
+    test metrics and predictions (a run or a fusion); ``model_dir`` is a trained run of the same
     data config (itself, or a fusion's first member) whose test split gives the relevance."""
     seeds, tests, ranks, scores, ids = [], [], {d: [] for d in DIRECTIONS}, {}, None
     for seed, run_dir, model_dir in run_dirs:
-        pred = np.load(run_dir / "predictions" / "test.npz")
-        query_ids = pred["caption_ids"].reshape(-1)
+        pred = read_predictions(predictions_file(run_dir, "test"))
+        query_ids = pred.caption_ids.reshape(-1)
         if ids is not None and not np.array_equal(ids, query_ids):
             raise RunError(
                 f"{run_dir}: its test queries differ from the other seeds of row {label!r}"
             )
         ids = query_ids
         relevance = splits.get(load_run(model_dir)).relevance if _needs_relevance(run_dir) else None
-        sims_v2t = pred["sims_v2t"] if "sims_v2t" in pred.files else None
-        r, s = per_query(pred["sims"], pred["query_masks"], relevance, sims_v2t)
+        r, s = per_query(pred.sims, pred.query_masks, relevance, pred.sims_v2t)
         _check_ranks(run_dir, r, pred)
         seeds.append(seed)
-        tests.append(read_json(run_dir / "metrics.json")["test"])
+        tests.append(read_metrics(run_dir)["test"])
         for d in DIRECTIONS:
             ranks[d].append(r[d])
             for name, values in s.get(d, {}).items():
@@ -155,69 +163,54 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
 
 
 def _needs_relevance(run_dir: Path) -> bool:
-    return "nDCG" in read_json(run_dir / "metrics.json")["test"]["t2v"]
+    return "nDCG" in read_metrics(run_dir)["test"]["t2v"]
 
 
 def _check_ranks(run_dir: Path, ranks: dict, pred) -> None:
+    saved = {"t2v": pred.ranks_t2v, "v2t": pred.ranks_v2t}
     for d in DIRECTIONS:
-        if not np.allclose(ranks[d], pred[f"ranks_{d}"], equal_nan=True):
-            raise RunError(f"{run_dir}: recomputed {d} ranks differ from predictions/test.npz")
+        if not np.allclose(ranks[d], saved[d], equal_nan=True):
+            raise RunError(
+                f"{run_dir}: recomputed {d} ranks differ from its saved test predictions"
+            )
 
 
 def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path) -> Path:
-    """Rank-fuse one seed's member runs into ``out_dir`` (metrics.json + predictions/test.npz).
+    """Rank-fuse one seed's member runs into ``out_dir`` (test metrics and predictions, laid
+    out as a run's).
 
     Metrics come from :func:`rudder.evaluate.evaluate_runs` (it re-scores every member's
-    ``best.pt`` on the test split and fuses t2v per caption query and v2t per video query);
-    the stored per-query ranks come from :func:`rudder.fusion.fuse_ranks` on the members'
-    saved test similarities, and must reproduce evaluate's R@K (checked). Cached: an
-    ``out_dir`` with both files is returned as is.
+    ``best.pt`` on the test split and fuses both directions with
+    :func:`rudder.fusion.fuse_directions`); the stored predictions come from the same function
+    on the members' saved test similarities, and must reproduce evaluate's R@K (checked).
+    Cached: an ``out_dir`` with both files of these members is returned as is.
     """
     from rudder.evaluate import evaluate_runs
 
-    digest = hashlib.sha256(b"".join((Path(d) / "metrics.json").read_bytes() for d in member_dirs))
+    digest = hashlib.sha256(b"".join(metrics_file(d).read_bytes() for d in member_dirs))
     digest = digest.hexdigest()
-    done = out_dir / "metrics.json"
     if (
-        done.is_file()
-        and (out_dir / "predictions" / "test.npz").is_file()
-        and read_json(done).get("members_digest") == digest
+        metrics_file(out_dir).is_file()
+        and predictions_file(out_dir, "test").is_file()
+        and read_metrics(out_dir).get("members_digest") == digest
     ):
         return out_dir
-    preds = [np.load(Path(d) / "predictions" / "test.npz") for d in member_dirs]
-    masks = preds[0]["query_masks"]
+    preds = [read_predictions(predictions_file(d, "test")) for d in member_dirs]
+    first = preds[0]
     for d, p in zip(member_dirs, preds):
-        if not np.array_equal(p["caption_ids"], preds[0]["caption_ids"]):
+        if not np.array_equal(p.caption_ids, first.caption_ids):
             raise RunError(f"{d}: its test queries differ from {member_dirs[0]}; cannot fuse")
     q = hybrid_q if method == "hybrid" else None
-    sims = [p["sims"] for p in preds]
-    valid = masks.reshape(-1).astype(bool)
-    t2v = fusion.fuse_ranks(sims, method, q)
-    v2t = np.full_like(t2v, -np.inf)
-    v2t[valid] = fusion.fuse_ranks([s[valid].T for s in sims], method, q).T
+    t2v, v2t = fusion.fuse_directions([p.sims for p in preds], first.query_masks, method, q)
     result, _, _, _ = evaluate_runs(member_dirs, "test", None, "cpu", method, hybrid_q)
-    ranks = {
-        "t2v": metrics.query_ranks(t2v, masks, "t2v"),
-        "v2t": metrics.query_ranks(v2t, masks, "v2t"),
-    }
-    for d in DIRECTIONS:
-        mine = metrics.metrics_from_ranks(ranks[d])
-        for key in ("R1", "R5", "R10", "R50", "MdR", "MnR"):
-            if not np.isclose(mine[key], result[d][key]):
-                raise RunError(
-                    f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "
-                    f"similarities differs from rudder.evaluate's {result[d][key]}"
-                )
-    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        out_dir / "predictions" / "test.npz",
-        sims=t2v.astype(np.float32),
-        sims_v2t=v2t.astype(np.float32),
-        query_masks=masks,
-        ranks_t2v=ranks["t2v"],
-        ranks_v2t=ranks["v2t"],
-        caption_ids=preds[0]["caption_ids"],
-        video_ids=preds[0]["video_ids"],
+    _check_fusion(member_dirs, method, t2v, v2t, first.query_masks, result)
+    write_predictions(
+        predictions_file(out_dir, "test"),
+        t2v,
+        first.query_masks,
+        first.caption_ids,
+        first.video_ids,
+        v2t,
     )
     summary = {
         "test": result,
@@ -226,8 +219,21 @@ def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path
         "method": method,
         "hybrid_q": q,
     }
-    atomic_write_text(out_dir / "metrics.json", json.dumps(summary, indent=2))
+    write_metrics(out_dir, summary)
     return out_dir
+
+
+def _check_fusion(member_dirs, method, t2v, v2t, masks, result) -> None:
+    """The rank statistics of the fused saved similarities (ranked in float32, as saved and as
+    ``rudder.evaluate`` ranks them) must equal evaluate's fusion of the re-scored members."""
+    for d, scores in (("t2v", t2v), ("v2t", t2v if v2t is None else v2t)):
+        mine = metrics.metrics_from_ranks(metrics.query_ranks(scores.astype(np.float32), masks, d))
+        for key in (*RECALLS, *RANK_AVERAGES):
+            if not np.isclose(mine[key], result[d][key]):
+                raise RunError(
+                    f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "
+                    f"similarities differs from rudder.evaluate's {result[d][key]}"
+                )
 
 
 def run_sims(run_dir: Path, splits: EvalSplits) -> tuple[np.ndarray, EvalSplit, LoadedRun]:

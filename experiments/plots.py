@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .collect import RowResult
 from rudder.data.batching import epoch_batches
+
+from .collect import RowResult
 
 
 def hardest_negative_relevance(

@@ -1,8 +1,8 @@
 """``python -m experiments.run SUITE``: train every row of a suite over seeds, then write its
 tables (markdown + CSV) and plots.
 
-Resumable: a run whose ``metrics.json`` and ``predictions/test.npz`` exist is skipped, a run
-with ``checkpoints/last.pt`` continues from it (``rudder.train``'s resume gives the same
+Resumable: a run whose test metrics and predictions exist is skipped, a run with a
+``last.pt`` checkpoint continues from it (``rudder.train``'s resume gives the same
 metrics as an uninterrupted run), anything else starts again. Runs are trained one after the
 other in this process with :func:`rudder.train.run`; their directories are
 ``<runs-dir>/<run_key>/seed-<s>`` (:func:`experiments.suites.run_key`), so equal rows of
@@ -19,6 +19,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rudder.atomic import atomic_write_text
+from rudder.config import TrainConfig
+from rudder.errors import RudderError, one_line
+from rudder.run_layout import (
+    checkpoint_file,
+    config_file,
+    metrics_file,
+    predictions_file,
+    read_config,
+)
+from rudder.runs import resolve_dataset
+
 from .suites import (
     SUITES_DIR,
     Row,
@@ -31,9 +43,6 @@ from .suites import (
     run_key,
     suite_names,
 )
-from rudder.config import TrainConfig
-from rudder.errors import RudderError, one_line
-from rudder.runs import atomic_write_text, resolve_dataset
 
 DEFAULT_RUNS_DIR = Path("runs") / "experiments"
 DEFAULT_OUTPUT = Path("experiments") / "results"
@@ -56,21 +65,17 @@ class Job:
         (the run's saved config.yaml differs from the row's config: see :meth:`changes`)."""
         if self.changes():
             return "stale"
-        if (self.run_dir / "metrics.json").is_file() and (
-            self.run_dir / "predictions" / "test.npz"
-        ).is_file():
+        tested = predictions_file(self.run_dir, "test").is_file()
+        if tested and metrics_file(self.run_dir).is_file():
             return "done"
-        if (self.run_dir / "checkpoints" / "last.pt").is_file():
+        if checkpoint_file(self.run_dir, "last").is_file():
             return "resume"
         return "new"
 
     def changes(self) -> list[str]:
-        saved = self.run_dir / "config.yaml"
-        if not saved.is_file():
+        if not config_file(self.run_dir).is_file():
             return []
-        import yaml
-
-        return config_changes(yaml.safe_load(saved.read_text(encoding="utf-8")), self.config)
+        return config_changes(read_config(self.run_dir), self.config)
 
 
 def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -251,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {job.row.path}: {one_line(error)}", file=sys.stderr)
             return 2
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
-    from .report import write_report
+    from .suite_report import write_report
 
     written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
     for path in written:

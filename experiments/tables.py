@@ -29,13 +29,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .collect import RowResult
 from rudder import metrics, significance
+from rudder.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
 
-RANK_METRICS = ("R1", "R5", "R10", "R50", "MdR", "MnR")
-SCORE_METRICS = ("nDCG", "mAP")
+from .collect import RowResult
+
+RANK_METRICS = (*RECALLS, *RANK_AVERAGES)
+SCORE_METRICS = RELEVANCE_METRICS
 COLUMNS = RANK_METRICS + SCORE_METRICS
-HEADERS = {"R1": "R@1", "R5": "R@5", "R10": "R@10", "R50": "R@50"}
+HEADERS = {name: f"R@{k}" for name, k in zip(RECALLS, RECALL_KS)}
 DIRECTION_TITLES = {"t2v": "Text → video", "v2t": "Video → text"}
 N_RESAMPLES = 1000
 

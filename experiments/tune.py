@@ -42,6 +42,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from rudder.atomic import atomic_write_text
+from rudder.config import ConfigError, to_dict
+from rudder.data.layout import LayoutError
+from rudder.losses import LossConfigError
+from rudder.losses import defaults as loss_defaults
+from rudder.run_layout import log_file, read_history, read_json
+from rudder.runs import RunError, prepare_run_dir, resolve_dataset
+
 from .run import Job, suite_parser, train_job
 from .suites import (
     Row,
@@ -52,11 +60,6 @@ from .suites import (
     row_data,
     run_key,
 )
-from rudder.config import ConfigError, to_dict
-from rudder.data.layout import LayoutError
-from rudder.losses import LossConfigError
-from rudder.losses import defaults as loss_defaults
-from rudder.runs import RunError, atomic_write_text, prepare_run_dir, read_json, resolve_dataset
 
 TRIAL_FILE = "trial.json"
 _SPEC_KEYS = {"trials", "epochs", "seed", "grids"}
@@ -194,7 +197,7 @@ def fit_without_test(config, run_dir: Path, resume: bool = False, overwrite: boo
     ctx = init_distributed(pick_device(config.device))
     try:
         prepare_run_dir(run_dir, resume, overwrite)
-        _log_to(run_dir / "train.log")
+        _log_to(log_file(run_dir))
         Trainer(config, run_dir, ctx, resume=resume).fit()
     finally:
         shutdown(ctx)
@@ -210,10 +213,9 @@ def run_trial(job: Job) -> float:
     path = job.run_dir / TRIAL_FILE
     if not path.is_file():
         train_job(job, fit_without_test)
-        lines = (job.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-        evals = [json.loads(line) for line in lines if line.strip()]
+        evals = read_history(job.run_dir)
         if not evals or any(e["split"] != "validation" for e in evals):
-            raise RunError(f"{job.run_dir}: expected validation evaluations in metrics.jsonl")
+            raise RunError(f"{job.run_dir}: expected validation evaluations in its history")
         best = max(evals, key=lambda e: e["selection"])  # first of equal scores
         summary = {"validation": best["selection"], "best_epoch": best["epoch"]}
         atomic_write_text(path, json.dumps(summary, indent=2))

@@ -1,4 +1,4 @@
-"""heuristics: noun/verb labels, class maps and relations for rudder datasets.
+"""heuristics: noun/verb columns, class maps and relations for rudder datasets.
 
 Stanza taggers (trained offline or downloaded) and a lexicon tagger tag captions
 (:mod:`heuristics.taggers`), :mod:`heuristics.nouns_verbs` extracts noun and verb lemmas,

@@ -1,4 +1,4 @@
-"""``python -m heuristics <command>``: taggers, noun/verb labels and relations for a dataset."""
+"""``python -m heuristics <command>``: taggers, noun/verb columns and relations for a dataset."""
 
 from __future__ import annotations
 
@@ -6,6 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from rudder.atomic import atomic_write_text
+from rudder.data.layout import LayoutError
+from rudder.errors import RudderError, one_line
+from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 from .classes import (
     ClassFileError,
@@ -21,10 +26,6 @@ from .relations import RelationError
 from .stanza_training import SIZES, TrainingError, TrainOptions
 from .stop_nouns import StopNounError, load_stop_nouns
 from .taggers import MODEL_INFO, TaggerError, model_dir
-from rudder.atomic import atomic_write_text
-from rudder.data.layout import LayoutError
-from rudder.errors import RudderError, one_line
-from rudder.languages import SUPPORTED, UnsupportedLanguageError
 
 ERRORS = (
     ConlluError,
@@ -119,8 +120,9 @@ def _cache(args):
 
 def _annotated_captions(root):
     """(lang, text, nouns, verbs) of captions with manual nouns/verbs, for the lexicon tagger."""
-    from .label import caption_tables
     from rudder.data.layout import DatasetFolder
+
+    from .label import caption_tables
 
     rows = []
     for table in caption_tables(DatasetFolder(root)).values():
@@ -376,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha-v", type=float, default=0.5)
     p.add_argument("--dry-run", action="store_true", help="only print the statistics")
     p.add_argument(
-        "--overwrite", action="store_true", help="replace existing (manual) label columns"
+        "--overwrite", action="store_true", help="replace existing (manual) noun/verb columns"
     )
     p.add_argument(
         "--noun-classes", type=Path, action="append", help="EPIC-KITCHENS-100 noun class CSV"

@@ -26,8 +26,9 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .nouns_verbs import normalise
 from rudder.languages import check_language
+
+from .nouns_verbs import normalise
 
 POS = ("noun", "verb")
 

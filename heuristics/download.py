@@ -13,9 +13,10 @@ import os
 import socket
 from pathlib import Path
 
-from .staging import publish, staging
 from rudder.languages import check_languages
 from rudder.optional import require
+
+from .staging import publish, staging
 
 HOSTS = ("raw.githubusercontent.com", "huggingface.co")
 PROCESSORS = "tokenize,pos,lemma,depparse"

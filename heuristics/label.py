@@ -21,15 +21,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder, replace_tables
+from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
+from rudder.languages import check_language
+
 from .class_rules import ClassRules, corpus_vocabulary, extract_classes
 from .classes import ClassMap
 from .nouns_verbs import ExtractionOptions
 from .stop_nouns import counted_nouns, default_stop_nouns
 from .taggers import TaggerError, check_texts, tag_texts
-from rudder.data.layout import LABEL_COLUMNS, SPLITS, DatasetFolder, replace_tables
-from rudder.languages import check_language
 
-LABEL_NAMES = ("negative", "partial", "positive")
+LABEL_NAMES = tuple(label.text for label in HEURISTIC_LABELS)  # the pair labels counted
 
 
 class LabelError(ValueError):
@@ -98,7 +100,7 @@ def annotate(
     texts = table.column("text").to_pylist()
     columns = {
         name: table.column(name).to_pylist() if name in table.column_names else [None] * len(texts)
-        for name in LABEL_COLUMNS
+        for name in NOUN_VERB_COLUMNS
     }
     for lang in sorted(set(langs) & set(only or langs)):
         rows = [i for i, code in enumerate(langs) if code == lang]
@@ -112,9 +114,9 @@ def annotate(
             counted = counted_nouns(nouns, lang, stop_nouns or {})
             columns["noun_classes"][i] = class_map.classes("noun", lang, counted)
             columns["verb_classes"][i] = verb_classes
-    keep = [name for name in table.column_names if name not in LABEL_COLUMNS]
+    keep = [name for name in table.column_names if name not in NOUN_VERB_COLUMNS]
     out = table.select(keep)
-    for name in LABEL_COLUMNS:
+    for name in NOUN_VERB_COLUMNS:
         out = out.append_column(name, pa.array(columns[name], pa.list_(pa.string())))
     return out
 
@@ -131,7 +133,8 @@ def _sparse(class_lists):
 
 
 def _label_rows(nouns, verbs, queries, alpha_n: float, alpha_v: float):
-    """``(len(queries), n)`` labels of the queries against every caption, self-pairs -1.
+    """``(len(queries), n)`` pair labels of the queries against every caption, self-pairs
+    ``NO_LABEL``.
 
     Only the class columns the queries use are densified (the heuristic reads no other), so
     memory is ``captions x classes of these queries``."""
@@ -148,7 +151,7 @@ def _label_rows(nouns, verbs, queries, alpha_n: float, alpha_v: float):
         ]
     labels = partial_labels(parts[0], parts[2], parts[1], parts[3], alpha_n, alpha_v)
     labels = labels.to(torch.int16)
-    labels[torch.arange(len(queries)), torch.from_numpy(queries)] = -1
+    labels[torch.arange(len(queries)), torch.from_numpy(queries)] = NO_LABEL
     return labels.numpy()
 
 
@@ -177,12 +180,12 @@ def query_statistics(
         else np.unique(np.linspace(0, n - 1, max_queries).round().astype(int))
     )
     nouns, verbs = _sparse(noun_classes), _sparse(verb_classes)
-    counts = np.zeros((len(queries), 3), dtype=np.int64)
+    counts = np.zeros((len(queries), len(HEURISTIC_LABELS)), dtype=np.int64)
     for start in range(0, len(queries), block):
         q = queries[start : start + block]
         labels = _label_rows(nouns, verbs, q, alpha_n, alpha_v)
-        for k in range(3):
-            counts[start : start + len(q), k] = (labels == k).sum(1)
+        for k, label in enumerate(HEURISTIC_LABELS):
+            counts[start : start + len(q), k] = (labels == label).sum(1)
     empty = sum(1 for i in queries if not noun_classes[i] and not verb_classes[i])
     out = {"captions": n, "queries": len(queries), "queries_without_nouns_or_verbs": int(empty)}
     shares = 100.0 * counts / max(n - 1, 1)
@@ -216,14 +219,16 @@ def sample_pairs(
     rng = np.random.default_rng(seed)
     queries = np.sort(rng.choice(n, size=min(n, 500), replace=False))
     labels = _label_rows(_sparse(noun_classes), _sparse(verb_classes), queries, alpha_n, alpha_v)
-    quota = {2: count // 3, 0: count // 3, 1: count - 2 * (count // 3)}
+    positive, negative, partial = PairLabel.POSITIVE, PairLabel.NEGATIVE, PairLabel.PARTIAL
+    # filled in this order: partial takes the remainder and what the others leave
+    quota = {positive: count // 3, negative: count // 3, partial: count - 2 * (count // 3)}
     picked, short = [], 0
-    for label in (2, 0, 1):
+    for label, share in quota.items():
         rows, cols = np.nonzero(labels == label)
-        take = min(len(rows), quota[label] + short)
-        short += quota[label] - take
+        take = min(len(rows), share + short)
+        short += share - take
         for k in rng.choice(len(rows), size=take, replace=False):
-            picked.append((int(queries[rows[k]]), int(cols[k]), label))
+            picked.append((int(queries[rows[k]]), int(cols[k]), int(label)))
     return [picked[k] for k in rng.permutation(len(picked))]
 
 
@@ -238,13 +243,13 @@ def label_dataset(
 ) -> dict:
     """Label every split of the dataset at ``root``; returns ``{split: statistics}``.
 
-    Existing label columns (manual annotations) are replaced only with ``overwrite``.
+    Existing noun/verb columns (manual annotations) are replaced only with ``overwrite``.
     With ``dry_run`` nothing is written.
     """
     config = config or LabelConfig()
     folder = DatasetFolder(root)
     tables = caption_tables(folder)
-    present = sorted({c for t in tables.values() for c in t.column_names if c in LABEL_COLUMNS})
+    present = sorted({c for t in tables.values() for c in t.column_names if c in NOUN_VERB_COLUMNS})
     if present and not overwrite and not dry_run:
         raise LabelError(
             f"{folder.root}: captions already have {present} (manual annotations?); "
@@ -273,7 +278,7 @@ def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:
     """:func:`query_statistics` (and :func:`sample_pairs`) over the captions in ``langs``."""
     if langs:
         table = table.filter(pc.is_in(table.column("lang"), pa.array(langs)))
-    columns = {c: table.column(c).to_pylist() for c in ("text", "lang", *LABEL_COLUMNS)}
+    columns = {c: table.column(c).to_pylist() for c in ("text", "lang", *NOUN_VERB_COLUMNS)}
     nouns, verbs = columns["noun_classes"], columns["verb_classes"]
     out = query_statistics(nouns, verbs, config.alpha_n, config.alpha_v, config.stats_queries)
     out["captions_with_stop_nouns"] = sum(
@@ -282,7 +287,7 @@ def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:
     )
     out["sample"] = [
         {
-            "label": LABEL_NAMES[label],
+            "label": PairLabel(label).text,
             **{
                 f"{role}_{key}": columns[key][i]
                 for role, i in (("query", q), ("candidate", c))

@@ -8,9 +8,10 @@ import os
 from collections import Counter
 from typing import ClassVar
 
+from rudder.languages import check_language
+
 from .nouns_verbs import TaggedWord, normalise
 from .taggers import tokenize_all
-from rudder.languages import check_language
 
 
 class LexiconTagger:

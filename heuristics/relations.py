@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from rudder.data.card import ensure_config
-from rudder.data.layout import PAIR_LABELS, RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
+from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
+from rudder.labels import PAIR_LABELS, PairLabel
 
 VIDEO_ANNOTATOR = "video-heuristic"
 _CHARADES_ACTION = re.compile(r"(c\d{3})\s+[\d.]+\s+[\d.]+")
@@ -121,8 +122,9 @@ def video_relations(
             labels = partial_labels(
                 o[start : start + block], a[start : start + block], o, a, alpha_o, alpha_a
             )
-            labels[torch.arange(labels.shape[0]), torch.arange(start, start + labels.shape[0])] = 0
-            rows, cols = (labels >= 1).nonzero(as_tuple=True)
+            self_pairs = torch.arange(labels.shape[0]), torch.arange(start, start + labels.shape[0])
+            labels[self_pairs] = PairLabel.NEGATIVE
+            rows, cols = (labels >= PairLabel.PARTIAL).nonzero(as_tuple=True)
             lab = labels[rows, cols].numpy()
             qa, qb = rows.numpy() + start, cols.numpy()
             count = sizes[qa] * sizes[qb]

@@ -27,12 +27,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from rudder.languages import check_language
+from rudder.optional import require
+
 from .conllu import read_conllu, surface_sentence, write_conllu
 from .nouns_verbs import normalise
 from .staging import publish, staging
 from .taggers import MODEL_INFO
-from rudder.languages import check_language
-from rudder.optional import require
 
 # Network sizes: "tiny" for tests (seconds), "small" the default (minutes on 2 shared
 # cores); Stanza's defaults are larger still (hidden 200, char hidden 400).

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .nouns_verbs import normalise
 from rudder.languages import check_language
+
+from .nouns_verbs import normalise
 
 # The actors of caption corpora: person and its everyday synonyms, people, and the
 # gendered and age words (man, woman, boy, girl, ...) and their equivalents.

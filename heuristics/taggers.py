@@ -16,10 +16,11 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .nouns_verbs import TaggedWord
 from rudder.languages import check_language
 from rudder.optional import require
 from rudder.paths import cache_dir
+
+from .nouns_verbs import TaggedWord
 
 MODEL_INFO = "rudder_tagger.json"  # written by train-tagger beside a language's models
 _STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Document)

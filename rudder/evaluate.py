@@ -1,28 +1,35 @@
-"""``python -m rudder.evaluate``: evaluate checkpoints on a split, alone or as an ensemble.
+"""``python -m rudder.evaluate``: evaluate checkpoints on a split, alone or fused.
 
-``rudder.evaluate A B`` evaluates each run on its own. ``--ensemble A B`` sums the similarity
-matrices of the runs (``fusion.ensemble_sum``); ``--fusion avg|max|hybrid`` fuses their
-rankings instead (Galanopoulos & Mezaris 2021). Metrics and predictions are printed and
-written to ``--output`` (default: the run's ``evaluations/<split>-single/``, or the first
-ensemble run's ``evaluations/<split>-ensemble-<fusion>/``, so fusions never overwrite each
-other; with several single runs, ``--output`` gets one sub-folder per run).
+``rudder.evaluate A B`` evaluates each run on its own. ``--fuse A B`` (old spelling
+``--ensemble``) sums the similarity matrices of the runs; ``--fusion avg|max|hybrid`` fuses
+their rankings instead (Galanopoulos & Mezaris 2021; both: :func:`rudder.fusion.fuse_directions`).
+Metrics and predictions are printed and written to ``--output`` (default: the run's
+``evaluations/<split>-single/``, or the first fused run's ``evaluations/<split>-fusion-<method>/``,
+so fusions never overwrite each other; with several single runs, ``--output`` gets one
+sub-folder per run).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
 
 from rudder import fusion
-from rudder.atomic import atomic_savez
 from rudder.data.loader import build_class_index, load_split
 from rudder.errors import RunError, exit_on_error
-from rudder.inference import query_ranks, similarity_matrix, split_metrics
-from rudder.report import results_table
-from rudder.runs import atomic_write_text, find_checkpoint, load_run
+from rudder.inference import similarity_matrix, split_metrics
+from rudder.results_table import results_table
+from rudder.run_layout import (
+    evaluation_dir,
+    evaluation_predictions_file,
+    find_checkpoint,
+    run_of_checkpoint,
+    write_metrics,
+    write_predictions,
+)
+from rudder.runs import load_run
 from rudder.trainer import pick_device
 
 
@@ -32,23 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
     parser.add_argument("runs", nargs="*", type=Path, help="run directories or checkpoint files, each evaluated alone")
-    parser.add_argument("--ensemble", nargs="+", type=Path, default=[], metavar="RUN",
-                        help="runs combined into one ensemble (see --fusion)")
-    parser.add_argument("--fusion", choices=["sum", "avg", "max", "hybrid"],
-                        help="how --ensemble runs are combined (default: sum of similarities)")
+    parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", type=Path, default=[],
+                        metavar="RUN",
+                        help="runs fused into one model (see --fusion; --ensemble: the old spelling)")
+    parser.add_argument("--fusion", choices=fusion.FUSIONS,
+                        help="how --fuse runs are fused (default: sum of similarities)")
     parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
     parser.add_argument("--dataset", help="dataset to evaluate on (default: the run's own)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--output", type=Path, help="folder for metrics.json and predictions.npz "
+    parser.add_argument("--output", type=Path, help="folder for the metrics and predictions "
                         "(several single runs: one sub-folder per run)")
     return parser
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2):
-    """Metrics of one run or a combination of runs on ``split``.
+    """Metrics of one run or the fusion of runs on ``split``.
 
-    Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is ``sims`` except under rank
+    Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
     """
     loaded = [load_run(p, device=device, dataset=dataset) for p in paths]
@@ -68,46 +76,37 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device), cfg.eval_batch_size))
-    sims_v2t = None
-    if len(matrices) == 1:
-        sims = matrices[0]
-    elif how == "sum":
-        sims = torch.as_tensor(fusion.ensemble_sum(matrices), dtype=torch.float32)
-    else:
-        sims, sims_v2t = _fused(matrices, data.caption_mask.flatten(), how, hybrid_q)
-    sims_v2t = sims if sims_v2t is None else sims_v2t
+    sims, sims_v2t = matrices[0], None
+    if len(matrices) > 1:
+        q = hybrid_q if how == "hybrid" else None
+        t2v, v2t = fusion.fuse_directions([m.numpy() for m in matrices], data.caption_mask, how, q)
+        sims = torch.as_tensor(t2v, dtype=torch.float32)
+        sims_v2t = None if v2t is None else torch.as_tensor(v2t, dtype=torch.float32)
     return split_metrics(sims, data, first.config.supervision.rho, sims_v2t), sims, sims_v2t, data
-
-
-def _fused(matrices, valid, how, hybrid_q):
-    """Rank fusion per text query (t2v) and, separately, per video query over valid captions."""
-    q = hybrid_q if how == "hybrid" else None
-    t2v = torch.as_tensor(fusion.fuse_ranks([m.numpy() for m in matrices], how, q), dtype=torch.float32)
-    v2t = torch.full_like(t2v, float("-inf"))
-    fused = fusion.fuse_ranks([m[valid].T.numpy() for m in matrices], how, q)
-    v2t[valid] = torch.as_tensor(fused, dtype=torch.float32).T
-    return t2v, v2t
 
 
 def main(argv: list[str] | None = None) -> dict:
     """Evaluate; returns the summary written to metrics.json, or ``{run: summary}`` when
     several runs are evaluated one by one."""
     args = build_parser().parse_args(argv)
-    if bool(args.runs) == bool(args.ensemble):
-        build_parser().error("give run directories to evaluate each alone, or --ensemble RUN RUN ... to combine runs")
-    if args.fusion and not args.ensemble:
-        build_parser().error("--fusion combines the runs of --ensemble")
-    if args.ensemble and len(args.ensemble) < 2:
-        build_parser().error("--ensemble needs at least two runs")
+    if bool(args.runs) == bool(args.fuse):
+        build_parser().error(
+            "give run directories to evaluate each alone, or --fuse RUN RUN ... to fuse runs")
+    if args.fusion and not args.fuse:
+        build_parser().error("--fusion fuses the runs of --fuse")
+    if args.fuse and len(args.fuse) < 2:
+        build_parser().error("--fuse needs at least two runs")
     with exit_on_error():
         device = str(pick_device(args.device))
-        if args.ensemble:
+        if args.fuse:
             how = args.fusion or "sum"
-            name = f"ensemble-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
-            return _evaluate(args, args.ensemble, args.output or _default_output(args.ensemble[0], args.split, name), device, how)
-        outputs = [_default_output(p, args.split, "single") for p in args.runs]
+            name = f"fusion-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
+            out = args.output or _default_output(args.fuse[0], args.split, name)
+            return _evaluate(args, args.fuse, out, device, how)
+        run_dirs = [run_of_checkpoint(find_checkpoint(p)) for p in args.runs]
+        outputs = [evaluation_dir(run_dir, args.split, "single") for run_dir in run_dirs]
         if args.output and len(args.runs) > 1:
-            outputs = [args.output / f"{i}-{out.parent.parent.name}" for i, out in enumerate(outputs)]
+            outputs = [args.output / f"{i}-{run_dir.name}" for i, run_dir in enumerate(run_dirs)]
         elif args.output:
             outputs = [args.output]
         summaries = {str(p): _evaluate(args, [p], out, device) for p, out in zip(args.runs, outputs)}
@@ -115,18 +114,18 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _default_output(path: Path, split: str, name: str) -> Path:
-    return find_checkpoint(path).parent.parent / "evaluations" / f"{split}-{name}"
+    return evaluation_dir(run_of_checkpoint(find_checkpoint(path)), split, name)
 
 
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
-    """Evaluate one run or one ensemble; write and print its metrics and predictions."""
+    """Evaluate one run or one fusion; write and print its metrics and predictions."""
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how, args.hybrid_q)
     summary = {"test" if args.split == "test" else args.split: result, "runs": [str(p) for p in paths],
                "combination": how if len(paths) > 1 else None}
-    ranks = query_ranks(sims, data, sims_v2t)
-    atomic_savez(out / "predictions.npz", sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
-                 ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"])
-    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2))
+    v2t = None if sims_v2t is None else sims_v2t.numpy()
+    write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
+                      data.caption_ids, data.video_ids, v2t)
+    write_metrics(out, summary)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     print(f"\nwritten to {out}")
     return summary

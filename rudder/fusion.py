@@ -1,5 +1,8 @@
 """Late fusion of several retrieval models: rank fusion (AVG, MAX, Hybrid) and similarity sums.
 
+"Fusion" is rudder's one word for combining trained models (``rudder.evaluate --fuse``, the
+fusion rows of ``experiments``); :func:`fuse_directions` is what both call.
+
 Source: Galanopoulos & Mezaris, "Hard-negatives or non-negatives? A hard-negative selection
 strategy for cross-modal retrieval using the improved marginal ranking loss", ICCV Workshops
 2021: each of Q models ranks the items of a query; the fused ranking orders items by the mean
@@ -16,7 +19,8 @@ import numpy as np
 
 from rudder.metrics import _BLOCK, _as_array, _check_nan
 
-METHODS = ("avg", "max", "hybrid")
+METHODS = ("avg", "max", "hybrid")  # rank fusion
+FUSIONS = ("sum", *METHODS)  # what fuse_directions accepts
 
 
 def _stack(sims_list) -> list[np.ndarray]:
@@ -84,12 +88,38 @@ def fuse_ranks(sims_list, method: str = "avg", q: int | None = None) -> np.ndarr
     return out
 
 
-def ensemble_sum(sims_list) -> np.ndarray:
-    """Similarity-level ensemble: the element-wise sum of the models' matrices (as
-    ``python -m rudder.evaluate --ensemble`` and Collaborative Experts' ensembles do; no
-    per-model weighting or normalisation)."""
+def fuse_similarities(sims_list) -> np.ndarray:
+    """Similarity-level fusion: the element-wise sum of the models' matrices (as Collaborative
+    Experts combines models; no per-model weighting or normalisation)."""
     mats = _stack(sims_list)
     out = mats[0].astype(np.float64)
     for m in mats[1:]:
         out += m
     return out
+
+
+def fuse_directions(sims_list, query_masks, method: str = "sum", q: int | None = None):
+    """Fuse Q models' caption-by-video matrices (video-major rows, DESIGN.md) for both
+    retrieval directions; returns ``(t2v scores, v2t scores or None)``, numpy float64.
+
+    ``"sum"`` (:func:`fuse_similarities`) gives one matrix for both directions (v2t None).
+    Rank fusion (``"avg"``, ``"max"``, ``"hybrid"`` with ``q``; :func:`fuse_ranks`) fuses the
+    rankings of each direction's queries separately, as Galanopoulos & Mezaris fuse per query:
+    t2v per caption row over the videos, v2t per video over the valid captions (the transposed
+    valid rows). In the v2t matrix masked caption rows score -inf, so no video ranks them.
+    """
+    if method == "sum":
+        if q is not None:
+            raise ValueError(f"q is only used by method='hybrid' (got method='sum', q={q})")
+        return fuse_similarities(sims_list), None
+    valid = np.asarray(query_masks, dtype=bool).reshape(-1)
+    mats = _stack(sims_list)
+    rows = mats[0].shape[0]
+    if len(valid) != rows:
+        raise ValueError(
+            f"query_masks hold {len(valid)} caption slots; the matrices have {rows} rows"
+        )
+    t2v = fuse_ranks(mats, method, q)
+    v2t = np.full_like(t2v, -np.inf)
+    v2t[valid] = fuse_ranks([m[valid].T for m in mats], method, q).T
+    return t2v, v2t

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from rudder import metrics
@@ -78,17 +77,6 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float, sims_v2t: tor
     langs = data.caption_langs
     result["per_language"] = metrics.per_language_metrics(sims_np, langs, query_masks=masks)
     return {k: _floats(v) for k, v in result.items()}
-
-
-def query_ranks(sims: torch.Tensor, data: SplitData, sims_v2t: torch.Tensor | None = None) -> dict[str, np.ndarray]:
-    """Per-query 0-based ranks for both directions (for significance tests between runs);
-    ``sims_v2t`` as in :func:`split_metrics`."""
-    masks = data.caption_mask.numpy()
-    v2t = sims if sims_v2t is None else sims_v2t
-    return {
-        "t2v": metrics.query_ranks(sims.numpy(), query_masks=masks, direction="t2v"),
-        "v2t": metrics.query_ranks(v2t.numpy(), query_masks=masks, direction="v2t"),
-    }
 
 
 def _floats(value):

@@ -1,4 +1,5 @@
-"""Run directories, resuming them, and loading a trained run (used by evaluate and the app).
+"""Run directories, resuming them, and loading a trained run (used by evaluate and the app);
+the files inside a run are :mod:`rudder.run_layout`'s.
 
 torch and the model are imported inside the functions that load a run, so command lines
 that only manage run folders (``rudder.train --help``, argument errors) start fast.
@@ -7,7 +8,6 @@ that only manage run folders (``rudder.train --help``, argument errors) start fa
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import shutil
@@ -17,12 +17,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
-from rudder.atomic import atomic_write_text
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
+from rudder.run_layout import (
+    checkpoint_file,
+    checkpoints_under,
+    find_checkpoint,
+    make_run_dirs,
+    run_of_checkpoint,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -47,18 +51,19 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> bool:
         return False
     if path.exists() and any(path.iterdir()):
         shutil.rmtree(path)
-    (path / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (path / "predictions").mkdir(exist_ok=True)
+    make_run_dirs(path)
     return True
 
 
-def check_run_dir(path: Path, resume: bool, overwrite: bool, marker="checkpoints/last.pt") -> None:
-    """Refuse what :func:`prepare_run_dir` would refuse, without creating anything."""
+def check_run_dir(path: Path, resume: bool, overwrite: bool, marker: Path | None = None) -> None:
+    """Refuse what :func:`prepare_run_dir` would refuse, without creating anything; a resume
+    needs ``marker`` (default: the run's ``last.pt``)."""
     if resume and overwrite:
         raise RunError("--resume and --overwrite cannot be combined")
     if resume:
-        if not (path / marker).is_file():
-            raise RunError(f"cannot resume: {path / marker} does not exist")
+        marker = marker or checkpoint_file(path, "last")
+        if not marker.is_file():
+            raise RunError(f"cannot resume: {marker} does not exist")
     elif path.exists() and any(path.iterdir()) and not overwrite:
         raise RunError(
             f"output directory {path} is not empty; pass --resume to continue it or "
@@ -69,17 +74,17 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool, marker="checkpoints
 def discard_unfinished(path: Path) -> None:
     """Remove a run directory that failed before writing any checkpoint, so a retry with the
     same ``--output-dir`` is not blocked; a run with a checkpoint is kept for ``--resume``."""
-    if path.is_dir() and not any(path.glob("**/checkpoints/last.pt")):
+    if path.is_dir() and not checkpoints_under(path, "last"):
         shutil.rmtree(path, ignore_errors=True)
 
 
-# Keys a resumed run may change and record in its config.yaml: they do not alter what was
+# Keys a resumed run may change and record in its saved config: they do not alter what was
 # trained so far. Any other change is refused: the saved config is the truth.
 RESUMABLE_KEYS = ("epochs", "patience", "device", "cpu_threads", "tensorboard", "data.eval_batch_size")
 
 
 def check_resume_changes(run_dir: Path, saved: dict, config: TrainConfig) -> None:
-    """Refuse a resume of ``run_dir`` whose ``config`` differs from its ``saved`` config.yaml
+    """Refuse a resume of ``run_dir`` whose ``config`` differs from its ``saved`` config
     other than in :data:`RESUMABLE_KEYS`."""
     before, after = _flatten(saved), _flatten(to_dict(config))
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
@@ -87,7 +92,7 @@ def check_resume_changes(run_dir: Path, saved: dict, config: TrainConfig) -> Non
     if refused:
         listed = ", ".join(f"{k}={after.get(k)!r} (run: {before.get(k)!r})" for k in refused)
         raise ConfigError(
-            f"cannot resume {run_dir} with {listed}: a resumed run keeps its config.yaml except "
+            f"cannot resume {run_dir} with {listed}: a resumed run keeps its saved config except "
             f"{list(RESUMABLE_KEYS)}; start a new run in another --output-dir"
         )
     if "epochs" in changed and config.optim.scheduler == "cosine":
@@ -142,11 +147,6 @@ def environment_record(dataset_fingerprint: str) -> dict:
     }
 
 
-def write_config(path: Path, config: TrainConfig) -> None:
-    text = yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True)
-    atomic_write_text(path / "config.yaml", text)
-
-
 @dataclass
 class LoadedRun:
     """A trained model with what is needed to query it."""
@@ -191,23 +191,6 @@ def _download_from_hub(repo_id: str) -> Path:
         ) from None
 
 
-def find_checkpoint(path) -> Path:
-    """``best.pt`` of a run directory, or the checkpoint file itself."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    for candidate in (path / "checkpoints" / "best.pt", path / "checkpoints" / "last.pt"):
-        if candidate.is_file():
-            return candidate
-    raise RunError(f"{path} holds no checkpoint (expected checkpoints/best.pt in a run directory)")
-
-
-def newest_run(root="runs") -> Path | None:
-    """The most recently modified run directory under ``root`` that has a best checkpoint."""
-    runs = [p.parent.parent for p in Path(root).glob("*/checkpoints/best.pt")]
-    return max(runs, key=lambda p: (p / "checkpoints" / "best.pt").stat().st_mtime, default=None)
-
-
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
     from rudder.checkpoints import load_checkpoint
@@ -231,7 +214,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         vocab=vocab,
         config=config,
         dataset=folder,
-        run_dir=checkpoint.parent.parent,
+        run_dir=run_of_checkpoint(checkpoint),
         checkpoint=checkpoint,
         fingerprint=state["fingerprint"],
         experts=sorted(experts),
@@ -251,10 +234,3 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)
-
-
-def read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise RunError(f"{path}: cannot read ({error})") from None

@@ -4,14 +4,16 @@ Class sets are multi-hot matrices: one row per caption (or video), one column pe
 language-independent concept id (:class:`ClassIndex`); a nonzero entry means "present".
 Every pairwise quantity is a matrix product of such matrices (``|A ∩ B| = A @ B.T``), so no
 Python loop runs over queries or pairs. Conventions (DESIGN.md): ``M[i, j]`` relates caption
-``i`` (anchor/query) to video ``j`` (candidate); pair labels are 0 negative, 1 partial,
-2 positive, 3 description.
+``i`` (anchor/query) to video ``j`` (candidate); pair labels are :class:`rudder.labels.PairLabel`
+(0 negative, 1 partial, 2 positive, 3 description).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from rudder.labels import NO_LABEL, PairLabel
 
 # Output entries per row block of :func:`relevance`: bounds the sparse temporaries when
 # many pairs share classes (few classes, large sets).
@@ -240,7 +242,9 @@ def partial_labels(
     partial = (has_n & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
         has_v & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
     )
-    return torch.where(positive, 2, partial.to(torch.int8)).to(torch.int8)
+    labels = torch.full(partial.shape, PairLabel.NEGATIVE, dtype=torch.int8, device=partial.device)
+    labels.masked_fill_(partial, PairLabel.PARTIAL)
+    return labels.masked_fill_(positive, PairLabel.POSITIVE)
 
 
 def description_pairs(kinds, nouns) -> torch.Tensor:
@@ -285,15 +289,16 @@ def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None,
     if description is not None:
         description = torch.as_tensor(description, dtype=torch.bool)
         _same_shape(description, labels, "description")
-        labels = torch.where(description.to(labels.device) & (labels < 2), 3, labels).to(torch.int8)
+        marked = description.to(labels.device) & (labels < PairLabel.POSITIVE)
+        labels = torch.where(marked, PairLabel.DESCRIPTION, labels).to(torch.int8)
     if manual is not None:
         manual = torch.as_tensor(manual)
         _same_shape(manual, labels, "manual")
-        if manual.numel() and (int(manual.min()) < -1 or int(manual.max()) > 3):
+        if manual.numel() and (int(manual.min()) < NO_LABEL or int(manual.max()) > max(PairLabel)):
             raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
         manual = manual.to(labels.device)
-        labels = torch.where(manual >= 0, manual.to(torch.int8), labels)
-    labels.fill_diagonal_(2)
+        labels = torch.where(manual != NO_LABEL, manual.to(torch.int8), labels)
+    labels.fill_diagonal_(PairLabel.POSITIVE)
     return labels
 
 
@@ -331,8 +336,9 @@ class RelationTable:
         ids_a = np.asarray(relations.column("caption_id_a").to_pylist(), dtype=str)
         ids_b = np.asarray(relations.column("caption_id_b").to_pylist(), dtype=str)
         labels = np.asarray(relations.column("label").to_pylist(), dtype=np.int64)
-        if labels.size and (labels.min() < 0 or labels.max() > 3):
-            row = int(np.flatnonzero((labels < 0) | (labels > 3))[0])
+        outside = (labels < min(PairLabel)) | (labels > max(PairLabel))
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
             raise ValueError(f"RelationTable: relations row {row}: label {labels[row]} not in 0..3")
         pos_a, pos_b = self.positions(ids_a), self.positions(ids_b)
         keep = (pos_a >= 0) & (pos_b >= 0)
@@ -379,7 +385,7 @@ class RelationTable:
         pos_a = np.asarray(pos_a, dtype=np.int64)[:, None]
         pos_b = np.asarray(pos_b, dtype=np.int64)[None, :]
         keys = self._keys(pos_a, pos_b)
-        out = np.full(keys.shape, -1, dtype=np.int8)
+        out = np.full(keys.shape, NO_LABEL, dtype=np.int8)
         if len(self._keys_sorted):
             where = np.searchsorted(self._keys_sorted, keys).clip(max=len(self._keys_sorted) - 1)
             found = (self._keys_sorted[where] == keys) & (pos_a >= 0) & (pos_b >= 0)

@@ -19,16 +19,24 @@ import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
 from rudder.errors import RunError, exit_on_error
-from rudder.report import results_table, seeds_table
+from rudder.results_table import results_table, seeds_table
+from rudder.run_layout import (
+    checkpoint_file,
+    config_file,
+    is_single_run,
+    log_file,
+    metrics_file,
+    read_config,
+    read_metrics,
+    write_config,
+    write_metrics,
+)
 from rudder.runs import (
-    atomic_write_text,
     check_resume_changes,
     check_run_dir,
     default_run_dir,
     discard_unfinished,
     prepare_run_dir,
-    read_json,
-    write_config,
 )
 
 SHORTHANDS = {
@@ -75,9 +83,9 @@ def resolve_config(args, saved: dict | None = None) -> TrainConfig:
 
 
 def resumed_config(args, run_dir: Path) -> TrainConfig:
-    """The config.yaml of ``run_dir`` with this command's flags applied, when they change
+    """The saved config of ``run_dir`` with this command's flags applied, when they change
     only what a resume may change (``rudder.runs.RESUMABLE_KEYS``, e.g. ``--epochs``)."""
-    saved = load_yaml(run_dir / "config.yaml")
+    saved = read_config(run_dir)
     config = resolve_config(args, copy.deepcopy(saved))
     check_resume_changes(run_dir, saved, config)
     return config
@@ -94,7 +102,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
     try:
         if ctx.is_main:
             created = prepare_run_dir(run_dir, resume, overwrite)
-            _log_to(run_dir / "train.log")
+            _log_to(log_file(run_dir))
         barrier(ctx)
         trainer = Trainer(config, run_dir, ctx, resume=resume)
         trainer.fit()
@@ -106,7 +114,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
         raise
     finally:
         shutdown(ctx)
-    return read_json(run_dir / "metrics.json") if ctx.is_main else {}
+    return read_metrics(run_dir) if ctx.is_main else {}
 
 
 def _log_to(path: Path) -> None:
@@ -140,9 +148,9 @@ def _run_seeds(args) -> dict:
         raise ConfigError("--seed and --seeds cannot be combined; list every seed in --seeds")
     if args.resume:
         run_dir = args.output_dir
-        if (run_dir / "checkpoints").is_dir():
+        if is_single_run(run_dir):
             raise RunError(f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
-        check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker="config.yaml")
+        check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker=config_file(run_dir))
         config = resumed_config(args, run_dir)
     else:
         config = resolve_config(args)
@@ -160,17 +168,17 @@ def _run_seeds(args) -> dict:
             discard_unfinished(run_dir)
         raise
     summary = aggregate_seeds(results)
-    atomic_write_text(run_dir / "metrics.json", json.dumps(summary, indent=2))
+    write_metrics(run_dir, summary)
     print(seeds_table(summary))
     return summary
 
 
 def _run_seed(args, config: TrainConfig, seed_dir: Path, seed: int) -> dict:
-    if args.resume and (seed_dir / "checkpoints" / "last.pt").is_file():
+    if args.resume and checkpoint_file(seed_dir, "last").is_file():
         seed_config = resumed_config(args, seed_dir)
-        finished = (seed_dir / "metrics.json").is_file()
-        if finished and to_dict(seed_config) == load_yaml(seed_dir / "config.yaml"):
-            return read_json(seed_dir / "metrics.json")
+        finished = metrics_file(seed_dir).is_file()
+        if finished and to_dict(seed_config) == read_config(seed_dir):
+            return read_metrics(seed_dir)
         return run(seed_config, seed_dir, resume=True)
     # A seed folder without a checkpoint holds nothing to keep.
     seed_config = from_dict({**to_dict(config), "seed": seed})
@@ -201,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.seeds:
             return _run_seeds(args)
         if args.resume:
-            if any(args.output_dir.glob("seed-*/config.yaml")):
+            if any(config_file(seed_dir).is_file() for seed_dir in args.output_dir.glob("seed-*")):
                 raise RunError(f"{args.output_dir} is a --seeds run; resume it with --seeds")
             check_run_dir(args.output_dir, resume=True, overwrite=args.overwrite)
             config = resumed_config(args, args.output_dir)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import sys
@@ -15,7 +14,6 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses
-from rudder.atomic import atomic_savez
 from rudder.batch_supervision import BatchSupervision
 from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, link_or_copy, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
@@ -23,15 +21,21 @@ from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
 from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
-from rudder.inference import query_ranks, similarity_matrix, split_metrics
+from rudder.inference import similarity_matrix, split_metrics
+from rudder.metric_names import GMEAN_MDR_MNR, GMEAN_R5_R10_R50, LOWER_IS_BETTER
 from rudder.models import CollaborativeExperts
-from rudder.runs import (
-    RunError,
-    atomic_write_text,
-    environment_record,
-    resolve_dataset,
+from rudder.run_layout import (
+    append_history,
+    checkpoint_file,
+    env_file,
+    predictions_file,
+    truncate_history,
     write_config,
+    write_json,
+    write_metrics,
+    write_predictions,
 )
+from rudder.runs import RunError, environment_record, resolve_dataset
 from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
@@ -60,15 +64,15 @@ def selection_score(result: dict, selection: str) -> float:
     """
     direction, name = selection.split(".", 1)
     values = result[direction]
-    if name == "gmean_r5_r10_r50":
+    if name == GMEAN_R5_R10_R50:
         return _gmean([values["R5"], values["R10"], values["R50"]])
-    if name == "gmean_mdr_mnr":
+    if name == GMEAN_MDR_MNR:
         return -_gmean([values["MdR"], values["MnR"]])
     if name not in values:
         raise ConfigError(
             f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of {sorted(values)}"
         )
-    sign = -1.0 if name in ("MdR", "MnR") else 1.0
+    sign = -1.0 if name in LOWER_IS_BETTER else 1.0
     return sign * float(values[name])
 
 
@@ -77,7 +81,7 @@ def tie_break(selection: str) -> str:
     criterion in the same direction (``gmean_r5_r10_r50`` <-> ``gmean_mdr_mnr``; any other
     selection falls back to ``gmean_r5_r10_r50``). Equal on both, the earlier epoch stays best."""
     direction, name = selection.split(".", 1)
-    return f"{direction}.{'gmean_mdr_mnr' if name == 'gmean_r5_r10_r50' else 'gmean_r5_r10_r50'}"
+    return f"{direction}.{GMEAN_MDR_MNR if name == GMEAN_R5_R10_R50 else GMEAN_R5_R10_R50}"
 
 
 def selection_key(result: dict, selection: str) -> tuple[float, float]:
@@ -113,7 +117,7 @@ class Trainer:
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.state: dict | None = None
         if resume:
-            self.state = load_checkpoint(self.run_dir / "checkpoints" / "last.pt")
+            self.state = load_checkpoint(checkpoint_file(self.run_dir, "last"))
             if not self.state["fingerprint"].startswith(self.fingerprint):
                 raise RunError(
                     f"cannot resume {run_dir}: its dataset changed since it started "
@@ -229,7 +233,7 @@ class Trainer:
         if self.ctx.is_main:
             write_config(self.run_dir, cfg)  # on resume: records what the resume changed (epochs, ...)
             if not self.resume:
-                atomic_write_text(self.run_dir / "env.json", json.dumps(environment_record(self.fingerprint), indent=2))
+                write_json(env_file(self.run_dir), environment_record(self.fingerprint))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
             batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng, cfg.data.caption_sampling, self.supervision.relation_pairs)
@@ -254,9 +258,10 @@ class Trainer:
                 self.bad_evals += 1
             if self.ctx.is_main:
                 self._log_epoch(train_loss, result, score, improved, writer)
-                self._save("last.pt")
+                self._save("last")
                 if improved:  # the same bytes: a second name for last.pt, not a second write
-                    link_or_copy(self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt")
+                    link_or_copy(checkpoint_file(self.run_dir, "last"),
+                                 checkpoint_file(self.run_dir, "best"))
             barrier(self.ctx)
         if writer is not None:
             writer.close()
@@ -273,8 +278,7 @@ class Trainer:
             t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], score, "  *best*" if improved else "",
         )
         line = {"epoch": self.epoch, "split": self.config.data.val_split, "train_loss": train_loss, "lr": lr, "selection": score, **result}
-        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line) + "\n")
+        append_history(self.run_dir, line)
         if writer is not None:
             writer.add_scalar("train/loss", train_loss, self.epoch)
             for direction in ("t2v", "v2t"):
@@ -311,7 +315,7 @@ class Trainer:
             "best_epoch": self.best_epoch,
             "bad_evals": self.bad_evals,
         }
-        atomic_torch_save(state, self.run_dir / "checkpoints" / name)
+        atomic_torch_save(state, checkpoint_file(self.run_dir, name))
 
     def _restore(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
@@ -326,56 +330,23 @@ class Trainer:
         self.epoch, self.best_score = state["epoch"], state["best_score"]
         self.best_tiebreak = state.get("best_tiebreak", -math.inf)  # checkpoints before the tie rule
         self.best_epoch, self.bad_evals = state["best_epoch"], state["bad_evals"]
-        _truncate_jsonl(self.run_dir / "metrics.jsonl", self.epoch)
-        last, best = self.run_dir / "checkpoints" / "last.pt", self.run_dir / "checkpoints" / "best.pt"
+        truncate_history(self.run_dir, self.epoch)
+        last, best = checkpoint_file(self.run_dir, "last"), checkpoint_file(self.run_dir, "best")
         best_is_last = self.best_epoch == self.epoch and self.ctx.is_main
         if best_is_last and (not best.exists() or load_checkpoint(best)["epoch"] != self.epoch):
             link_or_copy(last, best)  # a stop came between last.pt and its best.pt link
 
     def test(self) -> dict:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
-        best = load_checkpoint(self.run_dir / "checkpoints" / "best.pt", map_location=self.device)
+        best = load_checkpoint(checkpoint_file(self.run_dir, "best"), map_location=self.device)
         self.model.load_state_dict(best["model"])
         self.splits.clear()  # training is over: free the train/validation tensors before the test split
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:
-            ranks = query_ranks(sims, data)
-            atomic_savez(
-                self.run_dir / "predictions" / "test.npz",
-                sims=sims.numpy(), query_masks=data.caption_mask.numpy(),
-                ranks_t2v=ranks["t2v"], ranks_v2t=ranks["v2t"],
-                video_ids=np.array(data.video_ids), caption_ids=data.caption_ids.astype(str),
-            )
+            write_predictions(predictions_file(self.run_dir, "test"), sims.numpy(),
+                              data.caption_mask.numpy(), data.caption_ids, data.video_ids)
             summary = {"test": result, "best_epoch": best["epoch"], "epochs_run": self.epoch,
                        "selection": {self.config.selection: best["best_score"]}}
-            atomic_write_text(self.run_dir / "metrics.json", json.dumps(summary, indent=2))
+            write_metrics(self.run_dir, summary)
         return result
-
-
-def _truncate_jsonl(path: Path, last_epoch: int) -> None:
-    """Drop evaluation lines after ``last_epoch`` so a resumed run writes no duplicates.
-
-    A torn last line (the run stopped while writing it, before that epoch's checkpoint) is
-    dropped too; any other line that is not an evaluation record is an error naming it.
-    """
-    if not path.is_file():
-        return
-    text = path.read_text(encoding="utf-8")
-    lines = text.splitlines()
-    kept = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            epoch = json.loads(line)["epoch"]
-        except (json.JSONDecodeError, TypeError, KeyError):
-            if number == len(lines) and not text.endswith("\n"):
-                log.warning("%s: dropping the torn last line (the run stopped while writing it)", path)
-                continue
-            raise RunError(
-                f"{path}:{number}: not an evaluation record ({line[:60]!r}); delete the line and resume again"
-            ) from None
-        if epoch <= last_epoch:
-            kept.append(line)
-    atomic_write_text(path, "".join(line + "\n" for line in kept))

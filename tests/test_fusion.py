@@ -29,8 +29,8 @@ def test_hand_worked_fusion():
     np.testing.assert_array_equal(fusion.fuse_ranks(models, "max"), [[0.0, 0.0, -1.0]])
     # Hybrid(2): two best ranks item0 (0, 0) -> 0, item1 (0, 1) -> 0.5, item2 (1, 1) -> 1.
     np.testing.assert_array_equal(fusion.fuse_ranks(models, "hybrid", q=2), [[0.0, -0.5, -1.0]])
-    # ensemble_sum: element-wise sum 0.9+0.2+0.9, 0.5+0.8+0.1, 0.1+0.5+0.5.
-    np.testing.assert_allclose(fusion.ensemble_sum(models), [[2.0, 1.4, 1.1]])
+    # fuse_similarities: element-wise sum 0.9+0.2+0.9, 0.5+0.8+0.1, 0.1+0.5+0.5.
+    np.testing.assert_allclose(fusion.fuse_similarities(models), [[2.0, 1.4, 1.1]])
 
 
 def test_hybrid_identities_on_random_models():
@@ -77,6 +77,67 @@ def test_torch_inputs_and_errors():
     with pytest.raises(ValueError, match="only used by method='hybrid'"):
         fusion.fuse_ranks([M1, M2], "avg", q=1)
     with pytest.raises(ValueError, match=r"sims_list\[1\] has shape"):
-        fusion.ensemble_sum([M1, np.zeros((2, 3))])
+        fusion.fuse_similarities([M1, np.zeros((2, 3))])
     with pytest.raises(ValueError, match="at least one"):
-        fusion.ensemble_sum([])
+        fusion.fuse_similarities([])
+
+
+# Two videos with two caption slots each (rows video-major: v0c0, v0c1, v1c0, v1c1); slot v1c1
+# is empty. Two models.
+A = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.6], [0.0, 0.0]])
+B = np.array([[0.5, 0.7], [0.9, 0.4], [0.1, 0.2], [0.0, 0.0]])
+MASKS = np.array([[True, True], [True, False]])
+
+
+def test_fuse_directions_hand_worked():
+    t2v, v2t = fusion.fuse_directions([A, B], MASKS, "avg")
+    # t2v, per caption row over the two videos: v0c0 ranks (0, 1) in A and (1, 0) in B -> AVG
+    # (0.5, 0.5); v0c1 (1, 0) and (0, 1) -> (0.5, 0.5); v1c0 (1, 0) and (1, 0) -> (1, 0).
+    np.testing.assert_allclose(t2v, [[-0.5, -0.5], [-0.5, -0.5], [-1.0, 0.0], [-0.5, -0.5]])
+    # v2t, per video over the three valid captions. Video 0: A ranks v0c0 0, v1c0 1, v0c1 2;
+    # B ranks v0c1 0, v0c0 1, v1c0 2 -> AVG v0c0 0.5, v0c1 1, v1c0 1.5. Video 1: A ranks v0c1 0,
+    # v1c0 1, v0c0 2; B ranks v0c0 0, v0c1 1, v1c0 2 -> v0c0 1, v0c1 0.5, v1c0 1.5.
+    np.testing.assert_allclose(v2t[:3], [[-0.5, -1.0], [-1.0, -0.5], [-1.5, -1.5]])
+    assert np.isneginf(v2t[3]).all()  # the empty slot is never retrieved
+    summed, none = fusion.fuse_directions([A, B], MASKS, "sum")
+    np.testing.assert_allclose(summed, A + B)
+    assert none is None
+
+
+@pytest.mark.parametrize(("method", "q"), [("avg", None), ("max", None), ("hybrid", 2)])
+def test_fuse_directions_against_a_loop_over_queries(method, q):
+    """Galanopoulos & Mezaris: per query, each item's fused rank is the mean of its q best
+    ranks over the models (q = Q for AVG, 1 for MAX); here written one query at a time."""
+    rng = np.random.default_rng(5)
+    masks = rng.random((6, 3)) < 0.7
+    masks[:, 0] = True
+    models = [np.round(rng.standard_normal((18, 6)), 1) for _ in range(3)]  # rounding makes ties
+    keep = {"avg": 3, "max": 1, "hybrid": q}[method]
+
+    def fused(scores_per_model):  # one query: (models, items) -> -mean of the keep best ranks
+        ranks = np.array([_tied_ranks(s) for s in scores_per_model])
+        return -np.sort(ranks, axis=0)[:keep].mean(axis=0)
+
+    t2v, v2t = fusion.fuse_directions(models, masks, method, q)
+    valid = masks.reshape(-1)
+    for row in range(18):
+        np.testing.assert_allclose(t2v[row], fused(np.array([m[row] for m in models])))
+    for video in range(6):
+        np.testing.assert_allclose(
+            v2t[valid, video], fused(np.array([m[valid, video] for m in models]))
+        )
+    assert np.isneginf(v2t[~valid]).all()
+
+
+def _tied_ranks(scores):
+    """0-based rank of each item, ties given the mean of their positions."""
+    return np.array([np.sum(scores > s) + (np.sum(scores == s) - 1) / 2 for s in scores])
+
+
+def test_fuse_directions_errors():
+    with pytest.raises(ValueError, match="4 caption slots; the matrices have 3 rows"):
+        fusion.fuse_directions([A[:3], B[:3]], MASKS, "avg")
+    with pytest.raises(ValueError, match="only used by method='hybrid'"):
+        fusion.fuse_directions([A, B], MASKS, "sum", q=2)
+    with pytest.raises(ValueError, match="unknown fusion method"):
+        fusion.fuse_directions([A, B], MASKS, "min")

@@ -19,6 +19,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from rudder.atomic import atomic_write_text
+
 from ..class_rules import ClassRules
 from ..eval_classes import (
     RULE_NAMES,
@@ -29,7 +31,6 @@ from ..eval_classes import (
     scores,
     tag,
 )
-from rudder.atomic import atomic_write_text
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
 

@@ -19,11 +19,12 @@ import json
 import time
 from pathlib import Path
 
+from rudder.paths import cache_dir
+
 from ..conllu import read_conllu, split_sentences, write_conllu
 from ..evaluation import evaluate_tagger
 from ..stanza_training import TrainOptions, train_tagger
 from ..taggers import StanzaTagger, model_dir
-from rudder.paths import cache_dir
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
 POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}

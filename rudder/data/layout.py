@@ -46,11 +46,11 @@ from rudder.data.staging import (
     terminate_cleanly,
 )
 from rudder.errors import RudderError
+from rudder.labels import PairLabel
 from rudder.languages import SUPPORTED, check_language
 
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
 CAPTION_KINDS = ("caption", "listing", "describing", "narration", "paragraph")
-PAIR_LABELS = {"negative": 0, "partial": 1, "positive": 2, "description": 3}
 
 CAPTIONS_SCHEMA = pa.schema(
     [
@@ -65,7 +65,9 @@ CAPTIONS_SCHEMA = pa.schema(
     ]
 )
 # Columns that ``heuristics`` (or a generator with manual marks) adds to ``captions``.
-LABEL_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
+# The noun/verb columns ``python -m heuristics label`` (or a manual annotation) adds to the
+# captions; not pair labels (:mod:`rudder.labels`).
+NOUN_VERB_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
 VIDEOS_SCHEMA = pa.schema(
     [
         ("video_id", pa.string()),
@@ -228,7 +230,7 @@ class DatasetWriter:
             raise LayoutError(f"{what}: unknown video_id {error.args[0]!r}") from None
 
     def write_captions(self, captions: pa.Table) -> None:
-        """Write the ``captions`` config (base columns, plus label columns when present)."""
+        """Write the ``captions`` config (base columns, plus the noun/verb columns when present)."""
         missing = [c for c in CAPTIONS_SCHEMA.names if c not in captions.column_names]
         if missing:
             raise LayoutError(f"captions: missing column(s) {missing}")
@@ -308,10 +310,11 @@ class DatasetWriter:
         return counts
 
     def write_relations(self, relations: pa.Table) -> None:
-        """Write the optional ``relations`` config (labels 0..3, see PAIR_LABELS)."""
+        """Write the optional ``relations`` config (pair labels 0..3,
+        :class:`rudder.labels.PairLabel`)."""
         relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
         labels = relations.column("label").to_numpy()
-        if labels.size and (labels.min() < 0 or labels.max() > 3):
+        if labels.size and (labels.min() < min(PairLabel) or labels.max() > max(PairLabel)):
             raise LayoutError("relations: label must be 0 negative, 1 partial, 2 positive, 3 description")
         (self.tmp / "relations").mkdir(exist_ok=True)
         pq.write_table(relations, self.tmp / "relations" / "all.parquet")

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
-    LABEL_COLUMNS,
+    NOUN_VERB_COLUMNS,
     Card,
     DatasetMeta,
     DatasetWriter,
@@ -49,6 +49,7 @@ from rudder.data.sample_text import (
     render_describing,
     render_listing,
 )
+from rudder.labels import PairLabel
 from rudder.paths import cache_dir
 
 SAMPLE_VERSION = "2.0"
@@ -75,7 +76,7 @@ CAPTION_LANG_RATES = {"mr": 1.0, "hi": 1.0, "en": 1.0, "ta": 0.4, "te": 0.4}
 MACHINE_TRANSLATED = {"ta", "te"}
 NUM_RELATIONS = {"translation": 900, "same_video": 1800, "same_toy": 1500, "random": 1800}
 _STRINGS = pa.list_(pa.string())
-CAPTION_COLUMNS = pa.schema([*CAPTIONS_SCHEMA, *(pa.field(c, _STRINGS) for c in LABEL_COLUMNS)])
+CAPTION_COLUMNS = pa.schema([*CAPTIONS_SCHEMA, *(pa.field(c, _STRINGS) for c in NOUN_VERB_COLUMNS)])
 ANNOTATORS = ("annotator_1", "annotator_2", "annotator_3", "annotator_4")
 LICENSE = "mit"
 
@@ -299,7 +300,8 @@ def relation_labels(same_video, same_segment, kind_a, kind_b, seg_a, seg_b, noun
     continues = (same_video & (kind_a == "describing") & (kind_b == "describing")
                  & (np.abs(seg_a - seg_b) == 1) & (share_n | share_v))
     rules = [same_segment | identical, applies | continues, share_n | share_v]
-    return np.select(rules, [2, 3, 1], 0).astype(np.int8)
+    chosen = [PairLabel.POSITIVE, PairLabel.DESCRIPTION, PairLabel.PARTIAL]
+    return np.select(rules, chosen, PairLabel.NEGATIVE).astype(np.int8)
 
 
 def _relations(captions: dict, videos) -> pa.Table:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from rudder.errors import RudderError
+from rudder.labels import PairLabel
 
 
 class LossConfigError(RudderError):
@@ -70,8 +71,8 @@ class RetrievalLoss(nn.Module):
 _HOW_TO_GET = {
     "relevance": "a B x B float matrix in [0, 1], caption i vs video j, from "
                  "rudder.supervision.relevance",
-    "labels": "a B x B integer matrix with values in {0, 1, 2, 3}, from "
-              "rudder.supervision.batch_labels",
+    "labels": "a B x B integer matrix of pair labels (rudder.labels.PairLabel: 0 negative, "
+              "1 partial, 2 positive, 3 description), from rudder.supervision.batch_labels",
     "text_sims": "a B x B caption-caption similarity matrix, e.g. "
                  "rudder.text.CaptionSimilarity.pairwise",
     "generator": "a torch.Generator on the device of sims, e.g. torch.Generator().manual_seed(0)",
@@ -141,14 +142,14 @@ def check_relevance(relevance, sims, loss_name: str) -> torch.Tensor:
 
 
 def check_labels(labels, sims, loss_name: str) -> torch.Tensor:
-    """A B x B integer matrix with values in {0, 1, 2, 3} (DESIGN.md pair labels)."""
+    """A B x B integer matrix of pair labels in {0, 1, 2, 3} (:class:`rudder.labels.PairLabel`)."""
     _check_matrix(labels, sims, loss_name, "labels")
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise LossInputError(
             f"loss {loss_name!r}: `labels` must be an integer tensor (0 negative, 1 partial, "
             f"2 positive, 3 description), got {labels.dtype}"
         )
-    bad = (labels < 0) | (labels > 3)
+    bad = (labels < min(PairLabel)) | (labels > max(PairLabel))
     if bool(bad.any()):
         where = _first_bad(bad)
         raise LossInputError(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from rudder.labels import PairLabel
+
 from ._base import RetrievalLoss, check_bool, check_int, check_number
 
 
@@ -12,12 +14,13 @@ def ground_metric(sims: torch.Tensor, margin: float, labels: torch.Tensor | None
     """``GM = Y d² + (1 - Y) [margin - d²]+`` with ``d² = 2 - 2 s``.
 
     ``Y[i, j] = 1`` for caption ``i`` and video ``j`` on the diagonal and, when ``labels``
-    are given, where ``labels[i, j] == 2`` (positive); every other pair is a negative.
+    are given, where ``labels[i, j]`` is ``PairLabel.POSITIVE`` (2); every other pair is a
+    negative.
     """
     squared = 2 - 2 * sims
     positive = torch.eye(sims.shape[0], dtype=torch.bool, device=sims.device)
     if labels is not None:
-        positive = positive | (labels == 2)
+        positive = positive | (labels == PairLabel.POSITIVE)
     return torch.where(positive, squared, F.relu(margin - squared))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from rudder.labels import PairLabel
+
 from ._base import (
     LossConfigError,
     RetrievalLoss,
@@ -19,8 +21,9 @@ class PartialOrder(RetrievalLoss):
     """``po``: order positives < partials < negatives by distance, with four margins.
 
     Formula (RUDDER paper, Eq. 1 / Sec. 3.1): ``d = 1 - s``; for every pair ``(i, j)``,
-    ``j != i``, with ``L = labels[i, j]`` (caption ``i`` as the query, the batch caption
-    of video ``j`` as the candidate), the *same* label governs both terms of the pair,
+    ``j != i``, with the pair label ``L = labels[i, j]`` (:class:`rudder.labels.PairLabel`;
+    caption ``i`` as the query, the batch caption of video ``j`` as the candidate), the
+    *same* label governs both terms of the pair,
     ``d(t_i, v_j)`` against ``d(t_i, v_i)`` (caption anchor ``i``) and ``d(v_i, t_j)``
     against ``d(v_i, t_i)`` (video anchor ``i``), as the paper's quadruplet sum
     ``[.. d_ij ..] + [.. d_ji ..]`` under one label. With ``dp = d_ii`` and ``dc`` the
@@ -70,12 +73,18 @@ class PartialOrder(RetrievalLoss):
         )
 
     def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per label value 0..3, the allowed band ``[low, high]`` of ``dc - dp``."""
+        """Per pair label value 0..3 (:class:`PairLabel`), the allowed band ``[low, high]`` of
+        ``dc - dp``."""
         inf = float("inf")
-        description = (self.m1, self.m2) if self.description_as_partial else (self.n, inf)
-        low = torch.tensor([self.n, self.m1, -inf, description[0]], dtype=torch.float64)
-        high = torch.tensor([inf, self.m2, self.p, description[1]], dtype=torch.float64)
-        return low, high
+        partial = (self.m1, self.m2)
+        band = {
+            PairLabel.NEGATIVE: (self.n, inf),
+            PairLabel.PARTIAL: partial,
+            PairLabel.POSITIVE: (-inf, self.p),
+            PairLabel.DESCRIPTION: partial if self.description_as_partial else (self.n, inf),
+        }
+        low, high = zip(*(band[label] for label in sorted(PairLabel)))
+        return torch.tensor(low, dtype=torch.float64), torch.tensor(high, dtype=torch.float64)
 
     def compute(self, sims, labels):
         # Every case is [low - x]+ + [x - high]+ on x = dc - dp = s_aa - s_ab (module doc).

@@ -1,7 +1,7 @@
 import pytest
 
 from datasets_scripts.__main__ import main
-from datasets_scripts.report import BuildError, Reporter
+from datasets_scripts.build_report import BuildError, Reporter
 
 
 def test_skip_and_count_summary():

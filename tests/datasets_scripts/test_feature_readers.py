@@ -3,6 +3,7 @@ import pickle
 import numpy as np
 import pytest
 
+from datasets_scripts.build_report import BuildError, Reporter
 from datasets_scripts.features import (
     FeatureSource,
     discover,
@@ -11,7 +12,6 @@ from datasets_scripts.features import (
     read_npy,
     scan_source,
 )
-from datasets_scripts.report import BuildError, Reporter
 from rudder.data.layout import DatasetFolder
 
 h5py = pytest.importorskip("h5py")

@@ -106,7 +106,7 @@ def test_an_interrupted_run_resumes_from_last_checkpoint(
 
     def save_then_stop(self, name):  # the process dies right after epoch 1's checkpoint
         save(self, name)
-        if name == "last.pt" and self.epoch == 1:
+        if name == "last" and self.epoch == 1:
             raise KeyboardInterrupt
 
     monkeypatch.setattr(Trainer, "_save", save_then_stop)

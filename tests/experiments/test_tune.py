@@ -133,7 +133,7 @@ def test_the_runner_applies_the_tuned_settings(tuned, tiny_dataset, capsys):
             assert got == value
     untuned = run.plan(suite, 1, out / "runs", str(tiny_dataset))
     assert {j.run_dir for j in jobs} != {j.run_dir for j in untuned}
-    from experiments.report import _settings_text
+    from experiments.suite_report import _settings_text
 
     margin = chosen["MM"]["chosen"]["loss.params.margin"]
     assert f"MM: margin {margin}" in _settings_text(suite, jobs)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from rudder import evaluate
+from rudder.run_layout import read_predictions
 from rudder.runs import RunError, load_run
 
 
@@ -28,15 +29,29 @@ def test_evaluating_a_run_reproduces_its_test_metrics(two_runs, tmp_path):
     assert np.load(tmp_path / "e" / "predictions.npz")["ranks_t2v"].shape == (20,)
 
 
-def test_ensemble_sums_similarities(two_runs, tmp_path):
+def test_fuse_sums_similarities(two_runs, tmp_path):
     run0, run1, _ = two_runs
-    evaluate.main(["--ensemble", str(run0), str(run1), "--output", str(tmp_path / "sum")])
-    sims = np.load(tmp_path / "sum" / "predictions.npz")["sims"]
+    evaluate.main(["--fuse", str(run0), str(run1), "--output", str(tmp_path / "sum")])
+    fused = read_predictions(tmp_path / "sum" / "predictions.npz")
     singles = []
     for i, run in enumerate((run0, run1)):
         evaluate.main([str(run), "--output", str(tmp_path / f"s{i}")])
-        singles.append(np.load(tmp_path / f"s{i}" / "predictions.npz")["sims"])
-    np.testing.assert_allclose(sims, singles[0] + singles[1], rtol=1e-5, atol=1e-6)
+        singles.append(read_predictions(tmp_path / f"s{i}" / "predictions.npz"))
+    np.testing.assert_allclose(fused.sims, singles[0].sims + singles[1].sims, rtol=1e-5, atol=1e-6)
+    assert fused.sims_v2t is None  # one matrix serves both directions
+    np.testing.assert_array_equal(fused.caption_ids, singles[0].caption_ids)
+
+
+def test_the_old_ensemble_flag_still_fuses(two_runs, tmp_path):
+    run0, run1, _ = two_runs
+    for flag in ("--fuse", "--ensemble"):
+        out = tmp_path / flag
+        evaluate.main([flag, str(run0), str(run1), "--fusion", "max", "--output", str(out)])
+    new, old = (read_predictions(tmp_path / f / "predictions.npz") for f in ("--fuse", "--ensemble"))
+    np.testing.assert_array_equal(old.sims, new.sims)
+    np.testing.assert_array_equal(old.ranks_v2t, new.ranks_v2t)
+    saved = json.loads((tmp_path / "--ensemble" / "metrics.json").read_text())
+    assert saved["combination"] == "max"
 
 
 @pytest.mark.parametrize("how", ["avg", "max", "hybrid"])
@@ -44,16 +59,23 @@ def test_rank_fusion_fuses_the_runs_rankings(two_runs, tmp_path, how):
     from rudder import fusion, metrics
 
     run0, run1, _ = two_runs
-    summary = evaluate.main(["--ensemble", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)])
+    argv = ["--fuse", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)]
+    summary = evaluate.main(argv)
     singles = []
     for i, run in enumerate((run0, run1)):
         evaluate.main([str(run), "--output", str(tmp_path / f"{how}-{i}")])
-        singles.append(np.load(tmp_path / f"{how}-{i}" / "predictions.npz"))
-    masks = singles[0]["query_masks"]
-    expected = fusion.fuse_ranks([p["sims"] for p in singles], how, 2 if how == "hybrid" else None)
+        singles.append(read_predictions(tmp_path / f"{how}-{i}" / "predictions.npz"))
+    masks = singles[0].query_masks
+    expected = fusion.fuse_ranks([p.sims for p in singles], how, 2 if how == "hybrid" else None)
     t2v = metrics.retrieval_metrics(expected, query_masks=masks, direction="t2v")
     for key in ("R1", "R5", "MdR", "MnR"):
         assert summary["test"]["t2v"][key] == pytest.approx(t2v[key])
+    # v2t is fused per video query; the saved predictions carry its scores and ranks
+    fused = read_predictions(tmp_path / how / "predictions.npz")
+    assert fused.sims_v2t is not None
+    v2t = metrics.metrics_from_ranks(fused.ranks_v2t)
+    for key in ("R1", "R5", "MdR", "MnR"):
+        assert summary["test"]["v2t"][key] == pytest.approx(v2t[key])
 
 
 def test_load_run_and_errors(two_runs, tmp_path):
@@ -79,14 +101,16 @@ def test_several_runs_are_evaluated_one_by_one(two_runs, tmp_path):
 def test_fusions_do_not_overwrite_each_other(two_runs):
     run0, run1, _ = two_runs
     for how in ("sum", "avg"):
-        evaluate.main(["--ensemble", str(run0), str(run1), "--fusion", how])
+        evaluate.main(["--fuse", str(run0), str(run1), "--fusion", how])
     evaluate.main([str(run0)])
     folders = run0 / "evaluations"
-    for name, combination in (("test-ensemble-sum", "sum"), ("test-ensemble-avg", "avg"), ("test-single", None)):
+    expected = (("test-fusion-sum", "sum"), ("test-fusion-avg", "avg"), ("test-single", None))
+    for name, combination in expected:
         assert json.loads((folders / name / "metrics.json").read_text())["combination"] == combination
 
 
-@pytest.mark.parametrize("argv", [["A", "--ensemble", "B", "C"], ["A", "--fusion", "avg"], ["--ensemble", "A"], []])
+@pytest.mark.parametrize("argv", [["A", "--fuse", "B", "C"], ["A", "--ensemble", "B", "C"],
+                                  ["A", "--fusion", "avg"], ["--fuse", "A"], []])
 def test_ambiguous_combinations_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main(argv)

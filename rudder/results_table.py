@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-COLUMNS = ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
+from rudder.metric_names import TABLE_METRICS as COLUMNS
 
 
 def _row(label: str, values: dict) -> str:

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
+from rudder.atomic import atomic_write_text
+from rudder.run_layout import predictions_file, read_predictions
+from rudder.runs import environment_record, resolve_dataset
+from rudder.trainer import selection_score
+
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, run_sims
 from .run import Job, run_timing
 from .suites import BEST, Suite
-from rudder.runs import atomic_write_text, environment_record, resolve_dataset
-from rudder.trainer import selection_score
 
 HARD_NEGATIVE_DRAWS = 10
 
@@ -160,7 +163,7 @@ def _settings_text(suite: Suite, jobs: list[Job]) -> str:
 
 
 def _videos(job: Job) -> np.ndarray:
-    return np.load(job.run_dir / "predictions" / "test.npz")["video_ids"]
+    return read_predictions(predictions_file(job.run_dir, "test")).video_ids
 
 
 def hard_negatives(
