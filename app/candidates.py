@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rudder.data.classes import ClassIndex
 from rudder.labels import NO_LABEL
-from rudder.supervision import ClassIndex, partial_labels, relevance
+from rudder.supervision import partial_labels, relevance
 from rudder.text import CaptionSimilarity
 
 from .annotations_db import LABEL_NAMES

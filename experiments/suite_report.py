@@ -13,7 +13,7 @@ import numpy as np
 from rudder.atomic import atomic_write_text
 from rudder.run_layout import predictions_file, read_predictions
 from rudder.runs import environment_record, resolve_dataset
-from rudder.trainer import selection_score
+from rudder.selection import selection_score
 
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, run_sims

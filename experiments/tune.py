@@ -190,9 +190,10 @@ def trial_status(job: Job) -> str:
 
 def fit_without_test(config, run_dir: Path, resume: bool = False, overwrite: bool = False) -> None:
     """:func:`rudder.train.run` without its test step: train and select on validation only."""
+    from rudder.devices import pick_device
     from rudder.distributed import init_distributed, shutdown
     from rudder.train import _log_to
-    from rudder.trainer import Trainer, pick_device
+    from rudder.trainer import Trainer
 
     ctx = init_distributed(pick_device(config.device))
     try:

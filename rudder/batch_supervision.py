@@ -9,6 +9,9 @@ papers): ``alpha_n``/``alpha_v`` (pair labels), ``rho`` (video class sets),
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -30,20 +33,33 @@ class BatchSupervision:
     A batch is ``(videos, slots)``: grid coordinates of the training split. A slot ``-1 - k``
     stands for training caption ``k`` (in ``caption_mask`` order) drawn for that video by
     ``positive_sampling: relevant``; ``own_slots`` then keeps the video's own caption.
+
+    :meth:`batch` makes each input the loss declares (``requires`` and ``optional``) with its
+    producer in :attr:`PRODUCERS`, the one place a new loss input is made. The object is
+    also the run's :class:`rudder.losses.RunFacts`, from which a loss takes the parameters
+    it needs from the run (``rudder.losses.run_params``).
     """
 
-    def __init__(self, config, folder, train, loss_fn, device):
+    def __init__(self, config, folder, train, device):
         sup, self.sup, self.train = config.supervision, config.supervision, train
-        self.needs = set(loss_fn.requires) | set(loss_fn.optional)
+        loss = losses.loss_class(config.loss.name)
+        self.needs = set(loss.requires) | set(loss.optional)
         self.device = device
-        if train.nouns is None and ({"relevance", "labels"} & set(loss_fn.requires)
+        self.embedding_dim = config.model.shared_dim
+        unknown = sorted(self.needs - set(self.PRODUCERS))
+        if unknown:
+            raise ConfigError(f"loss {config.loss.name!r} reads {unknown}, which no producer of "
+                              "rudder.batch_supervision.BatchSupervision.PRODUCERS makes")
+        if train.nouns is None and ({"relevance", "labels"} & set(loss.requires)
                                     or sup.positive_sampling == "relevant"):
             raise ConfigError(
                 f"loss {config.loss.name!r} or supervision.positive_sampling needs noun/verb "
                 f"classes, but {folder.root} has no noun_classes/verb_classes columns; add them "
                 "with `python -m heuristics label`"
             )
-        if train.nouns is not None:
+        if train.nouns is None:
+            self.needs -= {"relevance", "labels"}  # optional inputs the dataset cannot give
+        else:
             self.video_nouns, self.video_verbs = train.video_classes(sup.rho)
             self.cells = torch.nonzero(train.caption_mask)  # training caption k -> (video, slot)
             self.caption_nouns = train.nouns[train.caption_mask].float()
@@ -57,15 +73,21 @@ class BatchSupervision:
             table = folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
             kind_of = dict(zip(table["caption_id"], table["kind"]))
             self.kinds = np.vectorize(kind_of.get, otypes=[object])(train.caption_ids)
-        self.loss_fn = loss_fn
-        if "text_sims" in self.needs:
-            texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
-            self.text_similarity = CaptionSimilarity().fit(texts)
-            if getattr(loss_fn, "scope", None) == "dataset" and loss_fn.threshold is None:
-                # hn_exclusion's one threshold over all training caption pairs, kept in the config
-                params = config.loss.params
-                params["threshold"] = self.text_similarity.top_fraction_threshold(texts, loss_fn.exclude_top)
-                self.loss_fn = losses.build(config.loss.name, **params)
+        self._texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
+        needed = "text_sims" in self.needs  # fitted now, not in the first step
+        self._text_similarity = CaptionSimilarity().fit(self._texts) if needed else None
+
+    @property
+    def text_similarity(self) -> CaptionSimilarity:
+        """The caption similarity fitted on the training captions (fitted on first use)."""
+        if self._text_similarity is None:
+            self._text_similarity = CaptionSimilarity().fit(self._texts)
+        return self._text_similarity
+
+    def caption_similarity_threshold(self, top_fraction: float) -> float:
+        """:class:`rudder.losses.RunFacts`: the similarity above which the top ``top_fraction``
+        of all training caption pairs lie."""
+        return self.text_similarity.top_fraction_threshold(self._texts, top_fraction)
 
     def _load_relations(self, folder) -> None:
         table = folder.relations()
@@ -102,33 +124,70 @@ class BatchSupervision:
         return videos, torch.where(none, slots, -1 - pick), slots
 
     def batch(self, videos, slots, own_slots, generator) -> dict:
-        """The inputs the loss reads, on its device: relevance, labels, text_sims, generator."""
-        train, sup, needs = self.train, self.sup, self.needs
-        cap_videos, cap_slots = self.caption_cells(videos, slots)
-        cells = cap_videos.numpy(), cap_slots.numpy()
-        extra = {}
-        nouns = verbs = None
-        if train.nouns is not None:  # the loss's device: relevance and labels need no host round trip
-            nouns = train.nouns[cap_videos, cap_slots].to(self.device, torch.float32)
-            verbs = train.verbs[cap_videos, cap_slots].to(self.device, torch.float32)
+        """The inputs the loss reads, on its device (one :attr:`PRODUCERS` entry each)."""
+        batch = _Batch(videos, own_slots, *self.caption_cells(videos, slots), generator)
+        made = {name: make(self, batch) for name, make in self.PRODUCERS.items()
+                if name in self.needs}
+        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in made.items()}
+
+    def _caption_classes(self, batch: _Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Noun and verb multi-hots of the batch captions, on the loss's device (no host
+        round trip)."""
+        if batch.classes is None:
+            batch.classes = tuple(
+                x[batch.cap_videos, batch.cap_slots].to(self.device, torch.float32)
+                for x in (self.train.nouns, self.train.verbs)
+            )
+        return batch.classes
+
+    def _relevance(self, batch: _Batch) -> torch.Tensor:
+        """Caption ``i`` vs the own batch caption of video ``j`` (``batch_relevance: caption``)
+        or vs video ``j``'s rho-aggregated classes (``video``)."""
+        nouns, verbs = self._caption_classes(batch)
+        if self.sup.batch_relevance == "caption":
+            own = (x[batch.videos, batch.own_slots].to(self.device, torch.float32)
+                   for x in (self.train.nouns, self.train.verbs))
         else:
-            needs = needs - {"relevance", "labels"}  # optional inputs the dataset cannot give
-        if "relevance" in needs:
-            if sup.batch_relevance == "caption":  # caption i vs the own batch caption of video j
-                own_n = train.nouns[videos, own_slots].to(self.device, torch.float32)
-                own_v = train.verbs[videos, own_slots].to(self.device, torch.float32)
-                extra["relevance"] = batch_relevance(nouns, verbs, own_n, own_v)
-            else:
-                video_n, video_v = (x[videos].to(self.device) for x in (self.video_nouns, self.video_verbs))
-                extra["relevance"] = batch_relevance(nouns, verbs, video_n, video_v)
-        if "labels" in needs:
-            ids = list(train.caption_ids[cells])
-            manual = None if self.relations is None else self.relations.lookup(ids, ids)
-            description = None if self.kinds is None else description_pairs(self.kinds[cells], nouns)
-            extra["labels"] = batch_labels(nouns, verbs, sup.alpha_n, sup.alpha_v, manual=manual,
-                                           description=description)
-        if "text_sims" in needs:
-            extra["text_sims"] = self.text_similarity.pairwise(list(train.caption_texts[cells]))
-        if "generator" in needs:
-            extra["generator"] = generator
-        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in extra.items()}
+            own = (x[batch.videos].to(self.device) for x in (self.video_nouns, self.video_verbs))
+        return batch_relevance(nouns, verbs, *own)
+
+    def _labels(self, batch: _Batch) -> torch.Tensor:
+        """Pair labels: the noun/verb heuristic, description pairs, then manual relations."""
+        nouns, verbs = self._caption_classes(batch)
+        cells = batch.cells()
+        ids = list(self.train.caption_ids[cells])
+        manual = None if self.relations is None else self.relations.lookup(ids, ids)
+        description = None if self.kinds is None else description_pairs(self.kinds[cells], nouns)
+        return batch_labels(nouns, verbs, self.sup.alpha_n, self.sup.alpha_v, manual=manual,
+                            description=description)
+
+    def _text_sims(self, batch: _Batch) -> torch.Tensor:
+        """Caption-caption similarities of the batch captions."""
+        return self.text_similarity.pairwise(list(self.train.caption_texts[batch.cells()]))
+
+    def _generator(self, batch: _Batch) -> torch.Generator:
+        return batch.generator
+
+    # loss input name -> producer(self, batch); a loss declaring another input is an error
+    PRODUCERS: ClassVar[dict] = {
+        "relevance": _relevance,
+        "labels": _labels,
+        "text_sims": _text_sims,
+        "generator": _generator,
+    }
+
+
+@dataclass
+class _Batch:
+    """A training batch as the producers read it: its videos, their own caption slots, the
+    grid cells of its captions (drawn ones resolved), the loss's generator."""
+
+    videos: torch.Tensor
+    own_slots: torch.Tensor
+    cap_videos: torch.Tensor
+    cap_slots: torch.Tensor
+    generator: torch.Generator | None
+    classes: tuple[torch.Tensor, torch.Tensor] | None = None  # set by _caption_classes
+
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.cap_videos.numpy(), self.cap_slots.numpy()

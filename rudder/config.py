@@ -17,6 +17,7 @@ import math
 import types
 import typing
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -26,7 +27,8 @@ import yaml
 from rudder.errors import ConfigError
 from rudder.languages import SUPPORTED, check_languages
 from rudder.metric_names import DEPRECATED_NAMES, SELECTION_METRICS, canonical
-from rudder.models import ModelConfig
+from rudder.models import MODELS, ModelConfig
+from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
 __all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict", "load_yaml", "to_dict"]
 
@@ -135,7 +137,7 @@ class TrainConfig:
 
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
-# ``rudder.inference.split_metrics`` that ``rudder.trainer.selection_score`` accepts (nDCG and
+# ``rudder.inference.split_metrics`` that ``rudder.selection.selection_score`` accepts (nDCG and
 # mAP need noun/verb classes in the validation split); RUDDER's two criteria are
 # ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised). Deprecated metric names
 # (``t2v.geometric_mean``) are read as their current name (``t2v.gmean_r1_r5_r10``).
@@ -150,7 +152,7 @@ class Rule:
     low: float | None = None
     high: float | None = None
     high_open: bool = False
-    choices: tuple | None = None
+    choices: Collection | None = None  # a tuple, or a registry's live keys
     languages: bool = False
     non_empty: bool = False
 
@@ -207,15 +209,16 @@ RULES: dict[str, Rule] = {
     "supervision.batch_relevance": Rule(choices=("caption", "video")),
     "supervision.positive_sampling": Rule(choices=("own", "relevant")),
     "supervision.positive_threshold": _fraction(),
-    "optim.name": Rule(choices=("adam", "adamw", "sgd")),
+    "optim.name": Rule(choices=OPTIMIZERS.keys()),  # registries: a new entry is valid here at once
     "optim.lr": _at_least(0.0),
     "optim.weight_decay": _at_least(0.0),
     "optim.momentum": _fraction(high_open=True),
-    "optim.scheduler": Rule(choices=("step", "cosine", "none")),
+    "optim.scheduler": Rule(choices=SCHEDULERS.keys()),
     "optim.step_size": _at_least(1),
     "optim.gamma": _fraction(),
     "optim.grad_clip": _at_least(0.0),
-    "optim.implementation": Rule(choices=("fused", "foreach", "loop")),
+    "optim.implementation": Rule(choices=IMPLEMENTATIONS.keys()),
+    "model.name": Rule(choices=MODELS.keys()),
     "data.subword_buckets": _at_least(0),
     "data.subword_min_n": _at_least(1),
     "data.subword_max_n": _at_least(1),
@@ -317,13 +320,24 @@ def _build(cls, data: dict, path: str):
 
 
 def _check_loss(config: TrainConfig) -> None:
-    """The loss exists and takes these parameters (``dw`` gets its ``dim`` from the model)."""
+    """The loss exists and takes these parameters, with what a run would supply filled in
+    (:meth:`rudder.losses.RetrievalLoss.run_params`; facts of the data are not known yet)."""
     from rudder import losses
 
     params = dict(config.loss.params)
-    if config.loss.name == "dw":
-        params.setdefault("dim", config.model.shared_dim)
+    facts = _FactsBeforeData(config.model.shared_dim)
+    params.update(losses.run_params(config.loss.name, params, facts))
     losses.build(config.loss.name, **params)
+
+
+@dataclass(frozen=True)
+class _FactsBeforeData:
+    """:class:`rudder.losses.RunFacts` of a config checked before its data are read."""
+
+    embedding_dim: int
+
+    def caption_similarity_threshold(self, top_fraction: float) -> None:
+        return None
 
 
 def from_dict(data: dict) -> TrainConfig:

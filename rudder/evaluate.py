@@ -18,6 +18,7 @@ import torch
 
 from rudder import fusion
 from rudder.data.loader import build_class_index, load_split
+from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.inference import similarity_matrix, split_metrics
 from rudder.results_table import results_table
@@ -30,7 +31,6 @@ from rudder.run_layout import (
     write_predictions,
 )
 from rudder.runs import load_run
-from rudder.trainer import pick_device
 
 
 def build_parser() -> argparse.ArgumentParser:

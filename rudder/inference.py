@@ -6,12 +6,11 @@ import torch
 
 from rudder import metrics
 from rudder.data.loader import SplitData, VideoData
-from rudder.models import CollaborativeExperts
 from rudder.supervision import relevance
 
 
 @torch.no_grad()
-def embed_videos(model: CollaborativeExperts, data: VideoData, device, batch_size=512) -> torch.Tensor:
+def embed_videos(model: torch.nn.Module, data: VideoData, device, batch_size=512) -> torch.Tensor:
     """Per-expert video embeddings ``(V, E, D)`` of the whole split."""
     out = []
     for start in range(0, data.num_videos, batch_size):
@@ -22,7 +21,8 @@ def embed_videos(model: CollaborativeExperts, data: VideoData, device, batch_siz
 
 
 @torch.no_grad()
-def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batch_size=512) -> torch.Tensor:
+def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
+                      batch_size=512) -> torch.Tensor:
     """Caption-by-video similarities ``(V*K, V)``, rows video-major; empty slots score 0."""
     was_training = model.training
     model.eval()
@@ -36,7 +36,7 @@ def similarity_matrix(model: CollaborativeExperts, data: SplitData, device, batc
         chunk = slice(start, start + batch_size)
         tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])  # per chunk: features stay ragged
         text, logits = model.encode_text(tokens.to(device), mask.to(device))
-        sims[rows_of[chunk]] = CollaborativeExperts.similarity(text, logits, videos, available).float().cpu()
+        sims[rows_of[chunk]] = model.similarity(text, logits, videos, available).float().cpu()
     model.train(was_training)
     return sims
 

@@ -26,7 +26,7 @@ RANK_STATISTICS = (*RECALLS, *RANK_AVERAGES, GMEAN_R1_R5_R10)
 RELEVANCE_METRICS = ("nDCG", "mAP")
 # The columns of result tables (console, experiments, app).
 TABLE_METRICS = (*RECALLS, *RANK_AVERAGES, *RELEVANCE_METRICS)
-# RUDDER's model-selection criteria (rudder.trainer.selection_score).
+# RUDDER's model-selection criteria (rudder.selection.selection_score).
 GMEAN_R5_R10_R50 = "gmean_r5_r10_r50"
 GMEAN_MDR_MNR = "gmean_mdr_mnr"
 SELECTION_METRICS = (GMEAN_R5_R10_R50, GMEAN_MDR_MNR, *RANK_STATISTICS, *RELEVANCE_METRICS)

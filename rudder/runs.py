@@ -31,7 +31,6 @@ from rudder.run_layout import (
 if TYPE_CHECKING:
     import torch
 
-    from rudder.models import CollaborativeExperts
     from rudder.text import Vocabulary
 
 
@@ -151,7 +150,7 @@ def environment_record(dataset_fingerprint: str) -> dict:
 class LoadedRun:
     """A trained model with what is needed to query it."""
 
-    model: CollaborativeExperts
+    model: torch.nn.Module  # built by rudder.models.build
     vocab: Vocabulary
     config: TrainConfig
     dataset: DatasetFolder
@@ -193,8 +192,8 @@ def _download_from_hub(repo_id: str) -> Path:
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
+    from rudder import models
     from rudder.checkpoints import load_checkpoint
-    from rudder.models import CollaborativeExperts
     from rudder.text.subwords import vocabulary_from_dict
 
     checkpoint = find_checkpoint(path)
@@ -205,7 +204,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
-    model = CollaborativeExperts(config.model, experts, vocab.table_size)
+    model = models.build(config.model, experts, vocab.table_size)
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)

@@ -93,8 +93,9 @@ def resumed_config(args, run_dir: Path) -> TrainConfig:
 
 def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
     """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
+    from rudder.devices import pick_device
     from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
-    from rudder.trainer import Trainer, pick_device
+    from rudder.trainer import Trainer
 
     ctx = init_distributed(pick_device(config.device))
     run_dir = broadcast_object(run_dir, ctx)  # a default name has rank 0's timestamp

@@ -9,21 +9,20 @@ import uuid
 from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
-from rudder import losses
+from rudder import losses, models
 from rudder.batch_supervision import BatchSupervision
 from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, link_or_copy, load_checkpoint
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
+from rudder.devices import pick_device
 from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.inference import similarity_matrix, split_metrics
-from rudder.metric_names import GMEAN_MDR_MNR, GMEAN_R5_R10_R50, LOWER_IS_BETTER
-from rudder.models import CollaborativeExperts
+from rudder.optim import build_optimizer, build_scheduler
 from rudder.run_layout import (
     append_history,
     checkpoint_file,
@@ -36,63 +35,10 @@ from rudder.run_layout import (
     write_predictions,
 )
 from rudder.runs import RunError, environment_record, resolve_dataset
+from rudder.selection import improves, selection_key
 from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
-
-
-def pick_device(name: str) -> torch.device:
-    """``auto`` uses CUDA when present; asking for CUDA without it is an error."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda was requested but CUDA is not available; use auto or cpu")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
-
-
-def _gmean(parts: list[float]) -> float:
-    return float(np.exp(np.mean(np.log(parts)))) if min(parts) > 0 else 0.0
-
-
-def selection_score(result: dict, selection: str) -> float:
-    """The model-selection value of an evaluation, higher is better (rank criteria negated).
-
-    The RUDDER paper's two criteria: ``<direction>.gmean_r5_r10_r50``, the geometric mean of
-    R@5, R@10 and R@50 (maximised), and ``<direction>.gmean_mdr_mnr``, the geometric mean of
-    MdR and MnR (minimised, so its score is the negated mean). Any other metric of the
-    direction (``t2v.R1``, ``v2t.MdR``, ...) selects on that metric, MdR and MnR negated.
-    """
-    direction, name = selection.split(".", 1)
-    values = result[direction]
-    if name == GMEAN_R5_R10_R50:
-        return _gmean([values["R5"], values["R10"], values["R50"]])
-    if name == GMEAN_MDR_MNR:
-        return -_gmean([values["MdR"], values["MnR"]])
-    if name not in values:
-        raise ConfigError(
-            f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of {sorted(values)}"
-        )
-    sign = -1.0 if name in LOWER_IS_BETTER else 1.0
-    return sign * float(values[name])
-
-
-def tie_break(selection: str) -> str:
-    """The criterion that decides between evaluations of equal selection score: RUDDER's other
-    criterion in the same direction (``gmean_r5_r10_r50`` <-> ``gmean_mdr_mnr``; any other
-    selection falls back to ``gmean_r5_r10_r50``). Equal on both, the earlier epoch stays best."""
-    direction, name = selection.split(".", 1)
-    return f"{direction}.{GMEAN_MDR_MNR if name == GMEAN_R5_R10_R50 else GMEAN_R5_R10_R50}"
-
-
-def selection_key(result: dict, selection: str) -> tuple[float, float]:
-    """(score, tie-break score) of an evaluation, compared by :func:`improves`."""
-    return selection_score(result, selection), selection_score(result, tie_break(selection))
-
-
-def improves(key: tuple[float, float], best: tuple[float, float]) -> bool:
-    """An evaluation becomes the best only with a strictly higher score or, on an equal score,
-    a strictly higher tie-break score (:func:`tie_break`); equal on both keeps the earlier."""
-    return key > best
 
 
 class Trainer:
@@ -112,9 +58,6 @@ class Trainer:
         self.folder = resolve_dataset(config.data.dataset)
         self.fingerprint = self.folder.fingerprint()
         self.experts = select_experts(self.folder, config.data.experts, config.data.audio_langs)
-        if config.loss.name == "dw":  # its distance distribution needs the embedding dimension
-            config.loss.params.setdefault("dim", config.model.shared_dim)
-        self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.state: dict | None = None
         if resume:
             self.state = load_checkpoint(checkpoint_file(self.run_dir, "last"))
@@ -138,25 +81,26 @@ class Trainer:
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device), self.folder)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
-        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.loss_fn, self.device)
-        self.loss_fn = self.supervision.loss_fn  # hn_exclusion gets its dataset threshold
+        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
+        # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
+        supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
+        config.loss.params.update(supplied)
+        self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         if config.selection.endswith((".nDCG", ".mAP")) and self.splits[config.data.val_split].nouns is None:
             raise ConfigError(
                 f"selection={config.selection} needs noun/verb classes, but {self.folder.root} has none; "
                 "choose another selection or label the dataset with `python -m heuristics label`"
             )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
-        self.model = CollaborativeExperts(config.model, expert_info, self.vocab.table_size)
-        if initial_embeddings is not None:
-            with torch.no_grad():
-                self.model.word_embedding.weight.copy_(initial_embeddings)
+        self.model = models.build(config.model, expert_info, self.vocab.table_size,
+                                  initial_embeddings)
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
         self.model.check_values = False  # load_split validated the data; checks would sync the GPU
         self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
-        self.optimizer = self._optimizer()
-        self.scheduler = self._scheduler()
+        self.optimizer = build_optimizer(self.model.parameters(), config.optim)
+        self.scheduler = build_scheduler(self.optimizer, config.optim, config.epochs)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.sampler_rng = torch.Generator().manual_seed(config.seed)
         self.loss_rng = torch.Generator(device=self.device).manual_seed(config.seed + 1)
@@ -179,22 +123,6 @@ class Trainer:
             self.class_index, data.max_words, data.max_frames, self.text_encoder,
         )
 
-    def _optimizer(self) -> torch.optim.Optimizer:
-        opt, params = self.config.optim, self.model.parameters()
-        how = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}[opt.implementation]
-        if opt.name == "sgd":
-            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay, **how)
-        cls = torch.optim.AdamW if opt.name == "adamw" else torch.optim.Adam
-        return cls(params, lr=opt.lr, weight_decay=opt.weight_decay, **how)
-
-    def _scheduler(self):
-        opt = self.config.optim
-        if opt.scheduler == "step":
-            return torch.optim.lr_scheduler.StepLR(self.optimizer, opt.step_size, opt.gamma)
-        if opt.scheduler == "cosine":
-            return torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, self.config.epochs)
-        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
-
     # -- one step -------------------------------------------------------------------------
     def _step(self, videos: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         train = self.splits["train"]
@@ -210,7 +138,7 @@ class Trainer:
             gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
             for t in (text, logits, video, available)
         )
-        sims = CollaborativeExperts.similarity(text, logits, video, available, check_values=False)
+        sims = self.model.similarity(text, logits, video, available, check_values=False)
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()

@@ -36,3 +36,34 @@ def test_the_check_sees_imports_inside_functions(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from app.ui import build\n    import heuristics.label\n")
     assert imported_packages(module) >= {"app", "heuristics"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Dotted names of every absolute import in a file (``from a.b import c`` gives ``a.b``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_data_side_does_not_import_the_supervision():
+    """Class sets belong to the data (rudder.data.classes); supervision builds on them."""
+    supervision = {"rudder.supervision", "rudder.batch_supervision"}
+    data_side = sorted((ROOT / "rudder" / "data").rglob("*.py"))
+    offenders = [str(p.relative_to(ROOT)) for p in data_side if supervision & imported_modules(p)]
+    assert offenders == []
+
+
+def test_only_the_trainer_is_imported_from_the_trainer():
+    """Helpers that evaluation or experiments share live in modules of their own
+    (rudder.selection, rudder.devices)."""
+    imported = {}
+    for package in ("rudder", *OUTER, "tests", "benchmarks"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.ImportFrom) and node.module == "rudder.trainer":
+                    imported |= {alias.name: str(path.relative_to(ROOT)) for alias in node.names}
+    assert set(imported) == {"Trainer"}, imported

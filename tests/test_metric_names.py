@@ -37,7 +37,7 @@ def test_the_names_are_what_the_metrics_return():
 
 def test_the_two_geometric_means_are_different_quantities():
     """gmean_r1_r5_r10 = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50) (RUDDER)."""
-    from rudder.trainer import selection_score
+    from rudder.selection import selection_score
 
     m = metrics.metrics_from_ranks(RANKS)
     # ranks < 1: 2 -> R1 = 20 (rank 0 only: 2); < 5: 5 -> 50; < 10: 6 -> 60; < 50: 8 -> 80

@@ -8,14 +8,13 @@ import pytest
 import torch
 
 from rudder import supervision
+from rudder.data.classes import ClassIndex, video_class_sets
 from rudder.supervision import (
-    ClassIndex,
     RelationTable,
     batch_labels,
     batch_relevance,
     partial_labels,
     relevance,
-    video_class_sets,
 )
 
 # Falcon et al. (ICIP 2022), Fig. 1: sunflower and helianthus are one class, "pick up" and

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from rudder.data.classes import ClassIndex, video_class_sets
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
 from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
-from rudder.supervision import ClassIndex, video_class_sets
 from rudder.text import Vocabulary, tokenize
 from rudder.text.caption_features import DatasetTextFeatures
 

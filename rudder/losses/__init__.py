@@ -5,14 +5,17 @@
 batch (rows captions, columns videos, diagonal positive); it returns a scalar. A loss
 checks the inputs it reads (its ``requires``, plus ``optional`` ones when given) and
 ignores the others. Parameter names and defaults are DESIGN.md's table; each module
-documents its formula, reduction and source.
+documents its formula, reduction and source. A training run builds its loss as
+``build(name, **params, **run_params(name, params, facts))``: parameters a loss takes from
+the run (``dw``'s ``dim``, ``hn_exclusion``'s dataset ``threshold``) come from its
+:meth:`RetrievalLoss.run_params`.
 """
 
 from __future__ import annotations
 
 import inspect
 
-from ._base import LossConfigError, LossInputError, RetrievalLoss
+from ._base import LossConfigError, LossInputError, RetrievalLoss, RunFacts
 from .distance_weighted import DistanceWeighted
 from .hard_negative_exclusion import HardNegativeExclusion
 from .max_margin import HardNegative, MaxMargin, Triplet
@@ -22,7 +25,8 @@ from .relevance_aware import RelevanceAwareNegatives, RelevanceAwareNegativesPos
 from .relevance_margin import AdaptiveMaxMargin, RelevanceMargin
 from .sms import SymmetricMultiSimilarity
 
-__all__ = ["LossConfigError", "LossInputError", "RetrievalLoss", "build", "defaults", "names"]
+__all__ = ["LossConfigError", "LossInputError", "RetrievalLoss", "RunFacts", "build", "defaults",
+           "loss_class", "names", "run_params"]
 
 _REGISTRY: dict[str, type[RetrievalLoss]] = {
     cls.name: cls
@@ -48,7 +52,8 @@ def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def _lookup(name: str) -> type[RetrievalLoss]:
+def loss_class(name: str) -> type[RetrievalLoss]:
+    """The class of loss ``name`` (its ``requires``, ``optional`` and ``param_names``)."""
     if name not in _REGISTRY:
         raise LossConfigError(f"unknown loss {name!r}; valid names: {', '.join(_REGISTRY)}")
     return _REGISTRY[name]
@@ -56,13 +61,12 @@ def _lookup(name: str) -> type[RetrievalLoss]:
 
 def defaults(name: str) -> dict:
     """The parameters of loss ``name`` with their defaults (``None`` = required, e.g. dw's dim)."""
-    parameters = inspect.signature(_lookup(name).__init__).parameters
-    return {key: parameters[key].default for key in _lookup(name).param_names}
+    parameters = inspect.signature(loss_class(name).__init__).parameters
+    return {key: parameters[key].default for key in loss_class(name).param_names}
 
 
-def build(name: str, **params) -> RetrievalLoss:
-    """Build loss ``name`` with ``params``; unknown names or parameters are an error."""
-    cls = _lookup(name)
+def _check_names(name: str, params: dict) -> type[RetrievalLoss]:
+    cls = loss_class(name)
     unknown = sorted(set(params) - set(cls.param_names))
     if unknown:
         valid = ", ".join(f"{key}={value!r}" for key, value in defaults(name).items())
@@ -70,4 +74,16 @@ def build(name: str, **params) -> RetrievalLoss:
             f"loss {name!r} got unknown parameter(s) {', '.join(unknown)}; "
             f"valid parameters (defaults): {valid}"
         )
-    return cls(**params)
+    return cls
+
+
+def build(name: str, **params) -> RetrievalLoss:
+    """Build loss ``name`` with ``params``; unknown names or parameters are an error."""
+    return _check_names(name, params)(**params)
+
+
+def run_params(name: str, params: dict, run: RunFacts) -> dict:
+    """The parameters of loss ``name`` that the training run supplies (from ``run``) where
+    ``params`` leaves them unset (:meth:`RetrievalLoss.run_params`)."""
+    cls = _check_names(name, params)
+    return cls.run_params({**defaults(name), **params}, run)

@@ -10,13 +10,18 @@ Anchor views. Both retrieval directions are handled at once by stacking a matrix
 ``a``, video candidate ``b``) and ``view[1, a, b] = M[b, a]`` (video anchor ``a``, caption
 candidate ``b``) -- DESIGN.md's anchor/candidate rule. The positive of anchor ``a`` in both
 directions is ``sims[a, a]``.
+
+Run facts. A parameter that depends on the training run (the model's embedding dimension,
+a threshold over the training set) is filled in by the run, not by the user: the loss
+names it in :meth:`RetrievalLoss.run_params`, reading what it needs from a
+:class:`RunFacts`; the run records the values in its ``config.yaml``.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import torch
 from torch import nn
@@ -31,6 +36,20 @@ class LossConfigError(RudderError):
 
 class LossInputError(ValueError):
     """An input a loss cannot use: missing, wrong shape, dtype, device or range."""
+
+
+class RunFacts(Protocol):
+    """What a training run tells a loss about itself (``rudder.batch_supervision`` answers it).
+
+    A fact of the data is ``None`` while the data are not read yet (a config checked before
+    its run): a loss then builds without it.
+    """
+
+    embedding_dim: int  # the dimension of the model's (unit) embeddings
+
+    def caption_similarity_threshold(self, top_fraction: float) -> float | None:
+        """The caption-caption similarity above which the top ``top_fraction`` of all training
+        caption pairs lie (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`)."""
 
 
 class RetrievalLoss(nn.Module):
@@ -56,6 +75,13 @@ class RetrievalLoss(nn.Module):
             if given[key] is not None:
                 used[key] = _CHECKS[key](given[key], sims, self.name)
         return self.compute(sims, **used)
+
+    @classmethod
+    def run_params(cls, params: dict, run: RunFacts) -> dict:
+        """The parameters the training run supplies: ``{name: value}`` from ``run``, for
+        parameters ``params`` (every parameter, defaults filled in) leaves unset. None by
+        default; ``rudder.losses.run_params`` calls it."""
+        return {}
 
     def compute(self, sims: torch.Tensor, **inputs) -> torch.Tensor:  # pragma: no cover
         raise NotImplementedError

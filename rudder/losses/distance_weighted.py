@@ -88,6 +88,12 @@ class DistanceWeighted(RetrievalLoss):
             self.name, "nonzero_loss_cutoff", nonzero_loss_cutoff, low=0, low_open=True
         )
 
+    @classmethod
+    def run_params(cls, params: dict, run) -> dict:
+        """``dim``, unless given: the run's embedding dimension (the distribution is that of
+        distances between points uniform on the model's unit sphere)."""
+        return {"dim": run.embedding_dim} if params["dim"] is None else {}
+
     def probabilities(self, sims: torch.Tensor) -> torch.Tensor:
         """(2, B, B) sampling probabilities of every anchor's negatives (no gradient)."""
         with torch.no_grad():

@@ -54,9 +54,9 @@ class HardNegativeExclusion(RetrievalLoss):
     - ``"dataset"`` (default, the paper's rule): ``text_sims[i, j] >= threshold``, one
       similarity value fixed over the whole training set so that the top ``exclude_top``
       fraction of all training caption pairs lies above it
-      (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`; the trainer computes
-      it once and records it as ``loss.params.threshold``). Calling the loss in this scope
-      without ``threshold`` is an error.
+      (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`; the run computes it
+      once through :meth:`run_params` and records it as ``loss.params.threshold``).
+      Calling the loss in this scope without ``threshold`` is an error.
     - ``"batch"``: the ``floor(exclude_top · B(B-1))`` most similar off-diagonal pairs of
       each batch (:func:`excluded_pairs`), a count per batch; ``threshold`` is unused.
 
@@ -88,6 +88,16 @@ class HardNegativeExclusion(RetrievalLoss):
         self.scope = scope
         self.threshold = None if threshold is None else check_number(self.name, "threshold",
                                                                      threshold)
+
+    @classmethod
+    def run_params(cls, params: dict, run) -> dict:
+        """``threshold``, unless given or ``scope`` is "batch": the similarity above which the
+        top ``exclude_top`` of all training caption pairs lie, computed once by the run."""
+        if params["scope"] != "dataset" or params["threshold"] is not None:
+            return {}
+        top = check_number(cls.name, "exclude_top", params["exclude_top"], low=0, high=1,
+                           high_open=True)
+        return {"threshold": run.caption_similarity_threshold(top)}
 
     def excluded(self, text_sims: torch.Tensor) -> torch.Tensor:
         """(B, B) bool: the pairs that are not negatives (see the class docstring)."""

@@ -1,12 +1,75 @@
-"""Collaborative Experts (Liu et al., BMVC 2019) and its parts: NetVLAD, gated units, gating.
+"""Retrieval models, built from the config by name: ``models.build(config, experts, vocab_size)``.
 
-``CollaborativeExperts`` is imported on first use, so that reading a :class:`ModelConfig`
-(every command line does, before ``--help``) does not import torch.
+:data:`MODELS` maps ``model.name`` to the model's class as ``"module:Class"``; the default
+``ce`` is Collaborative Experts (Liu et al., BMVC 2019) with its parts (NetVLAD, gated
+units, collaborative gating). Classes are imported when built, so that reading a
+:class:`ModelConfig` (every command line does, before ``--help``) does not import torch.
+
+A model is a ``torch.nn.Module`` constructed as ``cls(config: ModelConfig, experts:
+{name: ExpertInfo}, vocab_size: int | None)`` that offers :data:`MODEL_INTERFACE`, which is
+all the trainer, evaluation and the search index use:
+
+- ``experts``: the expert names it reads, sorted (the column order of ``available``);
+- ``encode_text(tokens, mask) -> (text, logits)``;
+- ``encode_video(features, frame_masks, available) -> video``;
+- ``similarity(text, logits, video, available, check_values=True) -> (captions, videos)``;
+- ``check_values``: a bool attribute; the trainer sets it False for validated data, so
+  that no value check reads a tensor back to the host in a GPU step;
+- optionally ``init_word_embeddings(vectors)``, for ``data.word_vectors``.
 """
 
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from rudder.errors import ConfigError
 from rudder.models.config import ModelConfig
 
-__all__ = ["CollaborativeExperts", "ModelConfig"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "build",
+           "model_class"]
+
+# model.name -> "module:Class" (rudder.config accepts exactly these names)
+MODELS: dict[str, str] = {
+    "ce": "rudder.models.ce:CollaborativeExperts",
+}
+
+MODEL_INTERFACE = ("experts", "encode_text", "encode_video", "similarity", "check_values")
+
+
+def model_class(name: str) -> type:
+    """The class registered as ``name`` in :data:`MODELS`."""
+    if name not in MODELS:
+        raise ConfigError(f"model.name={name!r} is not valid; expected one of {list(MODELS)}")
+    module, _, attribute = MODELS[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def build(config: ModelConfig, experts: Mapping, vocab_size: int | None,
+          word_vectors: torch.Tensor | None = None) -> torch.nn.Module:
+    """The model ``config.name`` for these experts (name -> ``ExpertInfo``) and vocabulary size;
+    ``word_vectors`` (``vocab_size`` x ``config.word_dim``) initialise its word embeddings.
+
+    Every place that makes a model (training, loading a run) calls this; a model missing part
+    of :data:`MODEL_INTERFACE` is an error naming what it lacks.
+    """
+    model = model_class(config.name)(config, experts, vocab_size)
+    missing = [name for name in MODEL_INTERFACE if not hasattr(model, name)]
+    if missing:
+        raise TypeError(
+            f"model {config.name!r} ({type(model).__name__}) lacks {missing} (see rudder.models)"
+        )
+    if word_vectors is not None:
+        if not hasattr(model, "init_word_embeddings"):
+            raise ConfigError(
+                f"model {config.name!r} takes no word vectors; unset data.word_vectors"
+            )
+        model.init_word_embeddings(word_vectors)
+    return model
 
 
 def __getattr__(name: str):

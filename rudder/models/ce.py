@@ -103,6 +103,15 @@ class CollaborativeExperts(nn.Module):
         )
         self.mixture = nn.Linear(self.text_pooling.out_dim, len(self.experts))
 
+    def init_word_embeddings(self, vectors: Tensor) -> None:
+        """Copy pretrained word vectors ``(vocab_size, word_dim)`` into the word embeddings."""
+        if self.word_embedding is None:
+            raise ValueError(
+                "init_word_embeddings: this model reads token features (model.text_input_dim)"
+            )
+        with torch.no_grad():
+            self.word_embedding.weight.copy_(vectors)
+
     # ------------------------------------------------------------------ text
     def encode_text(self, tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Token ids (B, L) long, subword rows (B, L, G) long (:mod:`rudder.text.subwords`;

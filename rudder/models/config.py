@@ -1,4 +1,5 @@
-"""``ModelConfig``: the sizes and switches of :class:`rudder.models.CollaborativeExperts`.
+"""``ModelConfig``: which model (``name``) and the sizes and switches of
+:class:`rudder.models.CollaborativeExperts`, the default model.
 
 Defaults are sized for fast CPU training on the embedded sample dataset. The values of the
 reference implementation (albanie/collaborative-experts, MSR-VTT) are quoted per field:
@@ -19,6 +20,8 @@ class ModelConfig:
     """Collaborative Experts hyper-parameters (validated when created).
 
     Attributes:
+        name: the model, a key of :data:`rudder.models.MODELS` (``"ce"``: Collaborative
+            Experts); another model reads the fields below that apply to it.
         shared_dim: D, the size of every per-expert embedding (``ce_shared_dim``;
             reference 512 in the BMVC release, 768 in the refined release).
         word_dim: size of the trainable word embeddings (rudder trains its own from the
@@ -51,6 +54,7 @@ class ModelConfig:
             token ids, and the model has no word embedding table.
     """
 
+    name: str = "ce"
     shared_dim: int = 256
     word_dim: int = 64
     text_vlad_clusters: int = 16
@@ -83,6 +87,8 @@ class ModelConfig:
                 raise ValueError(  # noqa: TRY004 - every bad config value is a ValueError
                     f"model.{name}: expected true or false, got {getattr(self, name)!r}"
                 )
+        if not isinstance(self.name, str):
+            raise ValueError(f"model.name: expected a string, got {self.name!r}")  # noqa: TRY004
         if self.gating_activation not in ACTIVATIONS:
             raise ValueError(
                 f"model.gating_activation: {self.gating_activation!r} is not one of {ACTIVATIONS}"

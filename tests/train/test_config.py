@@ -89,7 +89,7 @@ def test_every_rule_names_an_existing_key():
 def test_every_valid_selection_is_scored():
     """The SELECTIONS accepted here are exactly what the trainer can score."""
     from rudder.config import SELECTIONS
-    from rudder.trainer import selection_score
+    from rudder.selection import selection_score
 
     values = {"R1": 10.0, "R5": 20.0, "R10": 30.0, "R50": 60.0, "MdR": 4.0, "MnR": 8.0,
               "gmean_r1_r5_r10": 18.2, "nDCG": 40.0, "mAP": 25.0}
