@@ -1,4 +1,4 @@
-"""The annotation tab's layout and keyboard shortcuts (handlers: :mod:`app.annotate_tab`).
+"""The annotation tab's layout and keyboard shortcuts (handlers: :mod:`app.annotate_handlers`).
 
 Top to bottom: who and what to label, how to pick a query, the query and candidate side by
 side, the label buttons with their keyboard shortcuts listed, progress, then the videos'
@@ -15,7 +15,7 @@ from functools import partial
 from rudder.labels import PairLabel
 from rudder.optional import require
 
-from .annotate_tab import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+from .annotate_handlers import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
 
 # The label buttons, left to right.
 LABELS = tuple(

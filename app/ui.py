@@ -13,8 +13,8 @@ from rudder.data.layout import DatasetFolder
 from rudder.languages import SUPPORTED
 from rudder.optional import require
 
+from .annotate_handlers import AnnotateTab
 from .annotate_layout import KEYBOARD_JS, build_annotate_tab
-from .annotate_tab import AnnotateTab
 from .annotations_db import AnnotationStore
 from .collection import Collection
 from .engine import SearchEngine

@@ -21,7 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.layout import Card, DatasetFolder, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 from rudder.data.loader import load_videos
 
 TARGET = 0.5

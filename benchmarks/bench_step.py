@@ -33,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference_ce import CENetReference, reference_step
 
 from rudder.config import TrainConfig, apply_override, from_dict, to_dict
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 from rudder.distributed import DistContext
 from rudder.trainer import Trainer
 

@@ -3,7 +3,7 @@
 A source module reads its release into a :class:`RawDataset` (videos with splits, captions,
 optional relations, the counts to check); :func:`write_dataset` scans the expert features
 (first pass: shapes, availability, problems), then writes the folder with
-``rudder.data.layout.DatasetWriter`` (second pass: one expert streamed at a time).
+``rudder.data.layout_writer.DatasetWriter`` (second pass: one expert streamed at a time).
 """
 
 from __future__ import annotations
@@ -18,14 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rudder.data.layout import (
-    CAPTIONS_SCHEMA,
-    NOUN_VERB_COLUMNS,
-    SPLITS,
-    DatasetMeta,
-    DatasetWriter,
-    ExpertInfo,
-)
+from rudder.data.layout import CAPTIONS_SCHEMA, NOUN_VERB_COLUMNS, SPLITS, DatasetMeta, ExpertInfo
+from rudder.data.layout_writer import DatasetWriter
 from rudder.languages import SUPPORTED
 
 from .build_report import BuildError, Reporter

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rudder.data.layout import RELATIONS_SCHEMA, VIDEOS_SCHEMA, Card, expert_config
+from rudder.data.card import Card
+from rudder.data.layout import RELATIONS_SCHEMA, VIDEOS_SCHEMA, expert_config
 from rudder.labels import PAIR_LABELS
 
 CE_BIBTEX = """@inproceedings{liu2019use,

@@ -20,16 +20,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rudder.atomic import atomic_write_text
-from rudder.data.card import card_digests
-from rudder.data.layout import (
-    SPLITS,
-    Card,
-    DatasetFolder,
-    LayoutError,
-    expert_config,
-    render_card,
-    replace_tables,
-)
+from rudder.data.card import Card, card_digests, render_card
+from rudder.data.layout import SPLITS, DatasetFolder, LayoutError, expert_config
+from rudder.data.layout_writer import replace_tables
 from rudder.languages import SUPPORTED, check_language
 from rudder.translate import TranslationUnavailable, default_cache_path, translate_texts
 

@@ -135,13 +135,10 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Save as PNG through a temporary file and a rename (atomic)."""
-    import os
+    from rudder.atomic import replacing
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
     fig.tight_layout()
-    fig.savefig(tmp, dpi=90)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=90)
     _pyplot().close(fig)
-    os.replace(tmp, path)
-    return path
+    return Path(path)

@@ -3,8 +3,8 @@
 The hosts Stanza downloads from (its ``resources.json`` on GitHub, the models on the
 Hugging Face Hub) are probed first with a short timeout, so a machine without a network
 gets a clear message within seconds. Models are downloaded into a staging folder beside
-the target (:mod:`heuristics.staging`) and moved into place only when every language has
-arrived; an interrupted download leaves nothing.
+the target (:func:`rudder.atomic.staged_folder`) and moved into place only when every
+language has arrived; an interrupted download leaves nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import os
 import socket
 from pathlib import Path
 
+from rudder.atomic import staged_folder, swap_into_place
 from rudder.languages import check_languages
 from rudder.optional import require
-
-from .staging import publish, staging
 
 HOSTS = ("raw.githubusercontent.com", "huggingface.co")
 PROCESSORS = "tokenize,pos,lemma,depparse"
@@ -58,7 +57,7 @@ def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list
             ) from None
     stanza = require("stanza", "heuristics")
 
-    with staging(model_dir, "download") as stage:
+    with staged_folder(model_dir / "download") as stage:
         for lang in langs:
             try:
                 stanza.download(
@@ -70,6 +69,6 @@ def download_models(langs, model_dir, timeout: float = 5.0, check=probe) -> list
                     f"{_offline_hint(model_dir)}"
                 ) from error
         for lang in langs:
-            publish(stage / lang, model_dir / lang)
-        os.replace(stage / "resources.json", model_dir / "resources.json")
+            swap_into_place(stage / lang, model_dir / lang)
+        swap_into_place(stage / "resources.json", model_dir / "resources.json")
     return langs

@@ -3,7 +3,7 @@
 Each caption is tagged (a Stanza or lexicon tagger, through the tag cache), its nouns and
 verbs extracted (:mod:`heuristics.nouns_verbs`) and mapped to concept ids
 (:mod:`heuristics.classes`). The new ``captions`` tables replace the old ones with
-:func:`rudder.data.layout.replace_tables` (all splits or none), so a failed run leaves the
+:func:`rudder.data.layout_writer.replace_tables` (all splits or none), so a failed run leaves the
 dataset unchanged. The statistics one tunes alpha on come from
 :func:`rudder.supervision.partial_labels` over the class sets: for each query caption of a
 split, the number of *other* captions of the split that are positive, partial or
@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder, replace_tables
+from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder
+from rudder.data.layout_writer import replace_tables
 from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
 from rudder.languages import check_language
 

@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from rudder.data.card import ensure_config
-from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder, replace_tables
+from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
+from rudder.data.layout_writer import replace_tables
 from rudder.labels import PAIR_LABELS, PairLabel
 
 VIDEO_ANNOTATOR = "video-heuristic"

@@ -9,9 +9,10 @@ used here, and the feature head slows training). No pretrained vectors or charac
 ``<lang>/lemma/default.pt``, ``<lang>/rudder_tagger.json`` (data, options, wall-clock
 and CPU seconds of training). A treebank without lemmas (all ``_``, as te_mtg) trains no
 lemmatizer; the tagger then uses the word form as its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger` loads. The language folder is
-built in a staging folder beside it (:mod:`heuristics.staging`) and renamed into place: a
-failed, interrupted or killed run leaves nothing. Progress (Stanza's step, loss and dev-score
-lines) goes to stderr unless ``progress=False``; ``verbose=True`` shows Stanza's whole log.
+built in a staging folder beside it (:func:`rudder.atomic.staged_folder`) and renamed into
+place: a failed, interrupted or killed run leaves nothing. Progress (Stanza's step, loss and
+dev-score lines) goes to stderr unless ``progress=False``; ``verbose=True`` shows Stanza's
+whole log.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from rudder.atomic import staged_folder, swap_into_place
 from rudder.languages import check_language
 from rudder.optional import require
 
 from .conllu import read_conllu, surface_sentence, write_conllu
 from .nouns_verbs import normalise
-from .staging import publish, staging
 from .taggers import MODEL_INFO
 
 # Network sizes: "tiny" for tests (seconds), "small" the default (minutes on 2 shared
@@ -274,7 +275,7 @@ def train_tagger(
     threads = torch.get_num_threads()
     torch.set_num_threads(options.threads)
     try:
-        with _stanza_log(verbose, progress, level), staging(out_dir, lang) as stage:
+        with _stanza_log(verbose, progress, level), staged_folder(out_dir / lang) as stage:
             data = stage / "data"
             write_conllu(train, data / "train.conllu")
             write_conllu(dev, data / "dev.conllu")
@@ -330,7 +331,7 @@ def train_tagger(
             (stage / MODEL_INFO).write_text(
                 json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8"
             )
-            publish(stage, out_dir / lang)
+            swap_into_place(stage, out_dir / lang)
         resources = out_dir / "resources.json"
         if not resources.exists():
             resources.write_text("{}\n", encoding="utf-8")

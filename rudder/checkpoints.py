@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from rudder.atomic import replacing
 from rudder.errors import RudderError, RunError
 
 # 2: plain values only, read with weights_only=True (1 pickled arbitrary objects).
@@ -23,10 +24,8 @@ CHECKPOINT_VERSION = 2
 
 def atomic_torch_save(obj, path: Path) -> None:
     """``torch.save`` through a temporary file and a rename (readers never see half a file)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def link_or_copy(source: Path, target: Path) -> None:
@@ -35,14 +34,11 @@ def link_or_copy(source: Path, target: Path) -> None:
     a copy where the file system has no hard links."""
     import shutil
 
-    source, target = Path(source), Path(target)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
+    with replacing(target) as tmp:
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
 
 
 def read_plain(path, map_location="cpu", error: type[RudderError] = RunError):

@@ -23,12 +23,11 @@ agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.index
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
+from rudder.atomic import replacing
 from rudder.checkpoints import read_plain
 from rudder.errors import RudderError
 from rudder.topk import chunk_topk, merge_topk, sorted_by_score
@@ -332,8 +331,6 @@ class VideoIndex:
     # ------------------------------------------------------------------ disk
     def save(self, path) -> None:
         """Write the index atomically (temporary file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "version": INDEX_VERSION,
             "key": self.key,
@@ -342,9 +339,8 @@ class VideoIndex:
             "embeddings": self.embeddings,
             "available": self.available,
         }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            torch.save(state, tmp)
 
     @classmethod
     def load(cls, path) -> VideoIndex:

@@ -4,20 +4,13 @@ ties, the oneDNN and plain products, caching, faiss."""
 import math
 
 import numpy as np
-import pyarrow as pa
 import pytest
 import torch
 
 from rudder import index as index_module
 from rudder import index_cache
-from rudder.data.layout import (
-    Card,
-    DatasetFolder,
-    DatasetMeta,
-    DatasetWriter,
-    ExpertInfo,
-    LayoutError,
-)
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.index import (
     SearchIndexError,
     SearchResult,
@@ -27,6 +20,9 @@ from rudder.index_cache import load_or_build
 from rudder.index_faiss import FaissSearch
 from rudder.models import CollaborativeExperts, ModelConfig
 from rudder.topk import chunk_topk, merge_topk
+
+from .factories import caption
+from .factories import write_dataset as write_tiny_dataset
 
 EXPERTS = {"scene": ExpertInfo(10), "object": ExpertInfo(6), "audio@mr": ExpertInfo(4, True)}
 
@@ -236,41 +232,28 @@ def test_save_load_roundtrip(tmp_path, encoded):
 def write_dataset(path, experts=EXPERTS, n=14):
     rng = np.random.default_rng(0)
     ids = [f"v{i:02d}" for i in range(n)]
-    meta = DatasetMeta("index-test", "1", ["en"], dict(experts))
-    with DatasetWriter(path, meta, Card("t", "t")) as writer:
-        writer.write_videos(
-            pa.table(
-                {
-                    "video_id": ids,
-                    "duration": [5.0] * n,
-                    "split": ["train"] * (n - 4) + ["test"] * 4,
-                    "experts": [sorted(experts)] * n,
-                }
-            )
+    rows = [caption(f"{v}-en", v, "en", f"make toy {i}", end=1.0) for i, v in enumerate(ids)]
+    features = {
+        name: (
+            info,
+            ids,
+            [rng.normal(size=(2, info.dim)) for _ in ids]
+            if info.variable_length
+            else rng.normal(size=(n, info.dim)),
         )
-        writer.write_captions(
-            pa.Table.from_pylist(
-                [
-                    {
-                        "caption_id": f"{v}-en",
-                        "video_id": v,
-                        "lang": "en",
-                        "text": f"make toy {i}",
-                        "start": 0.0,
-                        "end": 1.0,
-                        "kind": "caption",
-                        "machine_translated": False,
-                    }
-                    for i, v in enumerate(ids)
-                ]
-            )
-        )
-        for name, info in experts.items():
-            if info.variable_length:
-                feats = [rng.normal(size=(2, info.dim)) for _ in ids]
-            else:
-                feats = rng.normal(size=(n, info.dim))
-            writer.write_expert(name, [(ids, feats)])
+        for name, info in experts.items()
+    }
+    splits = dict(zip(ids, ["train"] * (n - 4) + ["test"] * 4))
+    write_tiny_dataset(
+        path,
+        splits,
+        rows,
+        features,
+        languages=["en"],
+        name="index-test",
+        duration=5.0,
+        card=Card("t", "t"),
+    )
     return DatasetFolder(path)
 
 

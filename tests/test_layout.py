@@ -8,17 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rudder.data.layout import (
-    Card,
-    DatasetFolder,
-    DatasetMeta,
-    DatasetWriter,
-    ExpertInfo,
-    LayoutError,
-    parse_expert,
-    replace_tables,
-)
-from rudder.data.staging import sweep
+from rudder.atomic import sweep
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, DatasetMeta, ExpertInfo, LayoutError, parse_expert
+from rudder.data.layout_writer import DatasetWriter, replace_tables
 
 
 def _meta():
@@ -166,7 +159,8 @@ import sys, time
 sys.path.insert(0, {tests!r})
 import numpy as np
 from test_layout import _meta, _videos, _captions, Card, DatasetWriter
-from rudder.data import layout
+from rudder.data import layout_writer
+from rudder.data.layout import DatasetFolder
 mode, target = sys.argv[1], sys.argv[2]
 if mode == "build":
     with DatasetWriter(target, _meta(), Card("T", "d"), overwrite=True) as writer:
@@ -174,13 +168,13 @@ if mode == "build":
         print("staged", flush=True)
         time.sleep(60)
 else:
-    write = layout.pq.write_table
+    write = layout_writer.pq.write_table
     def slow_write(table, path):
         write(table, path)
         print("staged", flush=True)
         time.sleep(60)
-    layout.pq.write_table = slow_write
-    layout.replace_tables(target, "captions", {{"train": layout.DatasetFolder(target).captions("test")}})
+    layout_writer.pq.write_table = slow_write
+    layout_writer.replace_tables(target, "captions", {{"train": DatasetFolder(target).captions("test")}})
 """
 
 

@@ -4,7 +4,8 @@ A dataset is a folder that ``datasets.load_dataset(folder, config)`` loads as th
 
 ```
 README.md                         dataset card; YAML ``configs:`` block lists every config
-rudder.json                       metadata: name, version, languages, experts {name: dim, variable_length}
+rudder.json                       metadata: name, version, languages,
+                                  experts {name: dim, variable_length}
 captions/{train,validation,test}.parquet
 videos/{train,validation,test}.parquet
 features/<expert>/{train,validation,test}.parquet    config ``features.<expert>``
@@ -16,38 +17,24 @@ relations/all.parquet             optional config ``relations`` (split ``train``
 
 Splits are by video. Columns follow DESIGN.md; ``videos.experts`` lists the experts a video
 has, and a features file holds rows only for those videos (availability is never a zero
-vector). :class:`DatasetWriter` writes into a hidden staging sibling and renames it into
-place when :meth:`DatasetWriter.close` succeeds, so a failed or killed build leaves nothing
-behind (see :mod:`rudder.data.staging`); every rewrite refreshes the card's data digests so
-``datasets.load_dataset`` does not serve a stale cache (see :mod:`rudder.data.card`).
+vector). This module holds the schema (column types, names, metadata) and the reader,
+:class:`DatasetFolder`; :mod:`rudder.data.layout_writer` writes and rewrites folders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.card import SPLITS, Card, refresh_digests, render_card
-from rudder.data.staging import (
-    held_termination,
-    remove,
-    staging_path,
-    swap_into_place,
-    sweep,
-    terminate_cleanly,
-)
+from rudder.data.card import SPLITS
 from rudder.errors import RudderError
-from rudder.labels import PairLabel
-from rudder.languages import SUPPORTED, check_language
+from rudder.languages import check_language
 
 EXPERT_KINDS = ("scene", "object", "action", "audio", "speech", "ocr", "face", "motion", "rgb")
 CAPTION_KINDS = ("caption", "listing", "describing", "narration", "paragraph")
@@ -64,7 +51,6 @@ CAPTIONS_SCHEMA = pa.schema(
         ("machine_translated", pa.bool_()),
     ]
 )
-# Columns that ``heuristics`` (or a generator with manual marks) adds to ``captions``.
 # The noun/verb columns ``python -m heuristics label`` (or a manual annotation) adds to the
 # captions; not pair labels (:mod:`rudder.labels`).
 NOUN_VERB_COLUMNS = ("nouns", "verbs", "noun_classes", "verb_classes")
@@ -159,221 +145,9 @@ class DatasetMeta:
             raise LayoutError(f"{source}: not a valid rudder.json ({error})") from error
 
 
-class DatasetWriter:
-    """Write a dataset folder atomically, one expert at a time.
-
-    Use as a context manager; on an exception, or SIGTERM inside the block, the staging
-    folder is removed and ``out_dir`` is left as it was; staging left by a killed earlier
-    writer of ``out_dir`` is cleaned first. ``overwrite=False`` refuses an existing ``out_dir``.
-    """
-
-    def __init__(self, out_dir, meta: DatasetMeta, card: Card, overwrite: bool = False):
-        self.out_dir = Path(out_dir)
-        sweep(self.out_dir)
-        if self.out_dir.exists() and not overwrite:
-            raise LayoutError(f"{self.out_dir} already exists; pass overwrite=True (--overwrite)")
-        self.meta, self.card = meta, card
-        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = staging_path(self.out_dir, "staging")
-        self.tmp.mkdir()
-        self.video_split: dict[str, str] = {}
-        self.counts: dict[tuple[str, str], int] = {}
-        self.has_relations = False
-        self._signals = ExitStack()
-        self.caption_split: dict[str, str] = {}
-
-    def __enter__(self):
-        self._signals.enter_context(terminate_cleanly())
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        with self._signals:
-            try:
-                if exc_type is None:
-                    self.close()
-            finally:
-                remove(self.tmp)  # gone after a successful close; the staging after a failure
-        return False
-
-    def _write_split_tables(self, folder: str, config: str, table: pa.Table, split_column) -> None:
-        (self.tmp / folder).mkdir(parents=True, exist_ok=True)
-        splits = np.asarray(split_column, dtype=object)
-        for split in SPLITS:
-            part = table.filter(pa.array(splits == split))
-            pq.write_table(part, self.tmp / folder / f"{split}.parquet")
-            self.counts[(config, split)] = part.num_rows
-
-    def write_videos(self, videos: pa.Table) -> None:
-        """Write the ``videos`` config; its ``split`` column decides every other split."""
-        videos = videos.cast(VIDEOS_SCHEMA) if videos.schema != VIDEOS_SCHEMA else videos
-        ids = videos.column("video_id").to_pylist()
-        splits = videos.column("split").to_pylist()
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise LayoutError(f"videos: duplicate video_id {dup!r}")
-        bad = sorted({s for s in splits if s not in SPLITS})
-        if bad:
-            raise LayoutError(f"videos: unknown split(s) {bad}; use {list(SPLITS)}")
-        for experts in videos.column("experts").to_pylist():
-            for expert in experts:
-                if expert not in self.meta.experts:
-                    raise LayoutError(f"videos: expert {expert!r} is not declared in the metadata")
-        self.video_split = dict(zip(ids, splits))
-        self._write_split_tables("videos", "videos", videos, splits)
-
-    def _splits_of(self, video_ids, what: str) -> list[str]:
-        if not self.video_split:
-            raise LayoutError("write_videos must be called before " + what)
-        try:
-            return [self.video_split[v] for v in video_ids]
-        except KeyError as error:
-            raise LayoutError(f"{what}: unknown video_id {error.args[0]!r}") from None
-
-    def write_captions(self, captions: pa.Table) -> None:
-        """Write the ``captions`` config (base columns, plus the noun/verb columns when present)."""
-        missing = [c for c in CAPTIONS_SCHEMA.names if c not in captions.column_names]
-        if missing:
-            raise LayoutError(f"captions: missing column(s) {missing}")
-        ids = captions.column("caption_id").to_pylist()
-        if len(set(ids)) != len(ids):
-            raise LayoutError("captions: caption_id values must be unique")
-        for i, lang in enumerate(captions.column("lang").to_pylist()):
-            if lang not in SUPPORTED:
-                check_language(lang, where=f"captions row {i} (caption_id {ids[i]!r})")
-        splits = self._splits_of(captions.column("video_id").to_pylist(), "captions")
-        self._write_split_tables("captions", "captions", captions, splits)
-        self.caption_split = dict(zip(ids, splits))
-
-    def write_text_features(self, dim: int, batches) -> None:
-        """Stream ``(caption_ids, arrays)`` batches into the ``text_features`` config: one
-        ``(n_i, dim)`` float array of token vectors per caption (captions written first)."""
-        if not self.caption_split:
-            raise LayoutError("write_captions must be called before write_text_features")
-        info = ExpertInfo(dim, variable_length=True)
-
-        def splits_of(caption_ids):
-            try:
-                return [self.caption_split[c] for c in caption_ids]
-            except KeyError as error:
-                raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
-
-        counts = self._stream_by_split(
-            self.tmp / "text_features", "caption_id", pa.list_(pa.list_(pa.float32(), dim)), batches,
-            splits_of, lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
-        )
-        for split, rows in counts.items():
-            self.counts[("text_features", split)] = rows
-        self.meta.text_features_dim = dim
-
-    def write_expert(self, expert: str, batches) -> None:
-        """Stream ``(video_ids, features)`` batches of one expert into its config.
-
-        ``features`` is a float array ``(n, D)`` for fixed-size experts, or a list of
-        ``(n_i, D)`` arrays for variable-length ones. Rows are checked for dimension and
-        finiteness; only one batch is held in memory at a time.
-        """
-        info = self.meta.experts.get(expert)
-        if info is None:
-            raise LayoutError(f"expert {expert!r} is not declared in the metadata")
-        item = pa.list_(pa.float32(), info.dim)
-        counts = self._stream_by_split(
-            self.tmp / "features" / expert, "video_id", pa.list_(item) if info.variable_length else item,
-            batches, lambda ids: self._splits_of(ids, f"features.{expert}"),
-            lambda ids, features, kind: _feature_column(expert, ids, features, info, kind),
-        )
-        for split, rows in counts.items():
-            self.counts[(expert_config(expert), split)] = rows
-
-    @staticmethod
-    def _stream_by_split(folder: Path, key: str, feature_type, batches, splits_of, column_of) -> dict:
-        """Write ``(keys, values)`` batches as ``<folder>/<split>.parquet`` files with columns
-        ``key`` and ``feature`` (``column_of(keys, values, feature_type)``), each row to the
-        split ``splits_of(keys)`` names; one batch in memory at a time. Rows per split."""
-        schema = pa.schema([(key, pa.string()), ("feature", feature_type)])
-        folder.mkdir(parents=True, exist_ok=True)
-        # Dictionary-encoding float vectors is slow and useless; only ids may repeat.
-        writers = {s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=[key]) for s in SPLITS}
-        counts = dict.fromkeys(SPLITS, 0)
-        try:
-            for keys, values in batches:
-                keys = list(keys)
-                splits = np.asarray(splits_of(keys), dtype=object)
-                table = pa.table({key: pa.array(keys, pa.string()), "feature": column_of(keys, values, feature_type)})
-                for split in SPLITS:
-                    part = table.filter(pa.array(splits == split))
-                    if part.num_rows:
-                        writers[split].write_table(part)
-                        counts[split] += part.num_rows
-        finally:
-            for writer in writers.values():
-                writer.close()
-        return counts
-
-    def write_relations(self, relations: pa.Table) -> None:
-        """Write the optional ``relations`` config (pair labels 0..3,
-        :class:`rudder.labels.PairLabel`)."""
-        relations = relations.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
-        labels = relations.column("label").to_numpy()
-        if labels.size and (labels.min() < min(PairLabel) or labels.max() > max(PairLabel)):
-            raise LayoutError("relations: label must be 0 negative, 1 partial, 2 positive, 3 description")
-        (self.tmp / "relations").mkdir(exist_ok=True)
-        pq.write_table(relations, self.tmp / "relations" / "all.parquet")
-        self.counts[("relations", "train")] = relations.num_rows
-        self.has_relations = True
-
-    def close(self) -> None:
-        """Write metadata and card, then move the folder into place."""
-        if not self.video_split:
-            raise LayoutError("a dataset needs a videos config")
-        for expert in self.meta.experts:
-            if not (self.tmp / "features" / expert).exists():
-                raise LayoutError(f"expert {expert!r} is declared but no features were written")
-        for (config, split), rows in self.counts.items():
-            if rows == 0:
-                folder = "features/" + config[len("features."):] if config.startswith("features.") else config
-                (self.tmp / folder / f"{split}.parquet").unlink(missing_ok=True)
-        (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
-        card = render_card(self.meta, self.card, self.counts, self.has_relations)
-        (self.tmp / "README.md").write_text(card, encoding="utf-8")
-        refresh_digests(self.tmp)
-        swap_into_place(self.tmp, self.out_dir)
-
-
-def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type) -> pa.Array:
-    """Validate one batch of features and turn it into an Arrow column."""
-    if info.variable_length:
-        arrays = [np.asarray(f, dtype=np.float32) for f in features]
-        for vid, arr in zip(video_ids, arrays):
-            _check_feature(expert, vid, arr, info.dim, ndim=2)
-        flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, np.float32)
-        rows = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), info.dim)
-        offsets = np.concatenate([[0], np.cumsum([len(a) for a in arrays])]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets), rows).cast(feature_type)
-    matrix = np.asarray(features, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != len(video_ids):
-        raise LayoutError(
-            f"features.{expert}: expected a ({len(video_ids)}, {info.dim}) batch, got shape {matrix.shape}"
-        )
-    for vid, row in zip(video_ids, matrix):
-        _check_feature(expert, vid, row, info.dim, ndim=1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1), pa.float32()), info.dim)
-
-
-def _check_feature(expert: str, video_id: str, array: np.ndarray, dim: int, ndim: int) -> None:
-    if array.ndim != ndim or array.shape[-1] != dim or (ndim == 2 and array.shape[0] == 0):
-        want = f"({dim},)" if ndim == 1 else f"(n>0, {dim})"
-        raise LayoutError(
-            f"features.{expert}: video {video_id!r} has shape {array.shape}, expected {want}"
-        )
-    if not np.isfinite(array).all():
-        raise LayoutError(
-            f"features.{expert}: video {video_id!r} has NaN or inf values; "
-            "drop the video from this expert (it is then marked unavailable) or fix the file"
-        )
-
-
 class DatasetFolder:
-    """Read access to a dataset folder written by :class:`DatasetWriter` (or a Hub snapshot)."""
+    """Read access to a dataset folder written by
+    :class:`rudder.data.layout_writer.DatasetWriter` (or a Hub snapshot)."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -420,7 +194,7 @@ class DatasetFolder:
         return self._read(f"features/{expert}", split)
 
     def text_features_file(self, split: str) -> pq.ParquetFile:
-        """The ``text_features`` parquet file of a split, opened for reading row group by row group."""
+        """The ``text_features`` parquet file of a split, to read row group by row group."""
         if not self.meta.text_features_dim:
             raise LayoutError(
                 f"{self.root} has no text_features config; build it with --text-features "
@@ -443,30 +217,3 @@ class DatasetFolder:
             digest.update(str(path.stat().st_size).encode())
         digest.update((self.root / "rudder.json").read_bytes())
         return digest.hexdigest()[:16]
-
-
-def replace_tables(root, folder: str, tables: dict[str, pa.Table]) -> None:
-    """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, all or nothing.
-
-    Every new file is staged beside its target first; only when all are written are they
-    renamed into place and the card's data digests refreshed, so a failure (or SIGTERM)
-    leaves the dataset unchanged and no staged file behind; staging a killed earlier call
-    left is removed first.
-    """
-    root = Path(root)
-    staged = []
-    with terminate_cleanly():
-        try:
-            for split, table in tables.items():
-                target = root / folder / f"{split}.parquet"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                sweep(target)
-                staged.append((staging_path(target, "tmp"), target))
-                pq.write_table(table, staged[-1][0])
-            with held_termination():
-                for tmp, target in staged:
-                    os.replace(tmp, target)
-                refresh_digests(root, folder)
-        finally:
-            for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)

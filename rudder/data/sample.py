@@ -19,22 +19,21 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from rudder.atomic import staged_folder
+from rudder.data.card import Card
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
     NOUN_VERB_COLUMNS,
-    Card,
     DatasetMeta,
-    DatasetWriter,
     ExpertInfo,
     LayoutError,
 )
+from rudder.data.layout_writer import DatasetWriter
 from rudder.data.sample_text import (
     ACTION_ARGS,
     ACTIONS,
@@ -387,26 +386,23 @@ def cache_root() -> Path:
 def sample_dataset_path() -> Path:
     """The sample dataset folder ``<cache>/sample-v<version>``, built once if absent.
 
-    Builds into a private temporary folder and renames it into place, so concurrent callers
-    never see a half-written dataset; when another process wins the race its copy is used.
+    Builds in a staging folder beside it (:func:`rudder.atomic.staged_folder`) and renames
+    the result into place, never over a copy another process finished first (that copy is
+    used): concurrent callers never see a half-written dataset.
     """
     target = cache_root() / f"sample-v{SAMPLE_VERSION}"
     if (target / "rudder.json").is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        built = build_sample(staging / target.name)
+    with staged_folder(target) as stage:
+        built = build_sample(stage / target.name)
         try:
-            os.rename(built, target)
+            os.rename(built, target)  # not os.replace: fails when another process won the race
         except OSError as error:
             if not (target / "rudder.json").is_file():
                 raise LayoutError(
                     f"cannot create the sample dataset at {target} ({error}); remove that folder "
                     "or set RUDDER_CACHE to a writable directory"
                 ) from error
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

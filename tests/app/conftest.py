@@ -7,12 +7,14 @@ tests depend only on the model code and the dataset layout.
 import socket
 
 import numpy as np
-import pyarrow as pa
 import pytest
 import torch
 
 import app  # noqa: F401  (turns analytics off before gradio is imported)
-from rudder.data.layout import Card, DatasetFolder, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import DatasetFolder, ExpertInfo
+
+from ..factories import caption, write_dataset
 
 # concept id -> (mr, hi, ta, te, en)
 NOUNS = {
@@ -43,7 +45,6 @@ def caption_text(noun: str, verb: str, lang: str) -> str:
 def build_app_dataset(path, num_videos: int = 30, seed: int = 0):
     """Videos with one noun and one verb each; captions in all five languages."""
     rng = np.random.default_rng(seed)
-    meta = DatasetMeta("app-test", "1", list(LANGS), dict(EXPERTS))
     video_ids = [f"v{i:03d}" for i in range(num_videos)]
     splits = ["train"] * (num_videos - 12) + ["validation"] * 6 + ["test"] * 6
     nouns, verbs = list(NOUNS), list(VERBS)
@@ -57,46 +58,40 @@ def build_app_dataset(path, num_videos: int = 30, seed: int = 0):
                 else caption_text(noun, verb, lang)
             )
             rows.append(
-                {
-                    "caption_id": f"{vid}-{lang}",
-                    "video_id": vid,
-                    "lang": lang,
-                    "text": text,
-                    "start": float(i % 4),
-                    "end": float(i % 4) + 3.5,
-                    "kind": "caption",
-                    "machine_translated": lang in ("ta", "te"),
-                    "nouns": [NOUNS[noun][LANGS.index(lang)]],
-                    "verbs": [VERBS[verb][LANGS.index(lang)]],
-                    "noun_classes": [noun],
-                    "verb_classes": [verb],
-                }
+                caption(
+                    f"{vid}-{lang}",
+                    vid,
+                    lang,
+                    text,
+                    start=float(i % 4),
+                    end=float(i % 4) + 3.5,
+                    machine_translated=lang in ("ta", "te"),
+                    nouns=[NOUNS[noun][LANGS.index(lang)]],
+                    verbs=[VERBS[verb][LANGS.index(lang)]],
+                    noun_classes=[noun],
+                    verb_classes=[verb],
+                )
             )
-    has_audio = [i % 3 != 0 for i in range(num_videos)]
-    with DatasetWriter(
-        path, meta, Card("App test", "Five-language test dataset for the app.")
-    ) as writer:
-        writer.write_videos(
-            pa.table(
-                {
-                    "video_id": video_ids,
-                    "duration": [10.0] * num_videos,
-                    "split": splits,
-                    "experts": [
-                        ["scene", "object", "audio@mr"] if a else ["scene", "object"]
-                        for a in has_audio
-                    ],
-                }
-            )
-        )
-        writer.write_captions(pa.Table.from_pylist(rows))
-        writer.write_expert("scene", [(video_ids, rng.normal(size=(num_videos, 16)))])
-        writer.write_expert("object", [(video_ids, rng.normal(size=(num_videos, 8)))])
-        audio_ids = [v for v, a in zip(video_ids, has_audio) if a]
-        writer.write_expert(
-            "audio@mr",
-            [(audio_ids, [rng.normal(size=(2 + j % 3, 6)) for j in range(len(audio_ids))])],
-        )
+    audio_ids = [v for i, v in enumerate(video_ids) if i % 3 != 0]
+    features = {
+        "scene": (EXPERTS["scene"], video_ids, rng.normal(size=(num_videos, 16))),
+        "object": (EXPERTS["object"], video_ids, rng.normal(size=(num_videos, 8))),
+        "audio@mr": (
+            EXPERTS["audio@mr"],
+            audio_ids,
+            [rng.normal(size=(2 + j % 3, 6)) for j in range(len(audio_ids))],
+        ),
+    }
+    card = Card("App test", "Five-language test dataset for the app.")
+    write_dataset(
+        path,
+        dict(zip(video_ids, splits)),
+        rows,
+        features,
+        languages=LANGS,
+        name="app-test",
+        card=card,
+    )
     return DatasetFolder(path)
 
 
@@ -120,7 +115,6 @@ def build_segment_dataset(path, num_videos: int = 12):
     noun ``(i + 2) % 5``.
     """
     langs = ("mr", "hi", "en")
-    meta = DatasetMeta("segments", "1", list(langs), {"scene": ExpertInfo(16)})
     video_ids = [f"s{i:02d}" for i in range(num_videos)]
     nouns, verbs = list(NOUNS), list(VERBS)
     rows = []
@@ -129,32 +123,29 @@ def build_segment_dataset(path, num_videos: int = 12):
         for s, (noun, verb) in enumerate(segments):
             for lang in langs if s == 0 else ("mr", "en"):
                 rows.append(
-                    {
-                        "caption_id": f"{vid}-{lang}-{s}",
-                        "video_id": vid,
-                        "lang": lang,
-                        "text": caption_text(noun, verb, lang),
-                        "start": 5.0 * s,
-                        "end": 5.0 * s + 5.0,
-                        "kind": "describing",
-                        "machine_translated": False,
-                    }
+                    caption(
+                        f"{vid}-{lang}-{s}",
+                        vid,
+                        lang,
+                        caption_text(noun, verb, lang),
+                        start=5.0 * s,
+                        end=5.0 * s + 5.0,
+                        kind="describing",
+                    )
                 )
     splits = ["train"] * (num_videos - 4) + ["validation"] * 2 + ["test"] * 2
     rng = np.random.default_rng(1)
-    with DatasetWriter(path, meta, Card("Segments", "Two aligned segments per video.")) as writer:
-        writer.write_videos(
-            pa.table(
-                {
-                    "video_id": video_ids,
-                    "duration": [10.0] * num_videos,
-                    "split": splits,
-                    "experts": [["scene"]] * num_videos,
-                }
-            )
-        )
-        writer.write_captions(pa.Table.from_pylist(rows))
-        writer.write_expert("scene", [(video_ids, rng.normal(size=(num_videos, 16)))])
+    features = {"scene": (ExpertInfo(16), video_ids, rng.normal(size=(num_videos, 16)))}
+    card = Card("Segments", "Two aligned segments per video.")
+    write_dataset(
+        path,
+        dict(zip(video_ids, splits)),
+        rows,
+        features,
+        languages=langs,
+        name="segments",
+        card=card,
+    )
     return DatasetFolder(path)
 
 

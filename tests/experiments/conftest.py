@@ -1,87 +1,9 @@
 """A tiny labelled dataset (with manual relations) and a tiny suite: runner tests in seconds."""
 
-import numpy as np
-import pyarrow as pa
 import pytest
 import yaml
 
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
-
-NOUNS = {
-    "n:bottle": ("bottle", "बाटली"),
-    "n:straw": ("straw", "स्ट्रॉ"),
-    "n:magnet": ("magnet", "चुंबक"),
-    "n:card": ("card", "कार्ड"),
-    "n:balloon": ("balloon", "फुगा"),
-}
-VERBS = {"v:cut": ("cut", "कापा"), "v:glue": ("glue", "चिकटवा")}
-
-
-def build_tiny_dataset(path, num_videos=30, seed=0):
-    """Videos with 2 materials and 1 action, mr and en captions, noisy feature codes, relations."""
-    rng = np.random.default_rng(seed)
-    nouns, verbs = list(NOUNS), list(VERBS)
-    dim = len(nouns) + len(verbs)
-    meta = DatasetMeta(
-        "tiny", "1", ["mr", "en"], {"object": ExpertInfo(8), "audio@mr": ExpertInfo(4, True)}
-    )
-    ids = [f"v{i:02d}" for i in range(num_videos)]
-    split = ["train"] * 18 + ["validation"] * 4 + ["test"] * (num_videos - 22)
-    rows, codes = [], np.zeros((num_videos, dim))
-    for i, vid in enumerate(ids):
-        n = rng.choice(len(nouns), 2, replace=False)
-        v = int(rng.integers(len(verbs)))
-        codes[i, n] = 1
-        codes[i, len(nouns) + v] = 1
-        for lang, col in (("en", 0), ("mr", 1)):
-            words = [NOUNS[nouns[j]][col] for j in n]
-            verb = VERBS[verbs[v]][col]
-            rows.append(
-                {
-                    "caption_id": f"{vid}-{lang}",
-                    "video_id": vid,
-                    "lang": lang,
-                    "text": f"{verb} {words[0]} {words[1]}",
-                    "start": 0.0,
-                    "end": 5.0,
-                    "kind": "describing",
-                    "machine_translated": False,
-                    "nouns": words,
-                    "verbs": [verb],
-                    "noun_classes": [nouns[j] for j in n],
-                    "verb_classes": [verbs[v]],
-                }
-            )
-    with DatasetWriter(path, meta, Card("Tiny", "Tiny synthetic test dataset.")) as writer:
-        writer.write_videos(
-            pa.table(
-                {
-                    "video_id": ids,
-                    "duration": [10.0] * num_videos,
-                    "split": split,
-                    "experts": [["object", "audio@mr"]] * num_videos,
-                }
-            )
-        )
-        writer.write_captions(pa.Table.from_pylist(rows))
-        writer.write_expert(
-            "object",
-            [(ids, codes @ rng.normal(size=(dim, 8)) + 0.3 * rng.normal(size=(num_videos, 8)))],
-        )
-        audio = codes @ rng.normal(size=(dim, 4))
-        writer.write_expert("audio@mr", [(ids, [np.tile(a, (2, 1)) for a in audio])])
-        writer.write_relations(
-            pa.table(
-                {
-                    "caption_id_a": ["v00-mr", "v01-mr"],
-                    "caption_id_b": ["v01-mr", "v02-mr"],
-                    "label": [1, 0],
-                    "annotator": ["a", "a"],
-                }
-            )
-        )
-    return path
-
+from ..factories import concept_dataset
 
 FAST = {
     "epochs": 1,
@@ -115,7 +37,16 @@ def write_suite(root, name, rows, **meta):
 
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory):
-    return build_tiny_dataset(tmp_path_factory.mktemp("data") / "tiny")
+    return concept_dataset(
+        tmp_path_factory.mktemp("data") / "tiny",
+        30,
+        split_counts=(18, 4),
+        object_dim=8,
+        audio_dim=4,
+        audio_frames=2,
+        audio_missing_every=0,
+        relations=[("v000-mr", "v001-mr", 1, "a"), ("v001-mr", "v002-mr", 0, "a")],
+    )
 
 
 @pytest.fixture(scope="session")

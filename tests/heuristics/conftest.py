@@ -6,7 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rudder.data.layout import Card, DatasetMeta, DatasetWriter, ExpertInfo
+from rudder.data.card import Card
+from rudder.data.layout import ExpertInfo
+
+from ..factories import caption, write_dataset
 
 LEXICON = """concept_id\tpos\tlang\tlemma
 n:paper\tnoun\ten\tpaper
@@ -31,38 +34,28 @@ SPLIT = {"v1": "train", "v2": "train", "v3": "train", "v4": "test", "v5": "test"
 
 
 def build_dataset(root, captions=CAPTIONS, extra_columns=None):
-    """Write a tiny dataset (one 4-d ``scene`` expert) with ``captions``."""
-    meta = DatasetMeta(
-        name="tiny", version="1.0", languages=["en", "hi"], experts={"scene": ExpertInfo(4)}
+    """Write a tiny dataset (one 4-d ``scene`` expert) with ``captions``; ``extra_columns``
+    maps a column name to its values, one per caption."""
+    extra = {
+        k: v.to_pylist() if isinstance(v, pa.Array) else list(v)
+        for k, v in (extra_columns or {}).items()
+    }
+    rows = [
+        caption(cid, vid, lang, text, **{k: values[i] for k, values in extra.items()})
+        for i, (cid, vid, lang, text) in enumerate(captions)
+    ]
+    videos = sorted(SPLIT)
+    features = {"scene": (ExpertInfo(4), videos, np.eye(len(videos), 4, dtype=np.float32))}
+    card = Card(pretty_name="tiny", description="tiny test dataset")
+    return write_dataset(
+        root,
+        {v: SPLIT[v] for v in videos},
+        rows,
+        features,
+        languages=["en", "hi"],
+        version="1.0",
+        card=card,
     )
-    with DatasetWriter(
-        root, meta, Card(pretty_name="tiny", description="tiny test dataset")
-    ) as writer:
-        videos = sorted(SPLIT)
-        writer.write_videos(
-            pa.table(
-                {
-                    "video_id": videos,
-                    "duration": [10.0] * len(videos),
-                    "split": [SPLIT[v] for v in videos],
-                    "experts": [["scene"]] * len(videos),
-                }
-            )
-        )
-        columns = {
-            "caption_id": [c[0] for c in captions],
-            "video_id": [c[1] for c in captions],
-            "lang": [c[2] for c in captions],
-            "text": [c[3] for c in captions],
-            "start": pa.array([0.0] * len(captions), pa.float32()),
-            "end": pa.array([5.0] * len(captions), pa.float32()),
-            "kind": ["caption"] * len(captions),
-            "machine_translated": [False] * len(captions),
-        }
-        columns.update(extra_columns or {})
-        writer.write_captions(pa.table(columns))
-        writer.write_expert("scene", [(videos, np.eye(len(videos), 4, dtype=np.float32))])
-    return root
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ def test_partial_order_with_manual_relations(tiny_dataset, fast_args, tmp_path, 
     import pyarrow as pa
 
     from rudder import train
-    from rudder.data.layout import replace_tables
+    from rudder.data.layout_writer import replace_tables
 
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data)

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from rudder import train
-from rudder.data.layout import DatasetFolder, replace_tables
+from rudder.data.layout import DatasetFolder
+from rudder.data.layout_writer import replace_tables
 
 
 def error_line(capsys) -> str:

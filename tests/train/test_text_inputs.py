@@ -11,7 +11,8 @@ import torch
 from rudder import train
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, to_dict
 from rudder.data.card import Card
-from rudder.data.layout import DatasetFolder, DatasetWriter
+from rudder.data.layout import DatasetFolder
+from rudder.data.layout_writer import DatasetWriter
 from rudder.data.text_side import build_text_side
 from rudder.errors import RudderError
 from rudder.runs import encode_queries, load_run

@@ -89,7 +89,8 @@ def test_help(module, capsys):
 def test_resume_refuses_a_changed_dataset(tiny_dataset, fast_args, tmp_path, capsys):
     import shutil
 
-    from rudder.data.layout import DatasetFolder, replace_tables
+    from rudder.data.layout import DatasetFolder
+    from rudder.data.layout_writer import replace_tables
 
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data)

@@ -6,7 +6,7 @@ annotators, a reload or a restarted server all continue where the store says. A 
 tab (a Gradio session) *claims* the pair it shows (:meth:`AnnotationStore.claim`), so two
 tabs of one annotator never show the same pair. With a login (``--auth``) the annotator is
 the logged-in user, whatever the Annotator field says. The layout is in
-:mod:`app.annotate_layout`.
+:mod:`app.annotate_layout`, the HTML of the cards in :mod:`app.annotate_html`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,101 @@
+"""rudder.atomic: files replaced in one rename; staging folders removed on errors, Ctrl-C and
+SIGTERM, and after kill -9 at the next start."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from rudder.atomic import atomic_write_text, replacing, staged_folder, swap_into_place, sweep
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from rudder.atomic import staged_folder
+with staged_folder(Path(sys.argv[1]) / "en") as stage:
+    (stage / "pos").mkdir()
+    print(stage, flush=True)
+    time.sleep(60)
+"""
+
+
+def hidden(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def start_holder(parent):
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(parent)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    stage = process.stdout.readline().strip()
+    assert stage and os.path.isdir(stage)
+    return process, stage
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_removes_the_staging_folder(tmp_path, sig):
+    process, stage = start_holder(tmp_path)
+    assert hidden(tmp_path) == [os.path.basename(stage)]
+    process.send_signal(sig)
+    assert process.wait(timeout=30) != 0
+    assert hidden(tmp_path) == []
+
+
+def test_kill_9_leftover_is_removed_at_the_next_start(tmp_path):
+    process, stage = start_holder(tmp_path)
+    live, live_stage = start_holder(tmp_path)  # another run in the same folder, still alive
+    process.kill()
+    process.wait(timeout=30)
+    assert os.path.isdir(stage)  # SIGKILL cannot be caught
+    with staged_folder(tmp_path / "en") as mine:
+        assert not os.path.exists(stage)  # the dead process's folder is gone
+        assert len(hidden(tmp_path)) == 2  # the live one, ours
+        (mine / "pos").mkdir()
+        swap_into_place(mine, tmp_path / "en")
+    assert (tmp_path / "en" / "pos").is_dir()
+    assert hidden(tmp_path) == [os.path.basename(live_stage)]
+    live.kill()
+    live.wait(timeout=30)
+    assert sweep(tmp_path / "en") and hidden(tmp_path) == []
+
+
+def test_an_error_removes_the_staging_folder_and_a_swap_replaces(tmp_path):
+    with pytest.raises(RuntimeError), staged_folder(tmp_path / "mr") as stage:
+        (stage / "x").write_text("half")
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "mr").mkdir()
+    (tmp_path / "mr" / "old.txt").write_text("old")
+    with staged_folder(tmp_path / "mr") as stage:
+        (stage / "new.txt").write_text("new")
+        swap_into_place(stage, tmp_path / "mr")
+    assert [p.name for p in tmp_path.iterdir()] == ["mr"]
+    assert [p.name for p in (tmp_path / "mr").iterdir()] == ["new.txt"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handler restored
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    path = atomic_write_text(tmp_path / "sub" / "a.txt", "old")
+    with pytest.raises(OSError, match="disk full"), replacing(path) as tmp:
+        tmp.write_text("half")
+        raise OSError("disk full")
+    assert path.read_text() == "old" and os.listdir(path.parent) == ["a.txt"]
+    with replacing(path) as tmp:
+        tmp.write_text("new")
+        assert path.read_text() == "old"  # readers see the old file until the rename
+    assert path.read_text() == "new" and os.listdir(path.parent) == ["a.txt"]
+
+
+def test_a_temporary_left_by_a_killed_writer_is_swept(tmp_path):
+    code = (
+        "import os, sys\nfrom rudder.atomic import replacing\n"
+        "with replacing(sys.argv[1]) as tmp:\n    tmp.write_text('half')\n    os._exit(9)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.txt")], env=env, check=False)
+    assert done.returncode == 9
+    assert len(hidden(tmp_path)) == 1 and not (tmp_path / "a.txt").exists()
+    assert sweep(tmp_path / "a.txt") and hidden(tmp_path) == []
