@@ -285,7 +285,8 @@ def _ranked_relevance(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
     high = (bits >> 16).astype(np.uint16).reshape(-1).take(by_low)
     by_high = np.argsort(high, axis=1, kind="stable")
     by_high += offsets
-    return np.ascontiguousarray(rel).reshape(-1).take(by_low).reshape(-1).take(by_high)
+    by_low_rel = np.ascontiguousarray(rel).reshape(-1).take(by_low)  # ranked by the low bits
+    return by_low_rel.reshape(-1).take(by_high)
 
 
 def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
