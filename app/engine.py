@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rudder.index import VideoIndex, load_or_build, mixture_query
+from rudder.index import VideoIndex, mixture_query
+from rudder.index_cache import load_or_build
 from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from rudder.index import SearchResult, VideoIndex, _sorted_by_score, merge_topk, mixture_query
+from rudder.index import SearchResult, VideoIndex, mixture_query
+from rudder.topk import merge_topk, sorted_by_score
 
 
 class FaissSearch:
@@ -32,9 +33,9 @@ class FaissSearch:
             faiss.cvar.distance_compute_blas_threshold = blas_threshold
         self.index = index
         self.groups = []
-        for members, columns, pattern, matrix in index.pattern_groups():
+        for members, columns, pattern in index.pattern_groups():
             flat = faiss.IndexFlatIP(len(columns))
-            flat.add(matrix.numpy())
+            flat.add(index.group_matrix(members, columns).numpy())
             self.groups.append((members, columns, pattern, flat))
 
     @torch.no_grad()
@@ -51,4 +52,4 @@ class FaissSearch:
             denominator = (weights @ pattern).clamp_min(torch.finfo(torch.float32).tiny)
             found = (inner / denominator.unsqueeze(1), members[positions])
             best = found if best is None else merge_topk(best, found, k)
-        return SearchResult(*_sorted_by_score(*best))
+        return SearchResult(*sorted_by_score(*best))

@@ -252,9 +252,6 @@ def per_language_metrics(sims, caption_langs, query_masks=None) -> dict[str, dic
 
 
 # ----------------------------------------------------------------------------- nDCG / mAP
-_LOW = 0 if np.little_endian else 1  # the low 32-bit word of a uint64
-
-
 def _order_bits(block: np.ndarray) -> np.ndarray:
     """float32 -> uint32 whose ascending order is the descending order of the values, with
     -0.0 and 0.0 equal: the IEEE bits of x >= 0 flipped below the sign bit, those of x < 0
@@ -267,51 +264,29 @@ def _order_bits(block: np.ndarray) -> np.ndarray:
     return flip.view(np.uint32)
 
 
-def _sorted_keys(high: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """Each row's uint64 keys ``high << 32 | low``, sorted: a plain value sort of one word per
-    item, about twice as fast as a stable argsort."""
-    key = high.astype(np.uint64, order="C")  # C order even for a transposed input
-    key <<= np.uint64(32)
-    key |= low
-    key.sort(axis=1)
-    return key
+def _ranked_relevance(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """Each row's relevance in ranked order: by decreasing score, equal scores by lower column
+    first (a stable sort).
 
-
-def _words(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(high, low) 32-bit words of uint64 keys, as strided views."""
-    pair = key.view(np.uint32).reshape(*key.shape, 2)
-    return pair[..., 1 - _LOW], pair[..., _LOW]
-
-
-def _ranking(block: np.ndarray) -> np.ndarray:
-    """Each row's columns by decreasing score, equal scores by lower column first."""
-    cols = block.shape[1]
-    if block.dtype == np.float32 and cols < 2**32:
-        return _words(_sorted_keys(_order_bits(block), np.arange(cols, dtype=np.uint32)))[1]
-    return np.argsort(np.negative(block), axis=1, kind="stable")
-
-
-def _ranked_relevance(block: np.ndarray, rel: np.ndarray):
-    """Yield (row positions, each row's relevance in ranked order) covering every row of the
-    block, ranked by decreasing score with equal scores by lower column first.
-
-    float32 scores and relevance: one sort of ``order bits << 32 | relevance bits`` puts the
-    relevance in ranked order without a gather; equal scores then come out by relevance, so
-    the rows where a tie holds different relevance values are ranked again by column.
+    float32 scores: a least-significant-digit radix sort of their order bits
+    (:func:`_order_bits`), a stable argsort by the low 16 bits then by the high 16 bits
+    (numpy's stable argsort of 16-bit integers is a radix sort, linear in the row length),
+    carrying the relevance along; ties keep the column order without a separate pass. Other
+    dtypes: numpy's stable argsort of the negated scores.
     """
-    if block.dtype != np.float32 or rel.dtype != np.float32:
-        order = _ranking(block)
-        yield slice(None), np.take_along_axis(rel, order.astype(np.intp), axis=1)
-        return
-    order = _order_bits(block)
-    high, low = _words(_sorted_keys(order, rel.view(np.uint32)))
-    same_score = high[:, 1:] == high[:, :-1]
-    maybe = np.flatnonzero(same_score.any(axis=1))
-    redo = maybe[(same_score[maybe] & (low[maybe, 1:] != low[maybe, :-1])).any(axis=1)]
-    yield slice(None), low.view(np.float32)
-    if redo.size:
-        by_column = _words(_sorted_keys(order[redo], np.arange(rel.shape[1], dtype=np.uint32)))[1]
-        yield redo, np.take_along_axis(rel[redo], by_column.astype(np.intp), axis=1)
+    if block.dtype != np.float32:
+        order = np.argsort(np.negative(block), axis=1, kind="stable")
+        return np.take_along_axis(rel, order, axis=1)
+    rows, cols = block.shape
+    bits = _order_bits(block)
+    offsets = np.arange(0, rows * cols, cols)[:, None]  # row starts in the flattened block
+    by_low = np.argsort((bits & 0xFFFF).astype(np.uint16), axis=1, kind="stable")
+    by_low += offsets
+    high = (bits >> 16).astype(np.uint16).reshape(-1).take(by_low)
+    by_high = np.argsort(high, axis=1, kind="stable")
+    by_high += offsets
+    by_low_rel = np.ascontiguousarray(rel).reshape(-1).take(by_low)  # ranked by the low bits
+    return by_low_rel.reshape(-1).take(by_high)
 
 
 def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
@@ -368,12 +343,12 @@ def _relevance_scores(sims, relevance, query_masks, binary: bool, want: tuple[st
     ):
         _reject_nan(block, idx, "sims")
         _reject_nan(block_rel, idx, "relevance")
-        for part, ranked in _ranked_relevance(block, block_rel):
-            at = np.arange(done, done + idx.size)[part]
-            if "nDCG" in values:
-                values["nDCG"][at] = _dcg_ratio(ranked, block_rel[part])
-            if "mAP" in values:
-                values["mAP"][at] = _average_precision(ranked, binary)
+        ranked = _ranked_relevance(block, block_rel)
+        at = slice(done, done + idx.size)
+        if "nDCG" in values:
+            values["nDCG"][at] = _dcg_ratio(ranked, block_rel)
+        if "mAP" in values:
+            values["mAP"][at] = _average_precision(ranked, binary)
         done += idx.size
     return rows, s.shape[0], values
 

@@ -1,4 +1,5 @@
-"""rudder.index: exact top-k search equal to the model's similarity, ties, caching, faiss."""
+"""rudder.index and rudder.index_cache: exact top-k search equal to the model's similarity,
+ties, the oneDNN and plain products, caching, faiss."""
 
 import math
 
@@ -7,17 +8,18 @@ import pytest
 import torch
 
 from rudder import index as index_module
+from rudder import index_cache
 from rudder.data.card import Card
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.index import (
     SearchIndexError,
     SearchResult,
     VideoIndex,
-    chunk_topk,
-    load_or_build,
 )
+from rudder.index_cache import load_or_build
 from rudder.index_faiss import FaissSearch
 from rudder.models import CollaborativeExperts, ModelConfig
+from rudder.topk import chunk_topk, merge_topk
 
 from .factories import caption
 from .factories import write_dataset as write_tiny_dataset
@@ -119,9 +121,50 @@ def test_ties_rank_lower_index_first_across_chunks(chunk_size):
     best = None
     for start in range(0, 9, chunk_size):
         found = chunk_topk(scores[:, start : start + chunk_size], 3, offset=start)
-        best = found if best is None else index_module.merge_topk(best, found, 3)
+        best = found if best is None else merge_topk(best, found, 3)
     assert best[1].tolist() == [[6, 1, 3]]
     assert best[0].tolist() == [[pytest.approx(0.9), 0.5, 0.5]]
+
+
+def test_tie_across_the_kth_place_takes_the_lowest_columns():
+    # Row 0: 0.9 at 4, then 0.5 at 0, 2, 5, 7 for places 2..3: columns 0 and 2 win.
+    # Row 1: no tie across the 3rd place (0.8, 0.7, 0.6 then 0.1s): topk alone decides.
+    # Row 2: every score equal: the first three columns.
+    scores = torch.tensor(
+        [
+            [0.5, 0.1, 0.5, 0.1, 0.9, 0.5, 0.1, 0.5],
+            [0.1, 0.8, 0.1, 0.6, 0.1, 0.1, 0.7, 0.1],
+            [0.3] * 8,
+        ]
+    )
+    values, columns = chunk_topk(scores, 3, offset=10)
+    assert columns.tolist() == [[14, 10, 12], [11, 16, 13], [10, 11, 12]]
+    assert torch.equal(values, scores.gather(1, columns - 10))
+
+
+def test_boundary_ties_equal_a_stable_sort_on_random_ties():
+    g = torch.Generator().manual_seed(5)
+    scores = torch.randint(0, 6, (200, 40), generator=g).float() / 4  # many exact ties
+    for k in (1, 3, 10, 40):
+        values, columns = chunk_topk(scores, k)
+        assert torch.equal(columns, reference_topk(scores, k))
+        assert torch.equal(values, scores.gather(1, columns))
+
+
+@pytest.mark.parametrize("chunk_size", [7, 10_000])
+def test_onednn_and_plain_products_rank_alike(encoded, monkeypatch, chunk_size):
+    videos, available, text, logits, sims, experts = encoded
+    ids = [f"v{i}" for i in range(len(videos))]
+    found = {}
+    for onednn in (True, False):
+        if onednn and not index_module._onednn_available():
+            continue
+        monkeypatch.setattr(index_module, "USE_ONEDNN", onednn)
+        index = VideoIndex(ids, experts, videos, available)
+        found[onednn] = index.search(text, logits, k=10, chunk_size=chunk_size)
+        assert index._packed[1][0][3][0][1].is_mkldnn == onednn
+        assert torch.equal(found[onednn].indices, reference_topk(sims, 10))
+    torch.testing.assert_close(found[False].scores, found.get(True, found[False]).scores)
 
 
 def test_identical_videos_return_first_indices():
@@ -227,7 +270,7 @@ def test_index_is_cached_by_model_and_dataset(tmp_path, monkeypatch):
     def no_build(*args, **kwargs):
         raise AssertionError("the cached index should have been used")
 
-    monkeypatch.setattr(index_module, "build_index", no_build)
+    monkeypatch.setattr(index_cache, "build_index", no_build)
     again = load_or_build(model, folder, cache_dir=tmp_path / "cache")
     assert torch.equal(again.embeddings, first.embeddings)
     monkeypatch.undo()

@@ -348,9 +348,9 @@ def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, monkeypatch):
         }
 
 
-def test_ties_with_equal_relevance_need_no_reranking_but_give_the_same_result():
+def test_ties_rank_by_column_whatever_the_relevance():
     # Row 0: every score tied, relevance equal within the tie groups that matter; row 1: a
-    # tie between different relevance values (reranked by column).
+    # tie between different relevance values (ranked by column, not by relevance).
     sims = np.array([[0.5, 0.5, 0.5, 0.1], [0.3, 0.7, 0.3, 0.3]], dtype=np.float32)
     rel = np.array([[1, 1, 1, 0], [0.5, 0, 1, 0]], dtype=np.float32)
     # Row 1 order: col 1 (0.7), then ties by column 0, 2, 3 -> relevance [0, 0.5, 1, 0];
@@ -360,6 +360,25 @@ def test_ties_with_equal_relevance_need_no_reranking_but_give_the_same_result():
     np.testing.assert_allclose(nd, [1.0, (0.5 / LOG2_3) / (1 + 0.5 / LOG2_3)])
     np.testing.assert_allclose(
         metrics.mean_average_precision(sims, rel, reduction="none"), [1, 0.5]
+    )
+
+
+def test_radix_ranking_equals_a_stable_sort_on_special_floats():
+    # Signed zeros (equal), infinities, subnormals, the extremes, neighbours that differ in
+    # the low 16 bits only (1.0 and the next float32) or in the high ones (65536, 65537).
+    rng = np.random.default_rng(3)
+    tiny, top = np.float32(1e-45), np.finfo(np.float32).max
+    special = np.array(
+        [0.0, -0.0, np.inf, -np.inf, tiny, -tiny, 1.0, np.nextafter(np.float32(1), 2), -1.0,
+         top, -top, 65536.0, 65537.0],
+        dtype=np.float32,
+    )  # fmt: skip
+    sims = rng.choice(special, size=(40, 300))
+    sims[20:] = rng.standard_normal((20, 300)).astype(np.float32).round(1)  # many ties
+    rel = rng.random(sims.shape).astype(np.float32)
+    order = np.argsort(-sims.astype(np.float64), axis=1, kind="stable")
+    assert np.array_equal(
+        metrics._ranked_relevance(sims, rel), np.take_along_axis(rel, order, axis=1)
     )
 
 
