@@ -98,7 +98,14 @@ class HardNegativeExclusion(RetrievalLoss):
             return {}
         top = check_number(cls.name, "exclude_top", params["exclude_top"], low=0, high=1,
                            high_open=True)
-        return {"threshold": run.caption_similarity_threshold(top)}
+        threshold = run.caption_similarity_threshold(top)
+        if threshold is not None and math.isinf(threshold):  # floor(exclude_top x pairs) == 0
+            raise LossConfigError(
+                f"loss 'hn_exclusion': exclude_top={top} of this training set's caption pairs "
+                "is less than one pair, so nothing would be excluded; raise exclude_top or "
+                "use scope='batch'"
+            )
+        return {"threshold": threshold}
 
     def excluded(self, text_sims: torch.Tensor) -> torch.Tensor:
         """(B, B) bool: the pairs that are not negatives (see the class docstring)."""

@@ -37,6 +37,15 @@ def test_hn_exclusion_takes_the_dataset_threshold_in_its_dataset_scope():
         losses.run_params("hn_exclusion", {"exclude_top": 1.5}, facts)
 
 
+def test_hn_exclusion_on_too_few_pairs_to_exclude_one_is_a_clear_error():
+    class TinyTrainingSet(Facts):
+        def caption_similarity_threshold(self, top_fraction):
+            return float("inf")  # top_fraction_threshold: floor(fraction x pairs) == 0
+
+    with pytest.raises(losses.LossConfigError, match="less than one pair.*scope='batch'"):
+        losses.run_params("hn_exclusion", {}, TinyTrainingSet())
+
+
 @pytest.mark.parametrize("name", [n for n in losses.names() if n not in ("dw", "hn_exclusion")])
 def test_other_losses_take_nothing_from_the_run(name):
     facts = Facts()
