@@ -49,7 +49,8 @@ def _tagger_args(parser) -> None:
         type=Path,
         action="append",
         default=[],
-        help="lexicon TSV concept_id,pos,lang,lemma (repeatable): classes, and words for --tagger lexicon",
+        help="lexicon TSV concept_id,pos,lang,lemma (repeatable): classes, and words for "
+        "--tagger lexicon",
     )
     parser.add_argument("--cache", type=Path, help="tag cache (default $RUDDER_CACHE/tags.sqlite)")
     parser.add_argument("--no-cache", action="store_true")

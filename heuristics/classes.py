@@ -151,7 +151,8 @@ def read_epic_classes(path, pos: str, lang: str = "en") -> ClassMap:
                 instances = ast.literal_eval(raw)
             except (ValueError, SyntaxError):
                 raise ClassFileError(
-                    f"{path}:{line}: instances must be a list literal like \"['tap', 'tap:water']\", got {raw[:60]!r}"
+                    f"{path}:{line}: instances must be a list literal like "
+                    f"\"['tap', 'tap:water']\", got {raw[:60]!r}"
                 ) from None
             if not isinstance(instances, (list, tuple)) or not all(
                 isinstance(i, str) and i.strip() for i in instances
@@ -178,7 +179,8 @@ def read_lexicon(path) -> ClassMap:
             if line == 1:
                 if text.split("\t") != ["concept_id", "pos", "lang", "lemma"]:
                     raise ClassFileError(
-                        f"{path}:1: expected the header 'concept_id<TAB>pos<TAB>lang<TAB>lemma', got {text!r}"
+                        f"{path}:1: expected the header "
+                        f"'concept_id<TAB>pos<TAB>lang<TAB>lemma', got {text!r}"
                     )
                 continue
             if not text.strip():

@@ -56,8 +56,8 @@ def _build_tagger(args, captions=()):
     tagger = LexiconTagger(entries, captions)
     if not tagger.lemmas:
         raise TaggerError(
-            "the lexicon tagger has no words: pass --lexicon FILE or label a dataset whose captions "
-            "have nouns/verbs columns"
+            "the lexicon tagger has no words: pass --lexicon FILE or label a dataset whose "
+            "captions have nouns/verbs columns"
         )
     return tagger
 
@@ -113,7 +113,8 @@ def cmd_train_tagger(args) -> int:
         progress=not args.quiet,
     )
     print(
-        f"trained {args.lang} POS ({info['seconds']['pos']} s) and lemmatizer ({info['seconds']['lemma']} s) "
+        f"trained {args.lang} POS ({info['seconds']['pos']} s) and lemmatizer "
+        f"({info['seconds']['lemma']} s) "
         f"on {info['train']['sentences']} sentences into {Path(out) / args.lang}"
     )
     return 0
@@ -139,7 +140,8 @@ def cmd_eval_tagger(args) -> int:
     pct = lambda x: "n/a (no gold lemmas)" if x is None else f"{100 * x:.1f}"
     print(f"{lang}: {result['sentences']} sentences, {result['words']} words")
     print(
-        f"UPOS accuracy {pct(result['upos_accuracy'])}  lemma accuracy {pct(result['lemma_accuracy'])}"
+        f"UPOS accuracy {pct(result['upos_accuracy'])}  "
+        f"lemma accuracy {pct(result['lemma_accuracy'])}"
     )
     for name in ("noun", "verb"):
         r = result[name]

@@ -33,8 +33,10 @@ def probe(host: str, timeout: float) -> None:
 
 def _offline_hint(model_dir: Path) -> str:
     return (
-        "On a machine without a network, train models with `python -m heuristics train-tagger --lang LANG "
-        f"--train X.conllu --dev Y.conllu --model-dir {model_dir}` or copy a downloaded Stanza resources folder there."
+        "On a machine without a network, train models with "
+        "`python -m heuristics train-tagger --lang LANG "
+        f"--train X.conllu --dev Y.conllu --model-dir {model_dir}` "
+        "or copy a downloaded Stanza resources folder there."
     )
 
 

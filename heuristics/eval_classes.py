@@ -61,8 +61,8 @@ def read_sentences(path) -> list[dict]:
                     raise TypeError(nouns)
             except (ValueError, SyntaxError, TypeError):
                 raise ClassFileError(
-                    f"{path}:{reader.line_num}: verb_class must be an integer and noun_classes a list "
-                    f"like [3, 8], got {row['verb_class']!r} and {row['noun_classes']!r}"
+                    f"{path}:{reader.line_num}: verb_class must be an integer and noun_classes "
+                    f"a list like [3, 8], got {row['verb_class']!r} and {row['noun_classes']!r}"
                 ) from None
             if not (row["narration"] or "").strip():
                 raise ClassFileError(f"{path}:{reader.line_num}: empty narration")
@@ -186,7 +186,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--verb-classes", type=Path, required=True, help="EPIC verb class CSV")
     parser.add_argument("--noun-classes", type=Path, required=True, help="EPIC noun class CSV")
     parser.add_argument(
-        "--model-dir", type=Path, help="Stanza models (unless --method lookup): this folder, else $STANZA_RESOURCES_DIR, else ~/.cache/rudder/stanza"
+        "--model-dir", type=Path,
+        help="Stanza models (unless --method lookup): this folder, else "
+        "$STANZA_RESOURCES_DIR, else ~/.cache/rudder/stanza",
     )
     parser.add_argument("--method", choices=("tagger", "lookup"), default="tagger")
     parser.add_argument(
@@ -213,7 +215,8 @@ def run(args) -> int:
         rules = replace(rules, **{name: False for name in args.without if name != "all"})
         predicted = predict_tagged(tag(texts, args.model_dir, not args.no_cache), class_map, rules)
     result = scores(predicted, gold)
-    percent = {key: round(100 * value, 2) if key != "rows" else value for key, value in result.items()}
+    percent = {key: round(100 * value, 2) if key != "rows" else value
+               for key, value in result.items()}
     if args.json:
         print(json.dumps(percent))
     else:

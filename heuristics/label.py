@@ -260,7 +260,8 @@ def label_dataset(
     found = {code for t in tables.values() for code in t.column("lang").to_pylist()}
     if langs and not found & set(langs):
         raise LabelError(
-            f"{folder.root}: no captions in {', '.join(langs)} (the dataset has {', '.join(sorted(found))})"
+            f"{folder.root}: no captions in {', '.join(langs)} "
+            f"(the dataset has {', '.join(sorted(found))})"
         )
     for split, table in tables.items():
         _check(split, table, langs)

@@ -1,6 +1,7 @@
 """Taggers: Stanza on local models, and a disk cache of tagger output.
 
-Every tagger (this Stanza one, :class:`heuristics.lexicon_tagger.LexiconTagger`) has ``model_id(lang)`` (identifies the model, for the cache),
+Every tagger (this Stanza one, :class:`heuristics.lexicon_tagger.LexiconTagger`) has
+``model_id(lang)`` (identifies the model, for the cache),
 ``tag_tokens(token_lists, lang)`` (pretokenised captions -> :class:`TaggedWord` lists) and
 ``tag(texts, lang)``, which tokenises with :func:`rudder.text.tokenize` first.
 :func:`tag_texts` tags a list of captions in bulk through a :class:`TagCache` (SQLite,
@@ -30,7 +31,8 @@ _STANZA_CHUNK = 1000  # captions per Stanza call (bounds the size of one Documen
 def model_dir(flag=None) -> Path:
     """The Stanza model folder every command uses (``train-tagger``, ``eval-tagger``, ``label``,
     ``tag``, ``download``): ``flag`` (their ``--model-dir``) when given, else
-    ``$STANZA_RESOURCES_DIR``, else ``$RUDDER_CACHE/stanza`` (default ``~/.cache/rudder/stanza``)."""
+    ``$STANZA_RESOURCES_DIR``, else ``$RUDDER_CACHE/stanza`` (default
+    ``~/.cache/rudder/stanza``)."""
     if flag:
         return Path(flag).expanduser()
     if os.environ.get("STANZA_RESOURCES_DIR"):
@@ -86,7 +88,8 @@ class StanzaTagger:
         self.model_dir = model_dir(folder)
         if not self.model_dir.is_dir():
             raise TaggerError(
-                f"Stanza model directory {self.model_dir} does not exist; train models into it with "
+                f"Stanza model directory {self.model_dir} does not exist; "
+                "train models into it with "
                 f"`python -m heuristics train-tagger --lang LANG --train X.conllu --dev Y.conllu "
                 f"--model-dir {self.model_dir}`, or pass --model-dir (or set STANZA_RESOURCES_DIR) "
                 "to where your models are"
@@ -112,8 +115,9 @@ class StanzaTagger:
         for name, path in paths.items():
             if path is not None and not path.is_file():
                 raise TaggerError(
-                    f"{self.model_dir}: the {name} model of {lang!r} is missing ({path}); retrain with "
-                    f"`python -m heuristics train-tagger --lang {lang} ... --model-dir {self.model_dir}`"
+                    f"{self.model_dir}: the {name} model of {lang!r} is missing ({path}); "
+                    f"retrain with `python -m heuristics train-tagger --lang {lang} ... "
+                    f"--model-dir {self.model_dir}`"
                 )
         return paths
 
@@ -141,9 +145,12 @@ class StanzaTagger:
             or not any((folder / "lemma").glob("*.pt"))
         ):
             raise TaggerError(
-                f"{self.model_dir}: no Stanza POS/lemma model for {lang!r} (expected {folder}/pos/default.pt "
-                f"from `python -m heuristics train-tagger --lang {lang} --train X.conllu --dev Y.conllu "
-                f"--model-dir {self.model_dir}`, or official models from `python -m heuristics download --lang {lang} "
+                f"{self.model_dir}: no Stanza POS/lemma model for {lang!r} "
+                f"(expected {folder}/pos/default.pt "
+                f"from `python -m heuristics train-tagger --lang {lang} "
+                "--train X.conllu --dev Y.conllu "
+                f"--model-dir {self.model_dir}`, or official models from "
+                f"`python -m heuristics download --lang {lang} "
                 f"--model-dir {self.model_dir}`)"
             )
 

@@ -84,7 +84,8 @@ def main(argv=None) -> int:
             r = scores([predicted[i] for i in index], [gold[i] for i in index])
             results[f"{subset}: {method.strip()}"] = r
             print(
-                f"| {subset}: {method.strip()} | {r['rows']} | {100 * r['verb_class_accuracy']:.1f} "
+                f"| {subset}: {method.strip()} | {r['rows']} "
+                f"| {100 * r['verb_class_accuracy']:.1f} "
                 f"| {100 * r['noun_set_accuracy']:.1f} | {100 * r['both_accuracy']:.1f} "
                 f"| {100 * r['noun_jaccard']:.1f} |"
             )

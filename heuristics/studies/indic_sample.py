@@ -80,7 +80,8 @@ def main(argv=None) -> int:
         for name, rules in variants.items():
             s = score(rows, tagged, lang, class_map, rules, vocabulary)
             print(
-                f"| {lang} | {len(rows)} | {name} | {s['verb_set']} | {s['noun_set']} | {s['both']} |"
+                f"| {lang} | {len(rows)} | {name} | {s['verb_set']} | {s['noun_set']} "
+                f"| {s['both']} |"
             )
     return 0
 

@@ -71,7 +71,8 @@ def main(argv=None) -> int:
         s = score(test, lang, known)
         print(
             f"{lang} {args.test.name}, {name} ({len(listed)} listed): gold {s['gold']}, "
-            f"joined {s['joined']}, right {s['right']}, P {pct(s['precision'])}, R {pct(s['recall'])}"
+            f"joined {s['joined']}, right {s['right']}, "
+            f"P {pct(s['precision'])}, R {pct(s['recall'])}"
         )
     return 0
 

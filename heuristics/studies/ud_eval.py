@@ -51,7 +51,8 @@ def write_splits(ud: Path, out: Path, lang: str) -> dict[str, Path]:
 def markdown(results: dict) -> str:
     lines = [
         (
-            "| lang | train sents | test words | UPOS acc | lemma acc | noun P / R / F1 | noun F1 +lemma "
+            "| lang | train sents | test words | UPOS acc | lemma acc | noun P / R / F1 "
+            "| noun F1 +lemma "
             "| verb P / R / F1 | verb F1 +lemma | train wall s (POS + lemma) | train CPU s |"
         ),
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -60,10 +61,13 @@ def markdown(results: dict) -> str:
     for lang, r in results.items():
         n, v, info = r["scores"]["noun"], r["scores"]["verb"], r["info"]
         lines.append(
-            f"| {lang} | {info['train']['sentences']} | {r['scores']['words']} | {pct(r['scores']['upos_accuracy'])} "
-            f"| {pct(r['scores']['lemma_accuracy'])} | {pct(n['precision'])} / {pct(n['recall'])} / {pct(n['f1'])} "
-            f"| {pct(n['f1_with_lemma'])} | {pct(v['precision'])} / {pct(v['recall'])} / {pct(v['f1'])} "
-            f"| {pct(v['f1_with_lemma'])} | {info['seconds']['pos']:.0f} + {info['seconds']['lemma']:.0f} "
+            f"| {lang} | {info['train']['sentences']} | {r['scores']['words']} "
+            f"| {pct(r['scores']['upos_accuracy'])} | {pct(r['scores']['lemma_accuracy'])} "
+            f"| {pct(n['precision'])} / {pct(n['recall'])} / {pct(n['f1'])} "
+            f"| {pct(n['f1_with_lemma'])} "
+            f"| {pct(v['precision'])} / {pct(v['recall'])} / {pct(v['f1'])} "
+            f"| {pct(v['f1_with_lemma'])} "
+            f"| {info['seconds']['pos']:.0f} + {info['seconds']['lemma']:.0f} "
             f"| {sum(info.get('cpu_seconds', {}).values()):.0f} |"
         )
     return "\n".join(lines)
@@ -103,7 +107,8 @@ def main(argv=None) -> int:
     for lang in args.lang:
         paths = write_splits(args.ud, args.data, lang)
         print(
-            f"[{lang}] python -m heuristics train-tagger --lang {lang} --train {paths['train']} --dev {paths['dev']} "
+            f"[{lang}] python -m heuristics train-tagger --lang {lang} "
+            f"--train {paths['train']} --dev {paths['dev']} "
             f"--model-dir {models} --size {options.size} --max-steps {options.max_steps} "
             f"--eval-interval {options.eval_interval} --lemma-steps {options.lemma_steps}",
             flush=True,
@@ -112,7 +117,8 @@ def main(argv=None) -> int:
         info = train_tagger(lang, paths["train"], paths["dev"], models, options)
         print(
             f"[{lang}] trained in {time.perf_counter() - start:.0f} s; "
-            f"python -m heuristics eval-tagger --lang {lang} --conllu {paths['test']} --model-dir {models}",
+            f"python -m heuristics eval-tagger --lang {lang} --conllu {paths['test']} "
+            f"--model-dir {models}",
             flush=True,
         )
         scores = evaluate_tagger(StanzaTagger(models), paths["test"], lang)

@@ -22,7 +22,8 @@ def test_query_statistics_by_hand():
     nouns = [["n:paper"], ["n:paper"], ["n:paper", "n:card"], ["n:bottle"]]
     verbs = [["v:cut"], ["v:cut"], ["v:fold"], []]
     s = query_statistics(nouns, verbs, 0.5, 0.5)
-    # per query (positive, partial, negative): c1 (1, 1, 1), c2 (1, 1, 1), c3 (0, 2, 1), c4 (0, 0, 3)
+    # per query (positive, partial, negative):
+    # c1 (1, 1, 1), c2 (1, 1, 1), c3 (0, 2, 1), c4 (0, 0, 3)
     counts = {name: {k: s[name][k] for k in ("mean", "median")} for name in s if name in LABELS}
     assert counts["positive"] == {"mean": 0.5, "median": 0.5}
     assert counts["partial"] == {"mean": 1.0, "median": 1.0}

@@ -38,7 +38,8 @@ def test_video_heuristic_by_hand(tiny_dataset, sets_path):
     table = video_relations(tiny_dataset, read_video_sets(sets_path), alpha_o=0.5, alpha_a=0.5)
     h = "video-heuristic"
     # v1 -> v2: objects 1/2 shared -> partial; v2 -> v1: objects 1/1 but action 0/1 -> partial;
-    # v4 -> v5: objects 1/1, actions 1/2 -> partial; v5 -> v4: all shared -> positive; v3 shares nothing.
+    # v4 -> v5: objects 1/1, actions 1/2 -> partial; v5 -> v4: all shared -> positive;
+    # v3 shares nothing.
     assert rows(table) == sorted(
         [
             ("c1", "c3", 1, h),

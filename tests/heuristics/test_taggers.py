@@ -32,7 +32,8 @@ def test_lexicon_tagger_multiword_lemmas_and_learned_forms():
     assert summary(LexiconTagger(entries).tag(["spun rubber bands"], "en")) == [
         [("rubber bands", "rubber band", "NOUN")]
     ]
-    # "spun" shares only "sp" with "spin": not an inflection, but learned from a caption marked "spin"
+    # "spun" shares only "sp" with "spin": not an inflection, but learned from a caption
+    # marked "spin"
     captions = [("en", "The wheel spun.", ["wheel"], ["spin"])]
     tagger = LexiconTagger(entries, captions)
     assert summary(tagger.tag(["Now spun rubber bands"], "en")) == [
