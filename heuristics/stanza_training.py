@@ -11,11 +11,10 @@ and CPU seconds of training), ``<lang>/lemmas.txt`` (the training lemmas, one a 
 words of the Indic lemma fallback, :mod:`heuristics.indic_rules`). A treebank without
 lemmas (all ``_``, as te_mtg) trains no lemmatizer; the tagger then uses the word form as
 its lemma (``"lemmatizer": "identity"``), which :class:`heuristics.taggers.StanzaTagger`
-loads. The language folder is
-built in a staging folder beside it (:func:`rudder.atomic.staged_folder`) and renamed into
-place: a failed, interrupted or killed run leaves nothing. Progress (Stanza's step, loss and
-dev-score lines) goes to stderr unless ``progress=False``; ``verbose=True`` shows Stanza's
-whole log.
+loads. The language folder is built in a staging folder beside it
+(:func:`rudder.atomic.staged_folder`) and renamed into place: a failed, interrupted or
+killed run leaves nothing. Progress (Stanza's step, loss and dev-score lines) goes to stderr
+unless ``progress=False``; ``verbose=True`` shows Stanza's whole log.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Taggers: Stanza on local models, and a disk cache of tagger output.
 
 Every tagger (this Stanza one, :class:`heuristics.lexicon_tagger.LexiconTagger`) has
-``model_id(lang)`` (identifies the model, for the cache),
-``tag_tokens(token_lists, lang)`` (pretokenised captions -> :class:`TaggedWord` lists) and
-``tag(texts, lang)``, which tokenises with :func:`rudder.text.tokenize` first.
+``model_id(lang)`` (identifies the model, for the cache), ``tag_tokens(token_lists, lang)``
+(pretokenised captions -> :class:`TaggedWord` lists) and ``tag(texts, lang)``, which
+tokenises with :func:`rudder.text.tokenize` first.
 :func:`tag_texts` tags a list of captions in bulk through a :class:`TagCache` (SQLite,
 keyed by model id, language and text), so re-tagging a dataset costs nothing; with
 ``num_proc > 1`` the uncached captions are tagged with ``datasets.Dataset.map``.
