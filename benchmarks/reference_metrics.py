@@ -31,7 +31,7 @@ def ce_cols2metrics(ranks: np.ndarray, num_queries: int) -> dict[str, float]:
     out["MdR"] = float(np.median(ranks) + 1)
     out["MnR"] = float(np.mean(ranks) + 1)
     stats = np.array([out["R1"], out["R5"], out["R10"]])
-    out["gmean_r1_r5_r10"] = float(np.exp(np.log(stats).mean())) if (stats > 0).all() else 0.0
+    out["geometric_mean"] = float(np.exp(np.log(stats).mean())) if (stats > 0).all() else 0.0
     return out
 
 

@@ -16,7 +16,6 @@ import dataclasses
 import math
 import types
 import typing
-import warnings
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ import yaml
 
 from rudder.errors import ConfigError
 from rudder.languages import SUPPORTED, check_languages
-from rudder.metric_names import DEPRECATED_NAMES, SELECTION_METRICS, canonical
+from rudder.metric_names import SELECTION_METRICS
 from rudder.models import MODELS, ModelConfig
 from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
@@ -140,8 +139,7 @@ class TrainConfig:
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
 # ``rudder.inference.split_metrics`` that ``rudder.selection.selection_score`` accepts (nDCG and
 # mAP need noun/verb classes in the validation split); RUDDER's two criteria are
-# ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised). Deprecated metric names
-# (``t2v.geometric_mean``) are read as their current name (``t2v.gmean_r1_r5_r10``).
+# ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised).
 SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t")
                    for name in SELECTION_METRICS)
 
@@ -346,26 +344,12 @@ class _FactsBeforeData:
 def from_dict(data: dict) -> TrainConfig:
     """Build and validate a :class:`TrainConfig` from a nested dict (see the module docstring)."""
     config = _build(TrainConfig, data or {}, "")
-    config.selection = _current_selection(config.selection)
     for key in RULES:  # defaults included
         section, _, name = key.rpartition(".")
         _check_rule(key, getattr(getattr(config, section) if section else config, name))
     _check_text_side(config.data)
     _check_loss(config)
     return config
-
-
-def _current_selection(selection: str) -> str:
-    """``selection`` with a deprecated metric name replaced by its current one, with a warning."""
-    direction, dot, name = selection.partition(".")
-    if not dot or name not in DEPRECATED_NAMES:
-        return selection
-    current = f"{direction}.{canonical(name)}"
-    warnings.warn(
-        f"selection={selection!r} is deprecated; it is read as {current!r} (the geometric mean "
-        "of R1, R5, R10; RUDDER's criterion is gmean_r5_r10_r50)", FutureWarning, stacklevel=3
-    )
-    return current
 
 
 def _check_text_side(data: DataConfig) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rudder.metric_names import GMEAN_R1_R5_R10, RANK_STATISTICS, RECALL_KS, canonical
+from rudder.metric_names import GEOMETRIC_MEAN, RANK_STATISTICS, RECALL_KS
 
 _BLOCK = 1 << 20  # elements per processing block (4 MB of float32: its temporaries stay in cache)
 
@@ -181,16 +181,14 @@ def recall_at(ranks: np.ndarray, k: int) -> np.ndarray:
 
 
 def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
-    """Vectorised statistic over the last axis of a (..., n) array of 0-based ranks
-    (``geometric_mean``: the deprecated name of ``gmean_r1_r5_r10``)."""
-    name = canonical(name)
+    """Vectorised statistic over the last axis of a (..., n) array of 0-based ranks."""
     if name in {f"R{k}" for k in RECALL_KS}:
         return lambda r: recall_at(r, int(name[1:]))
     if name == "MdR":
         return lambda r: np.median(r, axis=-1) + 1
     if name == "MnR":
         return lambda r: np.mean(r, axis=-1) + 1
-    if name == GMEAN_R1_R5_R10:
+    if name == GEOMETRIC_MEAN:
 
         def gmean(r):
             rk = np.stack([recall_at(r, k) for k in (1, 5, 10)])
@@ -208,7 +206,7 @@ def rank_statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
 
 def metrics_from_ranks(ranks) -> dict[str, float]:
     """Collaborative Experts' ``cols2metrics`` (in percent): R1 = %(rank == 0), R5, R10, R50 =
-    %(rank < K) (:func:`recall_at`), MdR, MnR = median, mean of rank + 1, and gmean_r1_r5_r10 =
+    %(rank < K) (:func:`recall_at`), MdR, MnR = median, mean of rank + 1, and geometric_mean =
     gmean(R1, R5, R10) (0 if any is 0; CE's ``geometric_mean_R1-R5-R10``). NaN ranks (masked
     queries) are left out."""
     r = np.asarray(ranks, dtype=np.float64).reshape(-1)

@@ -1,16 +1,14 @@
-"""One list of metric names; ``geometric_mean`` is a deprecated name of ``gmean_r1_r5_r10``."""
+"""One list of metric names; `geometric_mean` (CE's) and `gmean_r5_r10_r50` (RUDDER's) differ."""
 
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from rudder import metric_names as names
-from rudder import metrics, significance
-from rudder.config import SELECTIONS, from_dict, load_yaml, to_dict
+from rudder import metrics
+from rudder.config import SELECTIONS, from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKS = np.array([0, 0, 1, 3, 4.5, 7, 12, 40, 60, 99], dtype=float)
@@ -36,39 +34,25 @@ def test_the_names_are_what_the_metrics_return():
 
 
 def test_the_two_geometric_means_are_different_quantities():
-    """gmean_r1_r5_r10 = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50)
+    """geometric_mean = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50)
     (RUDDER)."""
     from rudder.selection import selection_score
 
     m = metrics.metrics_from_ranks(RANKS)
     # ranks < 1: 2 -> R1 = 20 (rank 0 only: 2); < 5: 5 -> 50; < 10: 6 -> 60; < 50: 8 -> 80
     assert (m["R1"], m["R5"], m["R10"], m["R50"]) == (20.0, 50.0, 60.0, 80.0)
-    assert m["gmean_r1_r5_r10"] == pytest.approx((20 * 50 * 60) ** (1 / 3))
+    assert m["geometric_mean"] == pytest.approx((20 * 50 * 60) ** (1 / 3))
     result = {"t2v": m, "v2t": m}
     assert selection_score(result, "t2v.gmean_r5_r10_r50") == pytest.approx(
         (50 * 60 * 80) ** (1 / 3))
-    assert selection_score(result, "t2v.gmean_r1_r5_r10") == m["gmean_r1_r5_r10"]
+    assert selection_score(result, "t2v.geometric_mean") == m["geometric_mean"]
+    assert metrics.rank_statistic("geometric_mean")(RANKS) == pytest.approx(m["geometric_mean"])
 
 
-def test_the_deprecated_name_still_computes_the_same_statistic():
-    new, old = names.GMEAN_R1_R5_R10, "geometric_mean"
-    assert metrics.rank_statistic(old)(RANKS) == metrics.rank_statistic(new)(RANKS)
-    assert significance.bootstrap_ci(RANKS, old, n_resamples=50) == significance.bootstrap_ci(
-        RANKS, new, n_resamples=50
-    )
-
-
-def test_an_old_config_selecting_geometric_mean_still_loads(tmp_path):
-    saved = to_dict(from_dict({}))
-    saved["selection"] = "v2t.geometric_mean"  # what rudder accepted and saved before
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(saved), encoding="utf-8")
-    with pytest.warns(FutureWarning, match="v2t.geometric_mean.*v2t.gmean_r1_r5_r10"):
-        config = from_dict(load_yaml(path))
-    assert config.selection == "v2t.gmean_r1_r5_r10"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert from_dict({"selection": "t2v.gmean_r5_r10_r50"}).selection == "t2v.gmean_r5_r10_r50"
+def test_the_rank_statistics_are_design_md_public_keys():
+    keys = {"R1", "R5", "R10", "R50", "MdR", "MnR", "geometric_mean"}  # DESIGN.md, Public API
+    assert set(names.RANK_STATISTICS) == keys
+    assert set(metrics.retrieval_metrics(np.eye(4))) == keys
 
 
 def committed_selections() -> list[tuple[str, str]]:

@@ -62,7 +62,7 @@ def test_constant_matrix_gives_no_free_recall_at_1():
         assert m["R1"] == 0.0
         assert m["R5"] == m["R10"] == m["R50"] == 100.0  # 4.5 < 5
         assert m["MdR"] == m["MnR"] == 5.5
-        assert m["gmean_r1_r5_r10"] == 0.0  # R1 is 0
+        assert m["geometric_mean"] == 0.0  # R1 is 0
 
 
 def test_t2v_hand_worked_with_ties_masks_and_two_captions_per_video():
@@ -74,7 +74,7 @@ def test_t2v_hand_worked_with_ties_masks_and_two_captions_per_video():
     assert m["R5"] == m["R10"] == m["R50"] == 100.0
     assert m["MdR"] == pytest.approx(2.0)
     assert m["MnR"] == pytest.approx(2.1)
-    assert m["gmean_r1_r5_r10"] == pytest.approx((20 * 100 * 100) ** (1 / 3))
+    assert m["geometric_mean"] == pytest.approx((20 * 100 * 100) ** (1 / 3))
 
 
 def test_v2t_takes_the_best_caption_among_valid_captions():
@@ -143,7 +143,7 @@ def test_duplicate_captions_share_first_place_and_are_no_recall_at_1():
     assert m["R1"] == pytest.approx(100 / 3)
     assert m["R5"] == 100.0
     assert m["MdR"] == 1.5 and m["MnR"] == pytest.approx(5 / 3)
-    assert m["gmean_r1_r5_r10"] == pytest.approx((100 / 3 * 100 * 100) ** (1 / 3))
+    assert m["geometric_mean"] == pytest.approx((100 / 3 * 100 * 100) ** (1 / 3))
 
 
 def loop_cols2metrics(ranks):
@@ -159,7 +159,7 @@ def loop_cols2metrics(ranks):
     median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     out["MdR"], out["MnR"] = median + 1, sum(ranks) / len(ranks) + 1
     product = out["R1"] * out["R5"] * out["R10"]
-    out["gmean_r1_r5_r10"] = product ** (1 / 3)
+    out["geometric_mean"] = product ** (1 / 3)
     return out
 
 

@@ -11,7 +11,7 @@ def test_bootstrap_ci_contains_estimate_and_shrinks_with_more_queries():
     widths = {}
     for n in (100, 10_000):
         ranks = np.floor(rng.exponential(8.0, size=n))
-        for stat in ("R1", "R5", "R10", "MdR", "MnR", "gmean_r1_r5_r10"):
+        for stat in ("R1", "R5", "R10", "MdR", "MnR", "geometric_mean"):
             ci = significance.bootstrap_ci(ranks, stat, n_resamples=500)
             assert ci.estimate == pytest.approx(metrics.metrics_from_ranks(ranks)[stat])
             assert ci.low <= ci.estimate <= ci.high, (n, stat, ci)

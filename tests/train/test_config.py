@@ -93,7 +93,7 @@ def test_every_valid_selection_is_scored():
     from rudder.selection import selection_score
 
     values = {"R1": 10.0, "R5": 20.0, "R10": 30.0, "R50": 60.0, "MdR": 4.0, "MnR": 8.0,
-              "gmean_r1_r5_r10": 18.2, "nDCG": 40.0, "mAP": 25.0}
+              "geometric_mean": 18.2, "nDCG": 40.0, "mAP": 25.0}
     result = {"t2v": values, "v2t": values}
     for selection in SELECTIONS:
         assert isinstance(selection_score(result, selection), float)
