@@ -14,8 +14,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rudder.data.classes import binary
+from rudder.data.classes import ClassIndex, binary, video_class_sets
 from rudder.labels import NO_LABEL, PairLabel
+
+# ClassIndex and video_class_sets live with the data (the loader builds class sets without
+# importing supervision); they stay importable here, where DESIGN.md's data flow and earlier
+# releases put them.
+__all__ = ["ClassIndex", "RelationTable", "batch_labels", "batch_relevance", "description_pairs",
+           "partial_labels", "relevance", "video_class_sets"]
 
 # Output entries per row block of :func:`relevance`: bounds the sparse temporaries when
 # many pairs share classes (few classes, large sets).

@@ -342,3 +342,10 @@ def test_batch_relevance_equals_the_sparse_relevance():
     assert torch.allclose(dense, sparse, atol=1e-6)
     both_empty = (verbs.sum(1)[:, None] == 0) & (video_verbs.sum(1)[None, :] == 0)
     assert both_empty.any() and (dense[both_empty] <= 0.5).all()
+
+
+def test_class_sets_stay_importable_from_supervision():
+    """They moved to rudder.data.classes (the loader needs them without supervision); code
+    written against DESIGN.md's data flow still finds them here."""
+    assert supervision.ClassIndex is ClassIndex
+    assert supervision.video_class_sets is video_class_sets
