@@ -17,6 +17,7 @@ import torch
 
 from rudder import losses
 from rudder.config import ConfigError
+from rudder.devices import upload
 from rudder.supervision import (
     RelationTable,
     batch_labels,
@@ -105,9 +106,9 @@ class BatchSupervision:
 
     def caption_cells(self, videos: torch.Tensor, slots: torch.Tensor):
         """Grid coordinates ``(video, slot)`` of the batch captions (drawn ones resolved)."""
-        drawn = slots < 0
-        if not bool(drawn.any()):
+        if self.sup.positive_sampling == "own":  # only drawn positives have slots < 0
             return videos, slots
+        drawn = slots < 0
         where = self.cells[(-1 - slots).clamp(min=0)]
         return torch.where(drawn, where[:, 0], videos), torch.where(drawn, where[:, 1], slots)
 
@@ -133,14 +134,14 @@ class BatchSupervision:
         batch = _Batch(videos, own_slots, *self.caption_cells(videos, slots), generator)
         made = {name: make(self, batch) for name, make in self.PRODUCERS.items()
                 if name in self.needs}
-        return {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in made.items()}
+        return {k: upload(v, self.device) if torch.is_tensor(v) else v for k, v in made.items()}
 
     def _caption_classes(self, batch: _Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Noun and verb multi-hots of the batch captions, on the loss's device (no host
         round trip)."""
         if batch.classes is None:
             batch.classes = tuple(
-                x[batch.cap_videos, batch.cap_slots].to(self.device, torch.float32)
+                upload(x[batch.cap_videos, batch.cap_slots], self.device, torch.float32)
                 for x in (self.train.nouns, self.train.verbs)
             )
         return batch.classes
@@ -150,10 +151,11 @@ class BatchSupervision:
         or vs video ``j``'s rho-aggregated classes (``video``)."""
         nouns, verbs = self._caption_classes(batch)
         if self.sup.batch_relevance == "caption":
-            own = (x[batch.videos, batch.own_slots].to(self.device, torch.float32)
+            own = (upload(x[batch.videos, batch.own_slots], self.device, torch.float32)
                    for x in (self.train.nouns, self.train.verbs))
         else:
-            own = (x[batch.videos].to(self.device) for x in (self.video_nouns, self.video_verbs))
+            own = (upload(x[batch.videos], self.device)
+                   for x in (self.video_nouns, self.video_verbs))
         return batch_relevance(nouns, verbs, *own)
 
     def _labels(self, batch: _Batch) -> torch.Tensor:

@@ -114,23 +114,30 @@ class CompiledOrEager:
         return self.module(*args)
 
 
+def shard_sizes(total: int, ctx: DistContext) -> list[int]:
+    """How many of ``total`` batch items each process takes: contiguous shares that differ by
+    at most one, the first ``total % world_size`` one larger (``torch.tensor_split``)."""
+    world = ctx.world_size if ctx.enabled else 1
+    return [total // world + (rank < total % world) for rank in range(world)]
+
+
 def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:
-    """This process's contiguous share of a global batch (sizes differ by at most one)."""
+    """This process's contiguous share of a global batch (:func:`shard_sizes`)."""
     return torch.tensor_split(batch, ctx.world_size)[ctx.rank] if ctx.enabled else batch
 
 
-def gather_with_grad(tensor: torch.Tensor, ctx: DistContext) -> torch.Tensor:
-    """Concatenate every process's ``tensor`` along dim 0, keeping the autograd graph."""
+def gather_with_grad(tensor: torch.Tensor, ctx: DistContext, total: int) -> torch.Tensor:
+    """Concatenate every process's share (:func:`shard`) of a ``total``-item batch along dim
+    0, keeping the autograd graph. The share sizes are known on every host, so nothing is
+    exchanged or read back besides the padded shares themselves."""
     if not ctx.enabled:
         return tensor
     from torch.distributed.nn.functional import all_gather
 
-    sizes = [torch.zeros(1, dtype=torch.long, device=tensor.device) for _ in range(ctx.world_size)]
-    dist.all_gather(sizes, torch.tensor([len(tensor)], device=tensor.device))
-    longest = int(max(s.item() for s in sizes))
-    padded = torch.cat([tensor, tensor.new_zeros(longest - len(tensor), *tensor.shape[1:])])
+    sizes = shard_sizes(total, ctx)
+    padded = torch.cat([tensor, tensor.new_zeros(max(sizes) - len(tensor), *tensor.shape[1:])])
     parts = all_gather(padded)
-    return torch.cat([part[: int(size.item())] for part, size in zip(parts, sizes)])
+    return torch.cat([part[:size] for part, size in zip(parts, sizes)])
 
 
 def broadcast_object(obj, ctx: DistContext):

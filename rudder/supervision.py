@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from rudder.data.classes import ClassIndex, binary, video_class_sets
+from rudder.devices import upload
 from rudder.labels import NO_LABEL, PairLabel
 
 # ClassIndex and video_class_sets live with the data (the loader builds class sets without
@@ -172,8 +173,8 @@ def description_pairs(kinds, nouns) -> torch.Tensor:
     kinds = np.asarray(list(kinds), dtype=object)
     if len(kinds) != nouns.shape[0]:
         raise ValueError(f"description_pairs: {len(kinds)} kinds but {nouns.shape[0]} noun rows")
-    listing = torch.from_numpy(kinds == "listing").to(nouns.device)
-    describing = torch.from_numpy(kinds == "describing").to(nouns.device)
+    listing = upload(torch.from_numpy(kinds == "listing"), nouns.device)
+    describing = upload(torch.from_numpy(kinds == "describing"), nouns.device)
     size = nouns.sum(1)
     covered = (nouns @ nouns.T) == size.unsqueeze(0)  # [l, d]: N_d ⊆ N_l
     applies = listing[:, None] & describing[None, :] & covered & (size > 0)[None, :]
@@ -198,17 +199,24 @@ def batch_labels(nouns, verbs, alpha_n: float, alpha_v: float, manual=None,
     if description is not None:
         description = torch.as_tensor(description, dtype=torch.bool)
         _same_shape(description, labels, "description")
-        marked = description.to(labels.device) & (labels < PairLabel.POSITIVE)
+        marked = upload(description, labels.device) & (labels < PairLabel.POSITIVE)
         labels = torch.where(marked, PairLabel.DESCRIPTION, labels).to(torch.int8)
     if manual is not None:
         manual = torch.as_tensor(manual)
         _same_shape(manual, labels, "manual")
-        if manual.numel() and (int(manual.min()) < NO_LABEL or int(manual.max()) > max(PairLabel)):
-            raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
-        manual = manual.to(labels.device)
+        _check_manual(manual)
+        manual = upload(manual, labels.device)
         labels = torch.where(manual != NO_LABEL, manual.to(torch.int8), labels)
     labels.fill_diagonal_(PairLabel.POSITIVE)
     return labels
+
+
+def _check_manual(manual: torch.Tensor) -> None:
+    """Manual labels are -1 (unknown) or 0..3; a host matrix (what
+    :meth:`RelationTable.lookup` gives) is checked in numpy, so no device is waited for."""
+    values = manual.numpy() if manual.device.type == "cpu" else manual
+    if manual.numel() and (int(values.min()) < NO_LABEL or int(values.max()) > max(PairLabel)):
+        raise ValueError("batch_labels: manual labels must be -1 (unknown) or 0..3")
 
 
 def _same_shape(value: torch.Tensor, labels: torch.Tensor, name: str) -> None:

@@ -19,7 +19,7 @@ from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
-from rudder.devices import pick_device
+from rudder.devices import pick_device, upload
 from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.inference import similarity_matrix, split_metrics
 from rudder.optim import build_optimizer, build_scheduler
@@ -88,6 +88,7 @@ class Trainer:
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
         config.loss.params.update(supplied)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
+        self.loss_fn.check_values = False  # its inputs are made here; fit() checks the loss
         if (config.selection.endswith((".nDCG", ".mAP"))
                 and self.splits[config.data.val_split].nouns is None):
             raise ConfigError(
@@ -137,10 +138,11 @@ class Trainer:
         with autocast:
             inputs, mask = train.text_input(*self.supervision.caption_cells(lv, ls))
             features, masks, available = train.video_batch(lv, self.device)
-            text, logits, video = self.encoder(inputs.to(self.device), mask.to(self.device),
-                                               features, masks, available)
+            text, logits, video = self.encoder(upload(inputs, self.device),
+                                               upload(mask, self.device), features, masks,
+                                               available)
         text, logits, video, available = (
-            gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx)
+            gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx, len(videos))
             for t in (text, logits, video, available)
         )
         sims = self.model.similarity(text, logits, video, available, check_values=False)

@@ -11,6 +11,7 @@ import torch
 from rudder.data.classes import ClassIndex, video_class_sets
 from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
 from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
+from rudder.devices import upload
 from rudder.text import Vocabulary, tokenize
 from rudder.text.caption_features import DatasetTextFeatures
 
@@ -31,10 +32,12 @@ class VideoData:
         return len(self.video_ids)
 
     def video_batch(self, index: torch.Tensor, device=None) -> tuple[dict, dict, torch.Tensor]:
-        """Features, frame masks and availability of the videos ``index`` on ``device``."""
-        features = {e: f[index].to(device) for e, f in self.features.items()}
-        masks = {e: m[index].to(device) for e, m in self.frame_masks.items()}
-        return features, masks, self.available[index].to(device)
+        """Features, frame masks and availability of the videos ``index`` on ``device`` (the
+        host's own device when None), copied without making the host wait."""
+        device = torch.device(device or "cpu")
+        features = {e: upload(f[index], device) for e, f in self.features.items()}
+        masks = {e: upload(m[index], device) for e, m in self.frame_masks.items()}
+        return features, masks, upload(self.available[index], device)
 
 
 @dataclass

@@ -53,17 +53,24 @@ class RunFacts(Protocol):
 
 
 class RetrievalLoss(nn.Module):
-    """Base class: validates the inputs, then calls :meth:`compute` with the ones it reads."""
+    """Base class: validates the inputs, then calls :meth:`compute` with the ones it reads.
+
+    ``check_values`` (True by default) also checks the values: ``sims`` and ``text_sims``
+    finite, ``relevance`` in [0, 1], ``labels`` in {0..3}. Reading values back makes a CUDA
+    host wait for the GPU, so the trainer turns it off (it makes these inputs itself and
+    checks the loss once per epoch); shapes, dtypes and devices are always checked.
+    """
 
     name: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ()
     param_names: ClassVar[tuple[str, ...]] = ()
+    check_values: bool = True
 
     def forward(self, sims, relevance=None, labels=None, text_sims=None, generator=None):
         given = {"relevance": relevance, "labels": labels, "text_sims": text_sims,
                  "generator": generator}
-        check_sims(sims, self.name)
+        check_sims(sims, self.name, self.check_values)
         for key in self.requires:
             if given[key] is None:
                 raise LossInputError(
@@ -73,7 +80,7 @@ class RetrievalLoss(nn.Module):
         used = {}
         for key in self.requires + self.optional:
             if given[key] is not None:
-                used[key] = _CHECKS[key](given[key], sims, self.name)
+                used[key] = _CHECKS[key](given[key], sims, self.name, self.check_values)
         return self.compute(sims, **used)
 
     @classmethod
@@ -108,8 +115,9 @@ _HOW_TO_GET = {
 # ----------------------------------------------------------------------------- input checks
 
 
-def check_sims(sims, loss_name: str) -> None:
-    """``sims`` must be a finite, floating, square B x B tensor with B >= 2."""
+def check_sims(sims, loss_name: str, check_values: bool = True) -> None:
+    """``sims`` must be a floating, square B x B tensor with B >= 2, and finite when
+    ``check_values``."""
     if not isinstance(sims, torch.Tensor):
         raise LossInputError(
             f"loss {loss_name!r}: `sims` must be a torch.Tensor, got {type(sims).__name__}"
@@ -129,7 +137,7 @@ def check_sims(sims, loss_name: str) -> None:
             f"loss {loss_name!r}: `sims` is {tuple(sims.shape)}; a batch needs at least 2 "
             "pairs to have negatives"
         )
-    if not bool(torch.isfinite(sims).all()):
+    if check_values and not bool(torch.isfinite(sims).all()):
         raise LossInputError(
             f"loss {loss_name!r}: `sims` contains NaN or infinite values at "
             f"{_first_bad(~torch.isfinite(sims))}"
@@ -153,10 +161,13 @@ def _check_matrix(value, sims, loss_name: str, key: str) -> None:
         )
 
 
-def check_relevance(relevance, sims, loss_name: str) -> torch.Tensor:
-    """A B x B float matrix with every value in [0, 1]; returned in the dtype of ``sims``."""
+def check_relevance(relevance, sims, loss_name: str, check_values: bool = True) -> torch.Tensor:
+    """A B x B float matrix with every value in [0, 1] (values checked when ``check_values``);
+    returned in the dtype of ``sims``."""
     _check_matrix(relevance, sims, loss_name, "relevance")
     relevance = relevance.detach().to(sims.dtype)
+    if not check_values:
+        return relevance
     bad = ~((relevance >= 0) & (relevance <= 1))  # also catches NaN
     if bool(bad.any()):
         where = _first_bad(bad)
@@ -167,14 +178,17 @@ def check_relevance(relevance, sims, loss_name: str) -> torch.Tensor:
     return relevance
 
 
-def check_labels(labels, sims, loss_name: str) -> torch.Tensor:
-    """A B x B integer matrix of pair labels in {0, 1, 2, 3} (:class:`rudder.labels.PairLabel`)."""
+def check_labels(labels, sims, loss_name: str, check_values: bool = True) -> torch.Tensor:
+    """A B x B integer matrix of pair labels in {0, 1, 2, 3} (:class:`rudder.labels.PairLabel`;
+    values checked when ``check_values``)."""
     _check_matrix(labels, sims, loss_name, "labels")
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise LossInputError(
             f"loss {loss_name!r}: `labels` must be an integer tensor (0 negative, 1 partial, "
             f"2 positive, 3 description), got {labels.dtype}"
         )
+    if not check_values:
+        return labels
     bad = (labels < min(PairLabel)) | (labels > max(PairLabel))
     if bool(bad.any()):
         where = _first_bad(bad)
@@ -186,15 +200,15 @@ def check_labels(labels, sims, loss_name: str) -> torch.Tensor:
     return labels
 
 
-def check_text_sims(text_sims, sims, loss_name: str) -> torch.Tensor:
-    """A finite B x B caption-caption similarity matrix."""
+def check_text_sims(text_sims, sims, loss_name: str, check_values: bool = True) -> torch.Tensor:
+    """A B x B caption-caption similarity matrix, finite (checked when ``check_values``)."""
     _check_matrix(text_sims, sims, loss_name, "text_sims")
     if not text_sims.is_floating_point():
         raise LossInputError(
             f"loss {loss_name!r}: `text_sims` must be a floating-point tensor, got "
             f"{text_sims.dtype}"
         )
-    if not bool(torch.isfinite(text_sims).all()):
+    if check_values and not bool(torch.isfinite(text_sims).all()):
         raise LossInputError(
             f"loss {loss_name!r}: `text_sims` contains NaN or infinite values at "
             f"{_first_bad(~torch.isfinite(text_sims))}"
@@ -202,7 +216,7 @@ def check_text_sims(text_sims, sims, loss_name: str) -> torch.Tensor:
     return text_sims.detach()
 
 
-def check_generator(generator, sims, loss_name: str) -> torch.Generator:
+def check_generator(generator, sims, loss_name: str, check_values: bool = True) -> torch.Generator:
     """A torch.Generator on the device type of ``sims``."""
     if not isinstance(generator, torch.Generator):
         raise LossInputError(

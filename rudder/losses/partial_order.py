@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from rudder.devices import upload
 from rudder.labels import PairLabel
 
 from ._base import (
@@ -90,5 +91,5 @@ class PartialOrder(RetrievalLoss):
         # Every case is [low - x]+ + [x - high]+ on x = dc - dp = s_aa - s_ab (module doc).
         x = sims.diagonal().view(1, -1, 1) - anchor_view(sims)
         label = labels.long().expand(2, -1, -1)  # labels[i, j] for both anchors i (doc)
-        low, high = (bound.to(sims.device, sims.dtype)[label] for bound in self.bounds())
+        low, high = (upload(bound, sims.device, sims.dtype)[label] for bound in self.bounds())
         return mean_off_diagonal(F.relu(low - x) + F.relu(x - high))

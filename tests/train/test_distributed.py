@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from rudder import train
-from rudder.distributed import DistributedSetupError, init_distributed
+from rudder.distributed import DistContext, DistributedSetupError, init_distributed, shard_sizes
 
 NO_BN = ["--set", "model.use_batchnorm=false", "--epochs", "2", "--device", "cpu"]
 
@@ -26,6 +26,14 @@ def test_more_processes_than_gpus_names_the_fix(monkeypatch):
     with pytest.raises(DistributedSetupError,
                        match=r"--nproc_per_node=1, or train on the CPU with --device cpu"):
         init_distributed(torch.device("cuda"))
+
+
+@pytest.mark.parametrize("total", [0, 1, 7, 8, 9, 64])
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_every_host_knows_the_share_sizes_without_asking(total, world):
+    """gather_with_grad exchanges no sizes: each host computes what shard() gives each rank."""
+    shares = torch.tensor_split(torch.arange(total), world)
+    assert shard_sizes(total, DistContext(0, world, 0)) == [len(s) for s in shares]
 
 
 @pytest.mark.slow
