@@ -8,8 +8,12 @@ g with 3 layers and Mish: about 36.6 M parameters) this times
   pickle, the trainer configured as ``--set`` would;
 - the reference: ``benchmarks/reference_ce.py`` (CE's CENet + MaxMarginRankingLoss + Adam).
 Targets: CPU (2 threads) rudder <= 0.7x the reference at B = 64; GPU with AMP <= 0.25x at
-B = 128 and 256. Prints a table (median ms per step over ``--steps`` after warm-up, the two
-steps taking turns so that other load on the machine slows both alike).
+B = 128 and 256, and rudder's wall time per step within 1.5x of its summed GPU kernel time.
+Prints a table (median ms per step over ``--steps`` after warm-up, the two steps taking
+turns so that other load on the machine slows both alike) and the profile behind it: ops
+dispatched per step (on a GPU nearly one kernel launch each) and host waits per step
+(:class:`rudder.step_audit.StepAudit`); on CUDA also the summed kernel time per step
+(``torch.profiler``).
 
 Usage: python benchmarks/bench_step.py [--device cpu|cuda] [--batch-sizes 64] [--steps 10]
        [--threads 2] [--set optim.fused=true ...]
@@ -37,6 +41,7 @@ from rudder.data.card import Card
 from rudder.data.layout import DatasetMeta, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
 from rudder.distributed import DistContext
+from rudder.step_audit import StepAudit
 from rudder.trainer import Trainer
 
 FIXED = {"scene": 2208, "object": 2048, "action": 1024, "motion": 512}
@@ -99,6 +104,27 @@ def interleaved_ms(steps: int, device, *fns) -> list[float]:
     return [statistics.median(record) for record in times]
 
 
+def profile(fn) -> tuple[int, int]:
+    """(ops dispatched, host waits) in one call of ``fn``."""
+    with StepAudit() as audit:
+        fn()
+    return audit.op_count, len(audit.waits)
+
+
+def kernel_ms(fn, steps: int) -> float:
+    """Summed GPU time (kernels and copies) per call of ``fn``, from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    device_us = sum(event.self_device_time_total for event in prof.key_averages())
+    return device_us / 1e3 / steps
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -122,8 +148,11 @@ def main(argv=None) -> int:
                 else f"{torch.get_num_threads()} threads")
     print(f"device {device} ({hardware}), torch {torch.__version__}; parameters: "
           f"rudder {ours_params / 1e6:.1f} M, reference {ref_params / 1e6:.1f} M")
-    print("| B | rudder step (ms) | reference step (ms) | ratio |")
-    print("|---|---|---|---|")
+    cuda = device.type == "cuda"
+    kernel_columns = " rudder kernels (ms) | wall / kernels |" * cuda
+    print("| B | rudder step (ms) | reference step (ms) | ratio | ops / step (rudder, reference) "
+          f"| host waits / step (rudder, reference) |{kernel_columns}")
+    print(f"|---|---|---|---|---|---|{'---|---|' * cuda}")
     for batch in args.batch_sizes:
         videos, slots = torch.arange(batch), torch.zeros(batch, dtype=torch.long)
         inputs = (torch.randn(batch, WORDS, WORD_DIM, device=device),
@@ -131,10 +160,16 @@ def main(argv=None) -> int:
                   torch.randn(batch, AUDIO_FRAMES, AUDIO_DIM, device=device),
                   (torch.rand(batch, len(FIXED) + 1, device=device) < 0.95).float()
                   .index_fill_(1, torch.tensor([0], device=device), 1.0))
-        ours, ref = interleaved_ms(args.steps, device,
-                                   lambda v=videos, s=slots: trainer._step(v, s),
-                                   lambda x=inputs: reference_step(reference, optimizer, x))
-        print(f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x |")
+        ours_step = lambda v=videos, s=slots: trainer._step(v, s)
+        ref_step = lambda x=inputs: reference_step(reference, optimizer, x)
+        ours, ref = interleaved_ms(args.steps, device, ours_step, ref_step)
+        (ops, waits), (ref_ops, ref_waits) = profile(ours_step), profile(ref_step)
+        row = (f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x | {ops}, {ref_ops} | "
+               f"{waits}, {ref_waits} |")
+        if cuda:
+            kernels = kernel_ms(ours_step, args.steps)
+            row += f" {kernels:.1f} | {ours / kernels:.2f}x |"
+        print(row)
     return 0
 
 

@@ -126,3 +126,18 @@ def test_the_trainer_turns_the_loss_value_checks_off_but_not_the_shape_checks(ti
         losses.build("mm")(bad)  # a loss used directly still checks values
     with pytest.raises(LossInputError, match="square"):
         trainer.loss_fn(torch.zeros(2, 3))
+
+
+def test_the_encoders_trace_as_one_graph_for_torch_compile(tiny_dataset, tmp_path):
+    """No graph break in the encoders, so ``compile=reduce-overhead`` can capture them whole
+    in a CUDA graph (a host read or data-dependent shape would split the graph)."""
+    import torch._dynamo
+
+    trainer = tiny_trainer(tiny_dataset, tmp_path)
+    train = trainer.splits["train"]
+    videos, slots = torch.arange(8), torch.zeros(8, dtype=torch.long)
+    inputs = (*train.text_input(videos, slots), *train.video_batch(videos))
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(trainer.encoder)(*inputs)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), [
+        str(reason.reason).splitlines()[0] for reason in explained.break_reasons]
