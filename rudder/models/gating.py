@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rudder.models.netvlad import masked_batch_norm
+from rudder.models.masked_batch_norm import masked_batch_norm
 
 _ACTIVATIONS = {"relu": nn.ReLU, "mish": nn.Mish}
 

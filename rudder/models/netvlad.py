@@ -1,4 +1,4 @@
-"""Masked NetVLAD pooling and the masked BatchNorm it (and the gating) relies on."""
+"""Masked NetVLAD pooling."""
 
 from __future__ import annotations
 
@@ -8,56 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-
-def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
-    """Apply ``bn`` to the rows of ``x`` (..., C) where ``mask`` (...) is True; others -> 0.
-
-    Batch statistics (and the running averages) come from the selected rows only, so
-    padding and unavailable experts never shift them. In training mode with fewer than
-    two selected rows (where batch statistics are undefined) the running statistics are
-    used instead, as in eval mode, and left unchanged. Everything is masked arithmetic
-    (sums weighted by the mask, ``torch.where``), so the result has fixed shapes and no
-    host synchronisation, which CUDA graphs and ``torch.compile`` need. Statistics are
-    computed in float32 (as BatchNorm does under autocast); the result has ``x``'s dtype.
-    The running variance is updated with the unbiased batch variance, as ``nn.BatchNorm1d``.
-    A ``SyncBatchNorm`` is called on the selected rows (even zero of them) so that every
-    process joins its collective; it then needs at least two selected rows over all processes.
-    """
-    if isinstance(bn, nn.SyncBatchNorm):
-        out = x.new_zeros(x.shape)
-        return out.masked_scatter(mask.unsqueeze(-1), bn(x[mask]))
-    keep = mask.unsqueeze(-1)
-    values = torch.where(keep, x, 0.0).float()
-    if bn.training or bn.running_mean is None:
-        weight = keep.to(values.dtype)
-        count = weight.sum(dim=tuple(range(weight.dim() - 1)))  # (1,)
-        dims = tuple(range(values.dim() - 1))
-        mean = values.sum(dims) / count.clamp_min(1.0)
-        var = ((values - mean) ** 2 * weight).sum(dims) / count.clamp_min(1.0)
-        if bn.running_mean is not None:
-            enough = count >= 2
-            _update_running_stats(bn, mean.detach(), var.detach(), count, enough)
-            mean = torch.where(enough, mean, bn.running_mean)
-            var = torch.where(enough, var, bn.running_var)
-    else:
-        mean, var = bn.running_mean, bn.running_var
-    out = (values - mean) * torch.rsqrt(var + bn.eps)
-    if bn.affine:
-        out = out * bn.weight + bn.bias
-    return torch.where(keep, out, 0.0).to(x.dtype)
-
-
-@torch.no_grad()
-def _update_running_stats(bn, mean: Tensor, var: Tensor, count: Tensor, enough: Tensor) -> None:
-    """BatchNorm's running averages, moved only where ``enough`` rows were selected."""
-    bn.num_batches_tracked.add_(enough.long().squeeze())
-    if bn.momentum is None:  # cumulative moving average, as nn.BatchNorm1d
-        momentum = enough.float() / bn.num_batches_tracked.clamp_min(1).float()
-    else:
-        momentum = enough.float() * bn.momentum
-    unbiased = var * count / (count - 1.0).clamp_min(1.0)
-    bn.running_mean.lerp_(mean, momentum)
-    bn.running_var.lerp_(unbiased, momentum)
+from rudder.models.masked_batch_norm import masked_batch_norm
 
 
 class NetVLAD(nn.Module):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from rudder.models.netvlad import NetVLAD, masked_batch_norm
+from rudder.models.netvlad import NetVLAD
 
 
 def test_one_cluster_is_the_normalised_residual_sum():
@@ -67,43 +67,3 @@ def test_bad_shapes_are_reported():
         vlad(torch.randn(2, 4, 5), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="bool mask of shape"):
         vlad(torch.randn(2, 4, 3), torch.ones(2, 4))
-
-
-def test_masked_batch_norm_uses_selected_rows_only():
-    torch.manual_seed(2)
-    bn, reference = torch.nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
-    x = torch.randn(2, 4, 3)
-    mask = torch.tensor([[True, False, True, True], [False, True, False, False]])
-    out = masked_batch_norm(bn, x, mask)
-    assert torch.allclose(out[mask], reference(x[mask]), atol=1e-6)
-    assert torch.equal(out[~mask], torch.zeros(4, 3))
-    assert torch.allclose(bn.running_mean, reference.running_mean)
-    assert torch.allclose(bn.running_var, reference.running_var)
-
-
-def test_masked_batch_norm_with_fewer_than_two_rows_uses_running_stats():
-    bn = torch.nn.BatchNorm1d(2).train()
-    with torch.no_grad():
-        bn.running_mean.copy_(torch.tensor([1.0, -1.0]))
-        bn.running_var.copy_(torch.tensor([4.0, 1.0]))
-    x = torch.tensor([[3.0, 0.0], [7.0, 7.0]])
-    out = masked_batch_norm(bn, x, torch.tensor([True, False]))
-    # (3 - 1) / sqrt(4 + eps) = 1, (0 + 1) / sqrt(1 + eps) = 1; the other row is 0
-    assert torch.allclose(out, torch.tensor([[1.0, 1.0], [0.0, 0.0]]), atol=1e-4)
-    empty = masked_batch_norm(bn, x, torch.tensor([False, False]))
-    assert torch.equal(empty, torch.zeros(2, 2))
-    empty.sum().backward()  # parameters stay in the graph (DDP needs every one used)
-    assert bn.weight.grad is not None and bn.bias.grad is not None
-
-
-def test_masked_batch_norm_ignores_nan_in_masked_rows_and_keeps_dtype():
-    bn, reference = torch.nn.BatchNorm1d(2), torch.nn.BatchNorm1d(2)
-    x = torch.tensor([[1.0, 2.0], [float("nan"), 0.0], [3.0, -2.0], [0.0, 1.0]])
-    mask = torch.tensor([True, False, True, True])
-    out = masked_batch_norm(bn, x, mask)
-    assert torch.allclose(out[mask], reference(x[mask]), atol=1e-6)
-    assert torch.equal(out[1], torch.zeros(2))
-    assert torch.allclose(bn.running_var, reference.running_var)
-    assert bn.num_batches_tracked == 1
-    half = masked_batch_norm(bn.eval(), x.to(torch.bfloat16), mask)
-    assert half.dtype == torch.bfloat16

@@ -1,0 +1,106 @@
+"""BatchNorm over the selected rows of a padded batch, with a closed-form backward.
+
+NetVLAD's assignment BatchNorm and the gating's BatchNorms see padding and unavailable
+experts; their statistics must come from the real rows only. Selecting the rows
+(``x[mask]``) gives data-dependent shapes, which make a CUDA host wait and split
+``torch.compile`` graphs, so the selection is done with weights instead. Written with
+autograd this takes ~70 small ops per call (forward and backward); :class:`_MaskedBatchNorm`
+gives the same values with about a third of them, by using BatchNorm's gradient in closed
+form (Ioffe & Szegedy, "Batch Normalization", ICML 2015, section 3, restricted to the
+selected rows): with ``n`` selected rows, ``x_hat = (x - mean) / sqrt(var + eps)`` (biased
+``var``) and ``d = dL/dy * gamma``,
+``dL/dx = (n d - sum d - x_hat sum(d x_hat)) / (n sqrt(var + eps))`` on selected rows, 0
+elsewhere; ``dL/dgamma = sum dL/dy x_hat``, ``dL/dbeta = sum dL/dy``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
+    """Apply ``bn`` to the rows of ``x`` (..., C) where ``mask`` (...) is True; others -> 0.
+
+    Batch statistics (and the running averages) come from the selected rows only, so
+    padding and unavailable experts never shift them. In training mode with fewer than
+    two selected rows (where batch statistics are undefined) the running statistics are
+    used instead, as in eval mode, and left unchanged. Everything has fixed shapes and no
+    host synchronisation, which CUDA graphs and ``torch.compile`` need. Statistics are
+    computed in float32 (as BatchNorm does under autocast); the result has ``x``'s dtype.
+    The running variance is updated with the unbiased batch variance, as ``nn.BatchNorm1d``.
+    A ``SyncBatchNorm`` is called on the selected rows (even zero of them) so that every
+    process joins its collective; it then needs at least two selected rows over all processes.
+    """
+    if isinstance(bn, nn.SyncBatchNorm):
+        out = x.new_zeros(x.shape)
+        return out.masked_scatter(mask.unsqueeze(-1), bn(x[mask]))
+    keep = mask.unsqueeze(-1)
+    values = torch.where(keep, x, 0.0).float()
+    if bn.training or bn.running_mean is None:
+        gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
+        out, mean, var, count = _MaskedBatchNorm.apply(
+            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps)
+        if bn.running_mean is not None:
+            _update_running_stats(bn, mean, var, count, count >= 2)
+    else:
+        out = (values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps)
+        if bn.affine:
+            out = out * bn.weight + bn.bias
+    return torch.where(keep, out, 0.0).to(x.dtype)
+
+
+class _MaskedBatchNorm(torch.autograd.Function):
+    """``(out, batch mean, batch var, count)`` of the selected rows (module docstring);
+    ``values`` are float32 and zero outside ``keep``. With running statistics given and
+    fewer than two rows selected, they normalise instead (and the gradient is eval mode's)."""
+
+    @staticmethod
+    def forward(ctx, values, keep, gamma, beta, running_mean, running_var, eps):
+        dims = tuple(range(values.dim() - 1))
+        weight = keep.to(values.dtype)
+        count = weight.sum(dims)  # (1,)
+        rows = count.clamp_min(1.0)
+        mean = values.sum(dims) / rows
+        centred = (values - mean) * weight
+        var = (centred * centred).sum(dims) / rows
+        if running_mean is not None:
+            batch_stats = count >= 2
+            mean_used = torch.where(batch_stats, mean, running_mean)
+            var_used = torch.where(batch_stats, var, running_var)
+        else:
+            batch_stats = torch.ones_like(count, dtype=torch.bool)
+            mean_used, var_used = mean, var
+        inv_std = torch.rsqrt(var_used + eps)
+        normed = (values - mean_used) * inv_std
+        out = normed if gamma is None else normed * gamma + beta
+        ctx.save_for_backward(normed, weight, gamma, inv_std, rows, batch_stats)
+        ctx.mark_non_differentiable(mean, var, count)
+        return out, mean, var, count
+
+    @staticmethod
+    def backward(ctx, grad_out, _mean, _var, _count):
+        normed, weight, gamma, inv_std, rows, batch_stats = ctx.saved_tensors
+        dims = tuple(range(normed.dim() - 1))
+        grad_out = grad_out * weight
+        grad_normed = grad_out if gamma is None else grad_out * gamma
+        batch = (rows * grad_normed - grad_normed.sum(dims)
+                 - normed * (grad_normed * normed).sum(dims)) * (inv_std / rows)
+        grad_values = torch.where(batch_stats, batch, grad_normed * inv_std) * weight
+        grad_gamma = grad_beta = None
+        if gamma is not None:
+            grad_gamma, grad_beta = (grad_out * normed).sum(dims), grad_out.sum(dims)
+        return grad_values, None, grad_gamma, grad_beta, None, None, None
+
+
+@torch.no_grad()
+def _update_running_stats(bn, mean: Tensor, var: Tensor, count: Tensor, enough: Tensor) -> None:
+    """BatchNorm's running averages, moved only where ``enough`` rows were selected."""
+    bn.num_batches_tracked.add_(enough.long().squeeze())
+    if bn.momentum is None:  # cumulative moving average, as nn.BatchNorm1d
+        momentum = enough.float() / bn.num_batches_tracked.clamp_min(1).float()
+    else:
+        momentum = enough.float() * bn.momentum
+    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    bn.running_mean.lerp_(mean, momentum)
+    bn.running_var.lerp_(unbiased, momentum)
