@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rudder.models.masked_batch_norm import masked_batch_norm
+from rudder.models.masked_batch_norm import grouped_masked_batch_norm, masked_batch_norm
 
 _ACTIVATIONS = {"relu": nn.ReLU, "mish": nn.Mish}
 
@@ -145,12 +145,12 @@ class CollaborativeGating(nn.Module):
         mask = self.mean_messages(psi, available)
         for layer in self.h:
             mask = layer(mask, available)
-        outputs = []
-        for i, fc in enumerate(self.gate_fc):
-            t_mask, t_self = mask[:, i], fc(psi[:, i])
-            if self.mask_bn is not None:
-                t_mask = masked_batch_norm(self.mask_bn[i], t_mask, available[:, i])
-                t_self = masked_batch_norm(self.gate_bn[i], t_self, available[:, i])
-            outputs.append(psi[:, i] * torch.sigmoid(t_mask + t_self))
-        out = F.normalize(torch.stack(outputs, dim=1), dim=-1)
+        # expert i's own Linear and BatchNorms, all experts in one pass (same as a loop)
+        weight = torch.stack([fc.weight for fc in self.gate_fc])  # (E, D, D)
+        bias = torch.stack([fc.bias for fc in self.gate_fc])  # (E, D)
+        t_self = torch.einsum("bei,eoi->beo", psi, weight) + bias
+        if self.mask_bn is not None:
+            mask = grouped_masked_batch_norm(self.mask_bn, mask, available)
+            t_self = grouped_masked_batch_norm(self.gate_bn, t_self, available)
+        out = F.normalize(psi * torch.sigmoid(mask + t_self), dim=-1)
         return out * available.unsqueeze(-1).to(out.dtype)

@@ -15,6 +15,8 @@ elsewhere; ``dL/dgamma = sum dL/dy x_hat``, ``dL/dbeta = sum dL/dy``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
 
@@ -39,8 +41,9 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
     values = torch.where(keep, x, 0.0).float()
     if bn.training or bn.running_mean is None:
         gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
+        dims = tuple(range(values.dim() - 1))
         out, mean, var, count = _MaskedBatchNorm.apply(
-            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps)
+            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, dims)
         if bn.running_mean is not None:
             _update_running_stats(bn, mean, var, count, count >= 2)
     else:
@@ -51,13 +54,13 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
 
 
 class _MaskedBatchNorm(torch.autograd.Function):
-    """``(out, batch mean, batch var, count)`` of the selected rows (module docstring);
-    ``values`` are float32 and zero outside ``keep``. With running statistics given and
-    fewer than two rows selected, they normalise instead (and the gradient is eval mode's)."""
+    """``(out, batch mean, batch var, count)`` of the selected rows (module docstring), the
+    statistics reduced over ``dims`` of ``values``; ``values`` are float32 and zero outside
+    ``keep``. With running statistics given and fewer than two rows selected, they
+    normalise instead (and the gradient is eval mode's)."""
 
     @staticmethod
-    def forward(ctx, values, keep, gamma, beta, running_mean, running_var, eps):
-        dims = tuple(range(values.dim() - 1))
+    def forward(ctx, values, keep, gamma, beta, running_mean, running_var, eps, dims):
         weight = keep.to(values.dtype)
         count = weight.sum(dims)  # (1,)
         rows = count.clamp_min(1.0)
@@ -75,13 +78,14 @@ class _MaskedBatchNorm(torch.autograd.Function):
         normed = (values - mean_used) * inv_std
         out = normed if gamma is None else normed * gamma + beta
         ctx.save_for_backward(normed, weight, gamma, inv_std, rows, batch_stats)
+        ctx.dims = dims
         ctx.mark_non_differentiable(mean, var, count)
         return out, mean, var, count
 
     @staticmethod
     def backward(ctx, grad_out, _mean, _var, _count):
         normed, weight, gamma, inv_std, rows, batch_stats = ctx.saved_tensors
-        dims = tuple(range(normed.dim() - 1))
+        dims = ctx.dims
         grad_out = grad_out * weight
         grad_normed = grad_out if gamma is None else grad_out * gamma
         batch = (rows * grad_normed - grad_normed.sum(dims)
@@ -90,7 +94,7 @@ class _MaskedBatchNorm(torch.autograd.Function):
         grad_gamma = grad_beta = None
         if gamma is not None:
             grad_gamma, grad_beta = (grad_out * normed).sum(dims), grad_out.sum(dims)
-        return grad_values, None, grad_gamma, grad_beta, None, None, None
+        return grad_values, None, grad_gamma, grad_beta, None, None, None, None
 
 
 @torch.no_grad()
@@ -104,3 +108,51 @@ def _update_running_stats(bn, mean: Tensor, var: Tensor, count: Tensor, enough: 
     unbiased = var * count / (count - 1.0).clamp_min(1.0)
     bn.running_mean.lerp_(mean, momentum)
     bn.running_var.lerp_(unbiased, momentum)
+
+
+def grouped_masked_batch_norm(bns: Sequence[nn.BatchNorm1d], x: Tensor, mask: Tensor) -> Tensor:
+    """``masked_batch_norm(bns[e], x[:, e], mask[:, e])`` for every group ``e`` of ``x``
+    (B, E, C) and ``mask`` (B, E), in one pass instead of E: CE's collaborative gating has
+    two BatchNorms per expert. The BatchNorms must be configured alike (as the gating makes
+    them); each keeps its own parameters and buffers, so checkpoints are unchanged."""
+    first = bns[0]
+    if isinstance(first, nn.SyncBatchNorm):
+        return torch.stack([masked_batch_norm(bn, x[:, e], mask[:, e])
+                            for e, bn in enumerate(bns)], dim=1)
+    keep = mask.unsqueeze(-1)
+    values = torch.where(keep, x, 0.0).float()
+    gamma = beta = running_mean = running_var = None
+    if first.affine:
+        gamma, beta = torch.stack([bn.weight for bn in bns]), torch.stack([bn.bias for bn in bns])
+    tracking = first.running_mean is not None
+    if tracking:
+        running_mean = torch.stack([bn.running_mean for bn in bns])
+        running_var = torch.stack([bn.running_var for bn in bns])
+    if first.training or not tracking:
+        out, mean, var, count = _MaskedBatchNorm.apply(
+            values, keep, gamma, beta, running_mean, running_var, first.eps, (0,))
+        if tracking:
+            _update_grouped_running_stats(bns, running_mean, running_var, mean, var, count)
+    else:
+        out = (values - running_mean) * torch.rsqrt(running_var + first.eps)
+        if gamma is not None:
+            out = out * gamma + beta
+    return torch.where(keep, out, 0.0).to(x.dtype)
+
+
+@torch.no_grad()
+def _update_grouped_running_stats(bns, running_mean, running_var, mean, var, count) -> None:
+    """:func:`_update_running_stats` for every BatchNorm of a group at once (``mean`` and
+    ``var`` (E, C), ``count`` (E, 1)), written back with one foreach copy per buffer."""
+    enough = count >= 2
+    tracked = [bn.num_batches_tracked for bn in bns]
+    torch._foreach_add_(tracked, list(enough.long().view(-1).unbind()))
+    if bns[0].momentum is None:  # cumulative moving average, as nn.BatchNorm1d
+        momentum = enough.float() / torch.stack(tracked).clamp_min(1).float().unsqueeze(1)
+    else:
+        momentum = enough.float() * bns[0].momentum
+    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    torch._foreach_copy_([bn.running_mean for bn in bns],
+                         list(running_mean.lerp(mean, momentum).unbind()))
+    torch._foreach_copy_([bn.running_var for bn in bns],
+                         list(running_var.lerp(unbiased, momentum).unbind()))

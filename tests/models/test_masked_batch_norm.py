@@ -4,7 +4,11 @@ and its closed-form backward against autograd's and finite differences."""
 import pytest
 import torch
 
-from rudder.models.masked_batch_norm import _MaskedBatchNorm, masked_batch_norm
+from rudder.models.masked_batch_norm import (
+    _MaskedBatchNorm,
+    grouped_masked_batch_norm,
+    masked_batch_norm,
+)
 
 
 def test_masked_batch_norm_uses_selected_rows_only():
@@ -88,8 +92,48 @@ def test_the_closed_form_backward_matches_finite_differences(case):
 
     def out(values, gamma, beta):  # as masked_batch_norm uses it: rows outside keep are 0
         values = torch.where(keep, values, 0.0)
-        normed = _MaskedBatchNorm.apply(values, keep, gamma, beta, *running, 1e-5)[0]
+        normed = _MaskedBatchNorm.apply(values, keep, gamma, beta, *running, 1e-5, (0, 1))[0]
         return torch.where(keep, normed, 0.0)
 
     inputs = (values, gamma, beta)
     assert torch.autograd.gradcheck(out, inputs)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("training", [True, False])
+def test_a_group_equals_one_masked_batch_norm_per_group(momentum, affine, training):
+    torch.manual_seed(5)
+
+    def group():
+        return torch.nn.ModuleList(torch.nn.BatchNorm1d(3, momentum=momentum, affine=affine)
+                                   for _ in range(4))
+
+    grouped, looped = group(), group()
+    with torch.no_grad():
+        for a, b in zip(grouped, looped):
+            a.running_mean.normal_(), a.running_var.uniform_(0.5, 2.0)
+            if affine:
+                torch.nn.init.normal_(a.weight), torch.nn.init.normal_(a.bias)
+            b.load_state_dict(a.state_dict())
+    grouped.train(training), looped.train(training)
+    x = torch.randn(6, 4, 3)
+    mask = torch.rand(6, 4) < 0.7
+    mask[:, 2] = False
+    mask[:, 3] = torch.tensor([True, False, False, False, False, False])  # one row: running stats
+    x_group, x_loop = x.clone().requires_grad_(), x.clone().requires_grad_()
+    upstream = torch.randn(6, 4, 3)
+    for _ in range(2):  # twice: the running statistics feed the second pass
+        out_group = grouped_masked_batch_norm(grouped, x_group, mask)
+        out_loop = torch.stack([masked_batch_norm(bn, x_loop[:, e], mask[:, e])
+                                for e, bn in enumerate(looped)], dim=1)
+        assert torch.allclose(out_group, out_loop, atol=1e-6)
+    (out_group * upstream).sum().backward()
+    (out_loop * upstream).sum().backward()
+    assert torch.allclose(x_group.grad, x_loop.grad, atol=1e-6)
+    for a, b in zip(grouped, looped):
+        for key, value in a.state_dict().items():
+            assert torch.allclose(value.float(), b.state_dict()[key].float(), atol=1e-6), key
+        if affine:
+            assert torch.allclose(a.weight.grad, b.weight.grad, atol=1e-6)
+            assert torch.allclose(a.bias.grad, b.bias.grad, atol=1e-6)
