@@ -126,18 +126,26 @@ def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     return torch.tensor_split(batch, ctx.world_size)[ctx.rank] if ctx.enabled else batch
 
 
-def gather_with_grad(tensor: torch.Tensor, ctx: DistContext, total: int) -> torch.Tensor:
-    """Concatenate every process's share (:func:`shard`) of a ``total``-item batch along dim
-    0, keeping the autograd graph. The share sizes are known on every host, so nothing is
-    exchanged or read back besides the padded shares themselves."""
+def gather_with_grad(tensors: list[torch.Tensor], ctx: DistContext,
+                     total: int) -> list[torch.Tensor]:
+    """Every process's share (:func:`shard`) of a ``total``-item batch, concatenated along dim
+    0 for each of ``tensors``, keeping the autograd graph. The tensors travel as float32 in
+    one packed all-gather (one collective, not one per tensor) and come back in their own
+    dtypes. The share sizes are known on every host, so nothing else is exchanged or read
+    back."""
     if not ctx.enabled:
-        return tensor
+        return [t.float() if t.is_floating_point() else t for t in tensors]
     from torch.distributed.nn.functional import all_gather
 
     sizes = shard_sizes(total, ctx)
-    padded = torch.cat([tensor, tensor.new_zeros(max(sizes) - len(tensor), *tensor.shape[1:])])
-    parts = all_gather(padded)
-    return torch.cat([part[:size] for part, size in zip(parts, sizes)])
+    rows = len(tensors[0])
+    flat = [t.reshape(rows, -1).float() for t in tensors]
+    packed = torch.cat(flat, dim=1)
+    packed = torch.cat([packed, packed.new_zeros(max(sizes) - rows, packed.shape[1])])
+    gathered = torch.cat([part[:size] for part, size in zip(all_gather(packed), sizes)])
+    parts = gathered.split([f.shape[1] for f in flat], dim=1)
+    shaped = [part.reshape(total, *t.shape[1:]) for part, t in zip(parts, tensors)]
+    return [p if t.is_floating_point() else p.to(t.dtype) for p, t in zip(shaped, tensors)]
 
 
 def broadcast_object(obj, ctx: DistContext):

@@ -141,10 +141,8 @@ class Trainer:
             text, logits, video = self.encoder(upload(inputs, self.device),
                                                upload(mask, self.device), features, masks,
                                                available)
-        text, logits, video, available = (
-            gather_with_grad(t.float() if t.is_floating_point() else t, self.ctx, len(videos))
-            for t in (text, logits, video, available)
-        )
+        text, logits, video, available = gather_with_grad([text, logits, video, available],
+                                                          self.ctx, len(videos))
         sims = self.model.similarity(text, logits, video, available, check_values=False)
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         self.optimizer.zero_grad(set_to_none=True)

@@ -91,3 +91,35 @@ def test_compiled_training_matches_eager(tiny_dataset, tmp_path, fast_args):
     assert "failed" not in (tmp_path / "compiled" / "train.log").read_text()
     for key in ("R1", "R10", "MdR"):
         assert compiled["test"]["t2v"][key] == pytest.approx(eager["test"]["t2v"][key], abs=5.0)
+
+
+def _gather_worker(rank, world, init_file, total, results):
+    from rudder.distributed import DistContext, gather_with_grad, shard
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world)
+    try:
+        full = torch.arange(total * 6, dtype=torch.float32).reshape(total, 2, 3)
+        flags = torch.arange(total) % 3 == 0
+        ctx = DistContext(rank, world, rank)
+        local = shard(torch.arange(total), ctx)
+        mine = full[local].clone().requires_grad_()
+        values, gathered_flags = gather_with_grad([mine, flags[local]], ctx, total)
+        (values * full).sum().backward()  # every process computes the same loss
+        results[rank] = (torch.equal(values.detach(), full), torch.equal(gathered_flags, flags),
+                         torch.allclose(mine.grad, world * full[local]))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                    reason="this torch build has no gloo backend for CPU processes")
+def test_one_packed_gather_returns_uneven_shares_with_their_gradients(tmp_path):
+    import torch.multiprocessing as mp
+
+    results = mp.Manager().dict()
+    mp.spawn(_gather_worker, args=(2, tmp_path / "init", 5, results), nprocs=2)
+    # shares of 3 and 2 rows; a bool tensor comes back as bool; the gather's backward sums
+    # the world's gradients for each process's rows (module docstring of rudder.distributed)
+    assert dict(results) == {0: (True, True, True), 1: (True, True, True)}
