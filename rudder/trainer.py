@@ -281,8 +281,10 @@ class Trainer:
         """Evaluate ``best.pt`` on the test split; write predictions and ``metrics.json``."""
         best = load_checkpoint(checkpoint_file(self.run_dir, "best"), map_location=self.device)
         self.model.load_state_dict(best["model"])
-        # Training is over: free the train/validation tensors before the test split.
+        # Training is over: free the train/validation tensors (the supervision holds the
+        # training split too) before the test split.
         self.splits.clear()
+        self.supervision = None
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:

@@ -143,3 +143,24 @@ def test_the_training_step_skips_the_value_checks_that_sync_a_gpu(train_tiny, tm
     train_tiny(tmp_path / "run", "--epochs", "1")
     assert False in seen  # training steps: the loader validated the data already
     assert True in seen  # evaluation keeps its checks
+
+
+def test_testing_frees_the_training_split_first(tiny_dataset, tmp_path):
+    """At MSR-VTT scale the training split is GBs: test() must not hold it beside the test
+    split (the supervision keeps a reference to it during training)."""
+    import gc
+    import weakref
+
+    from rudder.config import from_dict
+    from rudder.distributed import DistContext
+    from rudder.trainer import Trainer
+
+    config = from_dict({"data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"],
+                                 "audio_langs": ["mr"], "batch_size": 8},
+                        "model": {"shared_dim": 16, "word_dim": 8}, "epochs": 1})
+    trainer = Trainer(config, tmp_path, DistContext())
+    trainer.fit()
+    train_split = weakref.ref(trainer.splits["train"])
+    trainer.test()
+    gc.collect()
+    assert train_split() is None
