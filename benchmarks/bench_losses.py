@@ -41,9 +41,24 @@ def _inputs(batch: int, seed: int = 0) -> dict:
     }
 
 
+class BenchRun:
+    """What a training run supplies to a loss (:class:`rudder.losses.RunFacts`), taken from
+    the benchmark batch: dw's embedding dimension, hn_exclusion's caption-similarity
+    threshold (here over the batch's caption pairs instead of the training set's)."""
+
+    embedding_dim = 256
+
+    def __init__(self, text_sims: torch.Tensor):
+        self.pairs = text_sims[~torch.eye(len(text_sims), dtype=torch.bool)]
+
+    def caption_similarity_threshold(self, top_fraction: float) -> float:
+        return float(torch.quantile(self.pairs, 1 - top_fraction))
+
+
 def time_loss(name: str, inputs: dict, repeats: int) -> tuple[float, float]:
-    """Median and minimum milliseconds of one forward + backward."""
-    loss = losses.build(name, **({"dim": 256} if name == "dw" else {}))
+    """Median and minimum milliseconds of one forward + backward, the loss built with its
+    defaults and what a run supplies (as the trainer builds it)."""
+    loss = losses.build(name, **losses.run_params(name, {}, BenchRun(inputs["text_sims"])))
     generator = torch.Generator().manual_seed(0)
     times = []
     for step in range(repeats + 3):  # 3 warm-up runs
