@@ -106,6 +106,18 @@ def test_supervision_options_keep_the_step_sync_free(supervision, device, tiny_d
     assert audited_step(trainer).waits == []
 
 
+@pytest.mark.parametrize("grad_clip", [None, 1.0])
+def test_the_mixed_precision_bookkeeping_does_not_wait(grad_clip, tiny_dataset, tmp_path):
+    """A CUDA run scales the loss (GradScaler), unscales, clips and steps the fused optimiser
+    with the scale and inf flag on the device; the same Python path runs here with a CPU
+    GradScaler, so a host read in it would show."""
+    trainer = tiny_trainer(tiny_dataset, tmp_path)
+    trainer.config.optim.grad_clip = grad_clip
+    trainer.scaler = torch.amp.GradScaler("cpu")
+    assert getattr(trainer.optimizer, "_step_supports_amp_scaling", False)  # fused by default
+    assert audited_step(trainer).waits == []
+
+
 @pytest.mark.slow  # loads the sample dataset (~8 s)
 def test_manual_relations_and_descriptions_keep_the_step_sync_free(tmp_path):
     config = from_dict({"loss": {"name": "po"}, "model": {"shared_dim": 16}, "device": "cpu",
