@@ -32,8 +32,9 @@ def test_every_benchmark_is_listed():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMALL))
-def test_the_benchmark_runs(script):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+def test_the_benchmark_runs(script, tmp_path):
+    # TMPDIR: the scripts' temporary folders land in pytest's, which pytest prunes
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *SMALL[script]],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
                           check=False)
