@@ -39,18 +39,21 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
         return out.masked_scatter(mask.unsqueeze(-1), bn(x[mask]))
     keep = mask.unsqueeze(-1)
     values = torch.where(keep, x, 0.0).float()
+    gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
     if bn.training or bn.running_mean is None:
-        gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
         dims = tuple(range(values.dim() - 1))
         out, mean, var, count = _MaskedBatchNorm.apply(
             values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, dims)
         if bn.running_mean is not None:
             _update_running_stats(bn, mean, var, count, count >= 2)
     else:
-        out = (values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps)
-        if bn.affine:
-            out = out * bn.weight + bn.bias
+        out = _affine((values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps),
+                      gamma, beta)
     return torch.where(keep, out, 0.0).to(x.dtype)
+
+
+def _affine(normed: Tensor, gamma: Tensor | None, beta: Tensor | None) -> Tensor:
+    return normed if gamma is None else normed * gamma + beta
 
 
 class _MaskedBatchNorm(torch.autograd.Function):
@@ -76,7 +79,7 @@ class _MaskedBatchNorm(torch.autograd.Function):
             mean_used, var_used = mean, var
         inv_std = torch.rsqrt(var_used + eps)
         normed = (values - mean_used) * inv_std
-        out = normed if gamma is None else normed * gamma + beta
+        out = _affine(normed, gamma, beta)
         ctx.save_for_backward(normed, weight, gamma, inv_std, rows, batch_stats)
         ctx.dims = dims
         ctx.mark_non_differentiable(mean, var, count)
@@ -101,13 +104,22 @@ class _MaskedBatchNorm(torch.autograd.Function):
 def _update_running_stats(bn, mean: Tensor, var: Tensor, count: Tensor, enough: Tensor) -> None:
     """BatchNorm's running averages, moved only where ``enough`` rows were selected."""
     bn.num_batches_tracked.add_(enough.long().squeeze())
-    if bn.momentum is None:  # cumulative moving average, as nn.BatchNorm1d
-        momentum = enough.float() / bn.num_batches_tracked.clamp_min(1).float()
-    else:
-        momentum = enough.float() * bn.momentum
-    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    momentum, unbiased = _moving_average_terms(bn.momentum, bn.num_batches_tracked, var, count,
+                                               enough)
     bn.running_mean.lerp_(mean, momentum)
     bn.running_var.lerp_(unbiased, momentum)
+
+
+def _moving_average_terms(momentum: float | None, tracked: Tensor | None, var: Tensor,
+                          count: Tensor, enough: Tensor) -> tuple[Tensor, Tensor]:
+    """nn.BatchNorm1d's averaging weight (``momentum``, or 1 / ``tracked`` batches for a
+    cumulative average when it is None; ``tracked`` is only read then), 0 where too few rows
+    were selected; and the unbiased batch variance."""
+    if momentum is None:
+        weight = enough.float() / tracked.clamp_min(1).float()
+    else:
+        weight = enough.float() * momentum
+    return weight, var * count / (count - 1.0).clamp_min(1.0)
 
 
 def grouped_masked_batch_norm(bns: Sequence[nn.BatchNorm1d], x: Tensor, mask: Tensor) -> Tensor:
@@ -134,9 +146,7 @@ def grouped_masked_batch_norm(bns: Sequence[nn.BatchNorm1d], x: Tensor, mask: Te
         if tracking:
             _update_grouped_running_stats(bns, running_mean, running_var, mean, var, count)
     else:
-        out = (values - running_mean) * torch.rsqrt(running_var + first.eps)
-        if gamma is not None:
-            out = out * gamma + beta
+        out = _affine((values - running_mean) * torch.rsqrt(running_var + first.eps), gamma, beta)
     return torch.where(keep, out, 0.0).to(x.dtype)
 
 
@@ -147,11 +157,8 @@ def _update_grouped_running_stats(bns, running_mean, running_var, mean, var, cou
     enough = count >= 2
     tracked = [bn.num_batches_tracked for bn in bns]
     torch._foreach_add_(tracked, list(enough.long().view(-1).unbind()))
-    if bns[0].momentum is None:  # cumulative moving average, as nn.BatchNorm1d
-        momentum = enough.float() / torch.stack(tracked).clamp_min(1).float().unsqueeze(1)
-    else:
-        momentum = enough.float() * bns[0].momentum
-    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    tracked_now = torch.stack(tracked).unsqueeze(1) if bns[0].momentum is None else None
+    momentum, unbiased = _moving_average_terms(bns[0].momentum, tracked_now, var, count, enough)
     torch._foreach_copy_([bn.running_mean for bn in bns],
                          list(running_mean.lerp(mean, momentum).unbind()))
     torch._foreach_copy_([bn.running_var for bn in bns],
