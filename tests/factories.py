@@ -3,7 +3,8 @@
 :func:`write_dataset` writes a folder in the real layout from plain Python values (the
 experts a video has are the ones it has features for); :func:`caption` makes one caption
 row; :func:`concept_dataset` generates the learnable toy dataset of the training and
-experiment tests. Conftests import them relatively (``from ..factories import ...``).
+experiment tests; :func:`tiny_config` is the run configuration that trains on it in
+seconds. Conftests and tests import them relatively (``from ..factories import ...``).
 """
 
 from __future__ import annotations
@@ -194,3 +195,20 @@ def concept_dataset(
         languages=["mr", "en"],
         relations=relations,
     )
+
+
+def tiny_config(dataset, loss: str = "mm", params: dict | None = None, *, data: dict | None = None,
+                **sections):
+    """A ``TrainConfig`` for :func:`concept_dataset` that trains in seconds: a small model,
+    Marathi and English captions, Marathi audio; ``params`` are the loss's, ``data`` adds
+    data fields and ``sections`` other top-level fields (``supervision``, ``device``, ...)."""
+    from rudder.config import from_dict
+
+    return from_dict({
+        "data": {"dataset": str(dataset), "caption_langs": ["mr", "en"], "audio_langs": ["mr"],
+                 **(data or {})},
+        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2,
+                  "video_vlad_clusters": 2},
+        "loss": {"name": loss, "params": dict(params or {})},
+        **sections,
+    })

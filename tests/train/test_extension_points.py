@@ -11,13 +11,15 @@ import torch.nn.functional as F
 
 from rudder import losses, models
 from rudder.batch_supervision import BatchSupervision
-from rudder.config import ConfigError, from_dict
+from rudder.config import ConfigError
 from rudder.distributed import DistContext
 from rudder.losses import _base
 from rudder.models.ce import CollaborativeExperts
 from rudder.runs import load_run
 from rudder.text import CaptionSimilarity
 from rudder.trainer import Trainer
+
+from ..factories import tiny_config
 
 
 class SymmetricInfoNCE(losses.RetrievalLoss):
@@ -98,43 +100,23 @@ def test_a_new_loss_and_a_new_model_train_an_epoch(monkeypatch, train_tiny, tmp_
     assert type(loaded.model) is MeanPool and loaded.config.loss.params == {"temperature": 0.05}
 
 
-def tiny_config(tiny_dataset, loss, **params):
-    return from_dict(
-        {
-            "data": {
-                "dataset": str(tiny_dataset),
-                "caption_langs": ["mr", "en"],
-                "audio_langs": ["mr"],
-            },
-            "model": {
-                "shared_dim": 16,
-                "word_dim": 8,
-                "text_vlad_clusters": 2,
-                "video_vlad_clusters": 2,
-            },
-            "loss": {"name": loss, "params": params},
-        }
-    )
-
-
 def test_the_run_supplies_dw_its_dimension(tiny_dataset, tmp_path):
     run = Trainer(tiny_config(tiny_dataset, "dw"), tmp_path / "a", DistContext())
     assert run.loss_fn.dim == 16 and run.config.loss.params == {
         "dim": 16
     }  # recorded in config.yaml
-    run = Trainer(tiny_config(tiny_dataset, "dw", dim=4), tmp_path / "b", DistContext())
+    run = Trainer(tiny_config(tiny_dataset, "dw", {"dim": 4}), tmp_path / "b", DistContext())
     assert run.loss_fn.dim == 4
 
 
 def test_the_run_supplies_hn_exclusion_its_dataset_threshold(tiny_dataset, tmp_path):
-    run = Trainer(
-        tiny_config(tiny_dataset, "hn_exclusion", exclude_top=0.05), tmp_path / "a", DistContext()
-    )
+    config = tiny_config(tiny_dataset, "hn_exclusion", {"exclude_top": 0.05})
+    run = Trainer(config, tmp_path / "a", DistContext())
     texts = [t for t in run.splits["train"].caption_texts.reshape(-1) if t is not None]
     expected = CaptionSimilarity().fit(texts).top_fraction_threshold(texts, 0.05)
     assert run.loss_fn.threshold == expected == run.config.loss.params["threshold"]
     run = Trainer(
-        tiny_config(tiny_dataset, "hn_exclusion", scope="batch"), tmp_path / "b", DistContext()
+        tiny_config(tiny_dataset, "hn_exclusion", {"scope": "batch"}), tmp_path / "b", DistContext()
     )
     assert run.loss_fn.threshold is None and "threshold" not in run.config.loss.params
 

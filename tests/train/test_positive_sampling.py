@@ -2,21 +2,16 @@
 
 import torch
 
-from rudder.config import from_dict
 from rudder.distributed import DistContext
 from rudder.supervision import relevance
 from rudder.trainer import Trainer
 
+from ..factories import tiny_config
+
 
 def test_drawn_captions_are_relevant_to_the_video(tiny_dataset, tmp_path):
-    config = from_dict({
-        "data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"],
-                 "audio_langs": ["mr"]},
-        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2,
-                  "video_vlad_clusters": 2},
-        "loss": {"name": "mimm_adaptive"},
-        "supervision": {"positive_sampling": "relevant", "positive_threshold": 0.3},
-    })
+    config = tiny_config(tiny_dataset, "mimm_adaptive", supervision={
+        "positive_sampling": "relevant", "positive_threshold": 0.3})
     run = Trainer(config, tmp_path, DistContext())
     sup, train = run.supervision, run.splits["train"]
     videos = torch.arange(train.num_videos)

@@ -17,18 +17,15 @@ from rudder.losses import LossInputError
 from rudder.step_audit import StepAudit
 from rudder.trainer import Trainer
 
+from ..factories import tiny_config
+
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA device"))]
 
 
 def tiny_trainer(dataset, run_dir, device="cpu", loss="mm", **supervision):
-    config = from_dict({
-        "data": {"dataset": str(dataset), "caption_langs": ["mr", "en"], "audio_langs": ["mr"],
-                 "batch_size": 8},
-        "model": {"shared_dim": 16, "word_dim": 8, "text_vlad_clusters": 2,
-                  "video_vlad_clusters": 2},
-        "loss": {"name": loss}, "supervision": supervision, "device": device,
-    })
+    config = tiny_config(dataset, loss, data={"batch_size": 8}, supervision=supervision,
+                         device=device)
     trainer = Trainer(config, run_dir, DistContext())
     trainer.model.train()
     return trainer

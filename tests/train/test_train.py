@@ -151,13 +151,12 @@ def test_testing_frees_the_training_split_first(tiny_dataset, tmp_path):
     import gc
     import weakref
 
-    from rudder.config import from_dict
     from rudder.distributed import DistContext
     from rudder.trainer import Trainer
 
-    config = from_dict({"data": {"dataset": str(tiny_dataset), "caption_langs": ["mr", "en"],
-                                 "audio_langs": ["mr"], "batch_size": 8},
-                        "model": {"shared_dim": 16, "word_dim": 8}, "epochs": 1})
+    from ..factories import tiny_config
+
+    config = tiny_config(tiny_dataset, data={"batch_size": 8}, epochs=1)
     trainer = Trainer(config, tmp_path, DistContext())
     trainer.fit()
     train_split = weakref.ref(trainer.splits["train"])
