@@ -126,7 +126,10 @@ def profile(fn) -> tuple[int, int]:
 
 
 def kernel_ms(fn, steps: int) -> float:
-    """Summed GPU time (kernels and copies) per call of ``fn``, from ``torch.profiler``."""
+    """Summed GPU time (kernels, copies, memsets) per call of ``fn``, from ``torch.profiler``:
+    the durations of the device-side events only, so that no kernel is also counted through
+    the host event that launched it."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -135,7 +138,8 @@ def kernel_ms(fn, steps: int) -> float:
         for _ in range(steps):
             fn()
         torch.cuda.synchronize()
-    device_us = sum(event.self_device_time_total for event in prof.key_averages())
+    device_us = sum(event.time_range.elapsed_us() for event in prof.events()
+                    if event.device_type == DeviceType.CUDA)
     return device_us / 1e3 / steps
 
 
