@@ -100,7 +100,7 @@ class BatchSupervision:
         valid = np.argwhere(np.vectorize(lambda c: c is not None, otypes=[bool])(ids))
         self.relations = RelationTable(ids[valid[:, 0], valid[:, 1]], table)
         if self.sup.relation_batches:
-            low, high, _ = self.relations.pairs()
+            low, high = self.relations.pairs()
             pairs = torch.from_numpy(np.concatenate([valid[low], valid[high]], axis=1))
             self.relation_pairs = pairs[pairs[:, 0] != pairs[:, 2]]  # a batch holds a video once
 

@@ -231,10 +231,14 @@ class RelationTable:
 
     ``caption_ids`` fixes the caption positions; ``relations`` is a table with columns
     ``caption_id_a``, ``caption_id_b``, ``label`` (DESIGN.md's relations config, labels
-    0..3). Pairs are symmetric, stored as sorted int64 keys ``min(p, q) * n + max(p, q)``
-    and found with ``np.searchsorted``. Rows naming a caption outside ``caption_ids``
-    (another split) are skipped and counted in ``.skipped``. The same pair listed twice
-    with different labels is an error (resolve annotator disagreements when importing).
+    0..3). A row labels caption ``b`` as a candidate for the query ``a``, as pair labels
+    are read (DESIGN.md): RUDDER's noun/verb and video heuristics are asymmetric, so
+    ``(a, b)`` and ``(b, a)`` may differ. A pair listed in one direction only takes its
+    label both ways (an annotator's relation for the pair). Rows are stored as sorted int64
+    keys ``a * n + b`` and found with ``np.searchsorted``. Rows naming a caption outside
+    ``caption_ids`` (another split) are skipped and counted in ``.skipped``. The same
+    ordered pair listed twice with different labels is an error (resolve annotator
+    disagreements when importing).
     """
 
     def __init__(self, caption_ids, relations):
@@ -269,7 +273,8 @@ class RelationTable:
         if conflict.size:
             key = int(keys[conflict[0]])
             a, b = self._id_of(key // self.num_captions), self._id_of(key % self.num_captions)
-            raise ValueError(f"RelationTable: pair ({a}, {b}) has conflicting labels")
+            raise ValueError(f"RelationTable: the pair (query {a}, candidate {b}) is listed with "
+                             "different labels; keep one row per ordered pair")
         self._keys_sorted = unique
         self._labels = labels[first].astype(np.int8)
 
@@ -289,31 +294,42 @@ class RelationTable:
         return np.where(found, self._order[where], -1).astype(np.int64)
 
     def _keys(self, pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
-        low, high = np.minimum(pos_a, pos_b), np.maximum(pos_a, pos_b)
-        return low * np.int64(self.num_captions) + high
+        return pos_a * np.int64(self.num_captions) + pos_b
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every stored pair as caption positions ``(low, high)`` and its int8 label."""
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every related caption pair once, whatever its directions: caption positions
+        ``(low, high)`` with ``low < high``."""
         n = np.int64(max(self.num_captions, 1))
-        return self._keys_sorted // n, self._keys_sorted % n, self._labels.copy()
+        query, candidate = self._keys_sorted // n, self._keys_sorted % n
+        unique = np.unique(np.minimum(query, candidate) * n + np.maximum(query, candidate))
+        return unique // n, unique % n
+
+    def _find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, index into the stored rows) of ordered ``keys``."""
+        if not len(self._keys_sorted):
+            return np.zeros(keys.shape, dtype=bool), np.zeros(keys.shape, dtype=np.int64)
+        where = np.searchsorted(self._keys_sorted, keys).clip(max=len(self._keys_sorted) - 1)
+        return self._keys_sorted[where] == keys, where
 
     def lookup_positions(self, pos_a, pos_b) -> torch.Tensor:
-        """``(len(a), len(b))`` int8 labels of caption positions, -1 for unknown pairs."""
+        """``(len(a), len(b))`` int8 labels of candidate ``b`` for query ``a`` (caption
+        positions): the row ``(a, b)``, else the row ``(b, a)``, else -1."""
         pos_a = np.asarray(pos_a, dtype=np.int64)[:, None]
         pos_b = np.asarray(pos_b, dtype=np.int64)[None, :]
-        keys = self._keys(pos_a, pos_b)
-        out = np.full(keys.shape, NO_LABEL, dtype=np.int8)
-        if len(self._keys_sorted):
-            where = np.searchsorted(self._keys_sorted, keys).clip(max=len(self._keys_sorted) - 1)
-            found = (self._keys_sorted[where] == keys) & (pos_a >= 0) & (pos_b >= 0)
-            out[found] = self._labels[where[found]]
+        known = (pos_a >= 0) & (pos_b >= 0)
+        found, where = self._find(self._keys(pos_a, pos_b))
+        found_reverse, where_reverse = self._find(self._keys(pos_b, pos_a))
+        out = np.full(found.shape, NO_LABEL, dtype=np.int8)
+        reverse = known & found_reverse & ~found
+        out[reverse] = self._labels[where_reverse[reverse]]
+        direct = known & found
+        out[direct] = self._labels[where[direct]]
         return torch.from_numpy(out)
 
     def lookup(self, caption_ids_a, caption_ids_b=None) -> torch.Tensor:
-        """``(len(a), len(b))`` int8 manual labels, -1 where unknown; ``b`` defaults to ``a``.
-
-        Symmetric: ``lookup([x], [y]) == lookup([y], [x])``.
-        """
+        """``(len(a), len(b))`` int8 manual labels of candidate ``b`` for query ``a``, -1
+        where unknown; ``b`` defaults to ``a``. Symmetric unless a pair is listed in both
+        directions with different labels."""
         pos_a = self.positions(caption_ids_a)
         pos_b = pos_a if caption_ids_b is None else self.positions(caption_ids_b)
         return self.lookup_positions(pos_a, pos_b)

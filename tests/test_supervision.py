@@ -306,21 +306,30 @@ def test_relation_table_symmetry_and_unknown():
             [("c0", "c1", 2), ("c2", "c0", 1), ("c3", "c1", 3), ("c1", "c0", 2), ("c9", "c0", 0)]
         ),
     )
-    assert len(table) == 3 and table.skipped == 1  # the repeated pair merged; c9 is elsewhere
+    assert len(table) == 4 and table.skipped == 1  # c9 is in another split
     full = table.lookup(ids)
     assert full.dtype == torch.int8
     assert full.tolist() == [[-1, 2, 1, -1], [2, -1, -1, 3], [1, -1, -1, -1], [-1, 3, -1, -1]]
     assert torch.equal(full, full.T)
     assert table.lookup(["c1", "zz"], ["c3", "c0", "zz"]).tolist() == [[3, 2, -1], [-1, -1, -1]]
     assert table.lookup_positions(np.array([2]), np.array([0, 3])).tolist() == [[1, -1]]
-    low, high, labels = table.pairs()
-    assert list(zip(low.tolist(), high.tolist(), labels.tolist())) == [
-        (0, 1, 2), (0, 2, 1), (1, 3, 3)]
+    low, high = table.pairs()  # c0-c1 is listed both ways but is one pair
+    assert list(zip(low.tolist(), high.tolist())) == [(0, 1), (0, 2), (1, 3)]
+
+
+def test_relation_table_reads_each_direction_of_an_asymmetric_pair():
+    # RUDDER's heuristics are relative to the query: c1 is partial for c0, c0 positive for c1
+    ids = ["c0", "c1", "c2"]
+    table = RelationTable(ids, relations([("c0", "c1", 1), ("c1", "c0", 2), ("c2", "c0", 3)]))
+    assert table.lookup(ids).tolist() == [[-1, 1, 3], [2, -1, -1], [3, -1, -1]]
+    assert table.lookup(["c1"], ["c0", "c2"]).tolist() == [[2, -1]]
+    low, high = table.pairs()
+    assert list(zip(low.tolist(), high.tolist())) == [(0, 1), (0, 2)]
 
 
 def test_relation_table_errors():
-    with pytest.raises(ValueError, match=r"pair \(c0, c1\) has conflicting labels"):
-        RelationTable(["c0", "c1"], relations([("c0", "c1", 2), ("c1", "c0", 1)]))
+    with pytest.raises(ValueError, match=r"pair \(query c1, candidate c0\) is listed with diff"):
+        RelationTable(["c0", "c1"], relations([("c1", "c0", 2), ("c0", "c1", 1), ("c1", "c0", 1)]))
     with pytest.raises(ValueError, match=r"row 1: label 5 not in 0..3"):
         RelationTable(["c0", "c1"], relations([("c0", "c1", 2), ("c1", "c0", 5)]))
     with pytest.raises(ValueError, match="lacks column.*'label'"):

@@ -6,6 +6,7 @@ import yaml
 from heuristics.__main__ import main
 from heuristics.relations import RelationError, read_manual, read_video_sets, video_relations
 from rudder.data.layout import DatasetFolder
+from rudder.supervision import RelationTable
 
 SETS = """video_id,objects,actions
 v1,paper;scissors,cut
@@ -50,6 +51,10 @@ def test_video_heuristic_by_hand(tiny_dataset, sets_path):
             ("c6", "c5", 2, h),
         ]
     )
+    # training reads each direction: c6 is partial for the query c5, c5 positive for c6
+    ids = ["c1", "c3", "c5", "c6"]
+    assert RelationTable(ids, table).lookup(ids).tolist() == [
+        [-1, 1, -1, -1], [1, -1, -1, -1], [-1, -1, -1, 1], [-1, -1, 2, -1]]
     # stricter object threshold: v1 -> v2 (1/2) drops out, v2 -> v1 (1/1) stays partial
     strict = video_relations(tiny_dataset, read_video_sets(sets_path), alpha_o=0.75, alpha_a=0.75)
     assert ("c1", "c3", 1, h) not in rows(strict) and ("c3", "c1", 1, h) in rows(strict)

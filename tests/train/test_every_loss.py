@@ -30,8 +30,10 @@ def test_partial_order_with_manual_relations(tiny_dataset, fast_args, tmp_path, 
     with pytest.raises(SystemExit):
         train.main([*args, "--output-dir", str(tmp_path / "no-relations")])
     assert "has no relations config" in capsys.readouterr().err
-    relations = pa.table({"caption_id_a": ["v000-en"], "caption_id_b": ["v001-en"], "label": [1],
-                          "annotator": ["a"]})
+    # asymmetric, as the video heuristic writes them: v001 partial for v000, v000 positive back
+    relations = pa.table({"caption_id_a": ["v000-en", "v001-en"],
+                          "caption_id_b": ["v001-en", "v000-en"], "label": [1, 2],
+                          "annotator": ["video-heuristic"] * 2})
     replace_tables(data, "relations", {"all": relations})
     result = train.main([*args, "--output-dir", str(tmp_path / "manual"), "--epochs", "1"])
     assert 0 <= result["test"]["t2v"]["R1"] <= 100
