@@ -47,14 +47,13 @@ def relevance(nouns_a, verbs_a, nouns_b, verbs_b) -> torch.Tensor:
     ``R = 0.5 * (IoU(V_i, V_j) + IoU(N_i, N_j))`` over verb and noun classes, ``IoU(A, B) =
     |A ∩ B| / |A ∪ B|`` and 0 when the union is empty: the semantic relevance of the
     EPIC-KITCHENS-100 multi-instance retrieval benchmark (Damen et al., "Rescaling
-    Egocentric Vision", IJCV 2022, arXiv:2006.13256; ``(verb_iou + noun_iou) / 2`` in
-    create_relevancy_files.py of aranciokov/RelevanceMargin-ICMR22), used for
-    relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval models
-    with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688; aranciokov/ranp).
-    Empty-part rule, as the reference code: a part of speech empty on both sides counts 0
-    (EPIC captions always have a verb and a noun, so the reference never meets 0/0; 0 is
-    the IoU of two empty sets there), so a verb-less listing caption reaches at most 0.5,
-    even against itself. A part empty on one side only has IoU 0 too.
+    Egocentric Vision", IJCV 2022, arXiv:2006.13256; ``(verb_iou + noun_iou) / 2`` over
+    class sets in create_multiVNs_relevancy_files.py of aranciokov/RelevanceMargin-ICMR22),
+    used for relevance-aware mining by Falcon, Serra and Lanz ("Learning video retrieval
+    models with relevance-aware online mining", ICIAP 2022, arXiv:2203.08688;
+    aranciokov/ranp). Empty-part rule, as that script (it sets the NaN of 0/0 to 0): a part
+    of speech empty on both sides counts 0, so a verb-less listing caption reaches at most
+    0.5, even against itself. A part empty on one side only has IoU 0 too.
 
     Inputs are multi-hot ``(na, Cn)``, ``(na, Cv)``, ``(nb, Cn)``, ``(nb, Cv)``.
     ``|A ∩ B| = A @ B.T`` is a sparse product (class sets are small), ``|A ∪ B| = |A| +
