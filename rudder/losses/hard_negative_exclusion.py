@@ -25,7 +25,8 @@ def excluded_pairs(text_sims: torch.Tensor, exclude_top: float) -> torch.Tensor:
 
     Exactly that many pairs are marked: every pair above the ``count``-th largest value,
     then the pairs equal to it in row-major order until ``count`` is reached, so the
-    count never depends on ties.
+    count never depends on ties. Pairs are ordered: with symmetric ``text_sims`` the last
+    pair counted may be excluded in one order only (``scope: "dataset"`` has no such edge).
     """
     size = text_sims.shape[0]
     count = math.floor(exclude_top * size * (size - 1) + 1e-9)  # 0.7 * 90 is 62.99...

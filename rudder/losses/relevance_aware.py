@@ -34,7 +34,9 @@ class RelevanceAwareNegatives(RetrievalLoss):
     Source: Falcon, Serra, Lanz, "Learning Video Retrieval Models with Relevance-Aware
     Online Mining", ICIAP 2022, Eq. 5; reference ``ContrastiveLoss(max_violation=True)``
     with ``batch_relevance`` in t2vretrieval/models/criterion.py of aranciokov/ranp
-    (costs of candidates with relevance >= threshold set to 0). No deviation.
+    (costs of candidates with relevance >= threshold set to 0). The value has no deviation;
+    at candidates tied exactly for the hardest, the gradient is shared among them
+    (``hardest``), where the reference's ``topk`` gives it to one.
     """
 
     name = "ran"
@@ -66,7 +68,7 @@ class RelevanceAwareNegativesPositives(RetrievalLoss):
     Source: Falcon, Serra, Lanz, ICIAP 2022, Eqs. 6-8; reference ``ContrastiveLossHP``
     (``max_violation=True``, ``average_batch=True``) in t2vretrieval/models/criterion.py
     of aranciokov/ranp, which returns the two terms that the training code adds.
-    No deviation.
+    The value has no deviation; tied hardest candidates share the gradient, as in ``ran``.
     """
 
     name = "ranp"
