@@ -134,8 +134,11 @@ def partial_labels(
     ``overlap_n = |N_q ∩ N_c| / |N_q|`` and ``overlap_v`` likewise, over the parts of speech
     *present in the query*. Label 2 (positive) when every present overlap is 1; 1 (partial)
     when not positive and ``overlap_n >= alpha_n`` or ``overlap_v >= alpha_v`` (each only if
-    that part is present; the boundary counts as reached); 0 otherwise. A query with
-    neither nouns nor verbs gets 0 everywhere. Overlaps are float32 quotients.
+    that part is present; the boundary counts as reached) with that overlap above 0 (the
+    paper's partials "lie in the overlap zone between the positives and the negatives", so
+    a pair sharing no class is a negative even at an alpha of 0, where DESIGN.md's formula
+    alone would make it partial); 0 otherwise. A query with neither nouns nor verbs gets
+    0 everywhere. Overlaps are float32 quotients.
     """
     for name, alpha in (("alpha_n", alpha_n), ("alpha_v", alpha_v)):
         if not 0.0 <= alpha <= 1.0:
@@ -148,8 +151,8 @@ def partial_labels(
     has_n, has_v = size_n > 0, size_v > 0
     shared_n, shared_v = nouns_q @ nouns_c.T, verbs_q @ verbs_c.T
     positive = (has_n | has_v) & (~has_n | (shared_n == size_n)) & (~has_v | (shared_v == size_v))
-    partial = (has_n & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
-        has_v & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
+    partial = ((shared_n > 0) & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
+        (shared_v > 0) & (shared_v / size_v.clamp(min=1.0) >= alpha_v)
     )
     labels = torch.full(partial.shape, PairLabel.NEGATIVE, dtype=torch.int8, device=partial.device)
     labels.masked_fill_(partial, PairLabel.PARTIAL)

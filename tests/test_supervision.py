@@ -224,6 +224,9 @@ def test_partial_labels_alpha_boundaries():
     assert labels.tolist() == [[2, 1, 1, 0, 1, 1]]
     assert labels_of(query_n, query_v, cand_n, cand_v, 0.51, 0.5).tolist() == [[2, 0, 1, 1, 1, 1]]
     assert labels_of(query_n, query_v, cand_n, cand_v, 1.0, 1.0).tolist() == [[2, 0, 0, 0, 1, 1]]
+    # alpha 0: any shared class is partial; a pair sharing none stays negative (no overlap)
+    assert labels_of([["a", "b"]], [["x"]], [["b"], ["c"], []], [["y"], ["y"], ["x"]],
+                     0.0, 0.0).tolist() == [[1, 0, 1]]
 
 
 def test_partial_labels_parts_present_in_query():
