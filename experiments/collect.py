@@ -104,7 +104,8 @@ def per_query(
     nDCG/mAP: :func:`rudder.metrics.ndcg` / ``mean_average_precision`` with
     ``reduction="none"`` on the valid rows (t2v) or on the transposed valid block (v2t), as
     :func:`rudder.inference.split_metrics` computes their means; fractions in [0, 1], NaN
-    on masked t2v rows. ``sims_v2t`` scores the v2t direction when it differs (rank fusion).
+    on masked t2v rows and on videos without a valid caption (v2t). ``sims_v2t`` scores
+    the v2t direction when it differs (rank fusion).
     """
     v2t = sims if sims_v2t is None else sims_v2t
     ranks = {
@@ -114,19 +115,21 @@ def per_query(
     scores: dict[str, dict[str, np.ndarray]] = {}
     if relevance is not None:
         valid = masks.reshape(-1).astype(bool)
-        t2v = {}
-        for name, fn in (("nDCG", metrics.ndcg), ("mAP", metrics.mean_average_precision)):
-            values = np.full(len(valid), np.nan)
-            values[valid] = fn(sims[valid], relevance[valid], reduction="none")
-            t2v[name] = values
-        scores["t2v"] = t2v
-        scores["v2t"] = {
-            "nDCG": metrics.ndcg(v2t[valid].T, relevance[valid].T, reduction="none"),
-            "mAP": metrics.mean_average_precision(
-                v2t[valid].T, relevance[valid].T, reduction="none"
-            ),
-        }
+        scores["t2v"] = _relevance_scores(sims, relevance, valid)
+        # v2t queries: the videos with a valid caption, as for the ranks
+        scores["v2t"] = _relevance_scores(v2t[valid].T, relevance[valid].T,
+                                          masks.any(1).astype(bool))
     return ranks, scores
+
+
+def _relevance_scores(sims: np.ndarray, relevance: np.ndarray, queries: np.ndarray) -> dict:
+    """nDCG and mAP per row of ``sims`` (queries x items); NaN where ``queries`` is False."""
+    out = {}
+    for name, fn in (("nDCG", metrics.ndcg), ("mAP", metrics.mean_average_precision)):
+        values = np.full(len(queries), np.nan)
+        values[queries] = fn(sims[queries], relevance[queries], reduction="none")
+        out[name] = values
+    return out
 
 
 def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSplits) -> RowResult:

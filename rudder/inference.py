@@ -59,6 +59,9 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float,
                   sims_v2t: torch.Tensor | None = None) -> dict:
     """t2v and v2t retrieval metrics, nDCG and mAP (percent), and a per-language t2v breakdown.
 
+    Every v2t metric has the same queries: the videos with a valid caption (a video
+    without one has no correct answer; ``metrics.query_ranks`` leaves it out too).
+
     ``sims_v2t`` scores the video-to-text direction when it differs from ``sims`` (rank
     fusion ranks each direction separately).
     """
@@ -71,10 +74,10 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float,
     }
     rel = relevance_matrix(data, rho)
     if rel is not None:
-        valid = masks.reshape(-1)
+        valid, queried = masks.reshape(-1), masks.any(1)  # v2t: videos with a valid caption
         rel_np = rel.numpy()
         for direction, s, r in (("t2v", sims_np[valid], rel_np[valid]),
-                                ("v2t", v2t_np[valid].T, rel_np[valid].T)):
+                                ("v2t", v2t_np[valid].T[queried], rel_np[valid].T[queried])):
             for name, value in metrics.relevance_metrics(s, r).items():  # one ranking for both
                 result[direction][name] = 100 * value
     langs = data.caption_langs

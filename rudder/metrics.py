@@ -368,8 +368,9 @@ def ndcg(sims, relevance, query_masks=None, reduction: str = "mean"):
     by EPIC-KITCHENS-100). For query row i with k_i = #{j: relevance[i, j] > 0}:
     DCG_i = sum_{p < k_i} rel_(p) / log2(p + 2) over the first k_i items ranked by sims,
     IDCG_i = the same sum with the items in decreasing relevance, nDCG_i = DCG_i / IDCG_i.
-    Deviations stated: equal scores are ranked by lower column index first (the reference's
-    argsort leaves this unspecified); a query with no relevant item counts 0 (the reference
+    Deviations stated: equal scores are ranked by lower column index first (the reference
+    reverses an ascending ``argsort``, which in practice puts the higher column first); a
+    query with no relevant item counts 0 (the reference
     divides 0 by 0). ``query_masks``: one boolean per row ((rows,) or any shape of that size);
     masked rows are left out. ``reduction="mean"`` gives the mean over kept rows as a fraction
     in [0, 1]; ``"none"`` the per-row values (NaN for masked rows). Pass ``sims.T,

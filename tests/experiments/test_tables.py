@@ -126,3 +126,17 @@ def test_per_query_matches_the_metrics_module():
         metrics.mean_average_precision(sims[valid].T, rel[valid].T)
     )
     assert metrics.metrics_from_ranks(ranks["v2t"]) == metrics.retrieval_metrics(sims, masks, "v2t")
+
+
+def test_per_query_v2t_scores_skip_videos_without_a_caption():
+    from rudder import metrics
+
+    rng = np.random.default_rng(1)
+    sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions; video 2 has none
+    masks = np.array([[1, 1], [1, 0], [0, 0]])
+    rel = rng.uniform(size=(6, 3))
+    ranks, scores = per_query(sims, masks, rel)
+    assert np.isnan(ranks["v2t"][2]) and np.isnan(scores["v2t"]["nDCG"][2])
+    valid = masks.reshape(-1).astype(bool)
+    assert scores["v2t"]["mAP"][:2] == pytest.approx(
+        metrics.mean_average_precision(sims[valid][:, :2].T, rel[valid][:, :2].T, reduction="none"))
