@@ -65,6 +65,9 @@ class BatchSupervision:
             self.cells = torch.nonzero(train.caption_mask)  # training caption k -> (video, slot)
             self.caption_nouns = train.nouns[train.caption_mask].float()
             self.caption_verbs = train.verbs[train.caption_mask].float()
+            if sup.positive_sampling == "relevant":
+                texts = train.caption_texts[train.caption_mask.numpy()]
+                self.text_weights = distinct_text_weights(texts)
         self.relations = self.relation_pairs = self.kinds = None
         if sup.relation_batches and not sup.manual_relations:
             raise ConfigError(
@@ -114,10 +117,12 @@ class BatchSupervision:
 
     def positives(self, videos: torch.Tensor, slots: torch.Tensor, generator: torch.Generator):
         """``(videos, slots, own_slots)``: with ``positive_sampling: relevant`` each video's
-        caption is drawn uniformly among the training captions whose relevance to the video's
-        own (uniformly drawn) caption exceeds ``positive_threshold`` (its own caption when
-        none does), as EgoVLP's and SMS's EPIC-100 MIR training sampler (``relevancy = 0.1``
-        in their ``_get_caption``/``get_raw_item``); with ``own`` nothing changes."""
+        caption is drawn uniformly among the distinct training caption texts whose relevance
+        to the video's own (uniformly drawn) caption exceeds ``positive_threshold``, then
+        uniformly among the captions with that text (its own caption when none passes), as
+        EgoVLP's and SMS's EPIC-100 MIR training sampler (``relevancy = 0.1`` in their
+        ``_get_caption``/``get_raw_item``, whose relevancy columns are the unique
+        narrations of ``create_sentence_df``); with ``own`` nothing changes."""
         if self.sup.positive_sampling == "own":
             return videos, slots, slots
         own_n, own_v = (self.train.nouns[videos, slots].float(),
@@ -125,8 +130,8 @@ class BatchSupervision:
         candidates = (relevance(own_n, own_v, self.caption_nouns, self.caption_verbs)
                       > self.sup.positive_threshold)
         none = ~candidates.any(1)
-        pick = torch.multinomial(candidates.float() + none[:, None].float(), 1,
-                                 generator=generator)[:, 0]
+        weights = candidates.float() * self.text_weights + none[:, None].float()
+        pick = torch.multinomial(weights, 1, generator=generator)[:, 0]
         return videos, torch.where(none, slots, -1 - pick), slots
 
     def batch(self, videos, slots, own_slots, generator) -> dict:
@@ -182,6 +187,15 @@ class BatchSupervision:
         "text_sims": _text_sims,
         "generator": _generator,
     }
+
+
+def distinct_text_weights(texts: np.ndarray) -> torch.Tensor:
+    """Per caption, 1 / the number of captions with the same text: drawing captions with
+    these weights draws each distinct text uniformly (a text whose captions are only partly
+    allowed counts in proportion)."""
+    _, inverse, counts = np.unique(np.asarray(texts, dtype=str), return_inverse=True,
+                                   return_counts=True)
+    return torch.from_numpy(1.0 / counts[inverse]).float()
 
 
 @dataclass
