@@ -146,12 +146,14 @@ SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t")
 
 @dataclass(frozen=True)
 class Rule:
-    """Valid values of one key: a closed range (``low``/``high``, ``high_open`` excludes
-    ``high``), a set of choices, or languages (every item a supported code)."""
+    """Valid values of one key: a closed range (``low``/``high``; ``low_open`` and
+    ``high_open`` exclude an end), a set of choices, or languages (every item a supported
+    code)."""
 
     low: float | None = None
     high: float | None = None
     high_open: bool = False
+    low_open: bool = False
     choices: Collection | None = None  # a tuple, or a registry's live keys
     languages: bool = False
     non_empty: bool = False
@@ -163,7 +165,8 @@ class Rule:
             return f"a {'non-empty ' if self.non_empty else ''}list of codes from {list(SUPPORTED)}"
         if self.high is None:
             return f">= {self.low}"
-        return f"in [{self.low}, {self.high}{')' if self.high_open else ']'}"
+        return (f"in {'(' if self.low_open else '['}{self.low}, "
+                f"{self.high}{')' if self.high_open else ']'}")
 
     def allows(self, value) -> bool:
         if value is None:  # only optional fields get here with None (types are checked first)
@@ -172,7 +175,7 @@ class Rule:
             return value in self.choices
         if self.languages:
             return bool(value) or not self.non_empty
-        above = self.low is None or value >= self.low
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
         below = self.high is None or (value < self.high if self.high_open else value <= self.high)
         return above and below
 
@@ -181,8 +184,8 @@ def _at_least(low) -> Rule:
     return Rule(low=low)
 
 
-def _fraction(high_open: bool = False) -> Rule:
-    return Rule(low=0.0, high=1.0, high_open=high_open)
+def _fraction(high_open: bool = False, low_open: bool = False) -> Rule:
+    return Rule(low=0.0, high=1.0, high_open=high_open, low_open=low_open)
 
 
 # One row per constrained key (types come from the dataclass annotations; ``model.*`` ranges
@@ -205,7 +208,7 @@ RULES: dict[str, Rule] = {
     "data.val_split": Rule(choices=("validation", "test")),
     "supervision.alpha_n": _fraction(),
     "supervision.alpha_v": _fraction(),
-    "supervision.rho": _fraction(),
+    "supervision.rho": _fraction(low_open=True),  # a video keeps classes of >= rho captions
     "supervision.batch_relevance": Rule(choices=("caption", "video")),
     "supervision.positive_sampling": Rule(choices=("own", "relevant")),
     "supervision.positive_threshold": _fraction(),
