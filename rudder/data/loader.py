@@ -3,6 +3,7 @@ as padded token ids per video (video-major, K slots per video), and class multi-
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,8 @@ from rudder.data.token_store import TokenStore, store_from_encoder, store_from_p
 from rudder.devices import upload
 from rudder.text import Vocabulary, tokenize
 from rudder.text.caption_features import DatasetTextFeatures
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,11 +56,13 @@ class SplitData(VideoData):
     nouns: torch.Tensor | None  # (V, K, C) bool noun-class multi-hot, None without class columns
     verbs: torch.Tensor | None
     token_features: TokenStore | None = None  # per-token vectors from a frozen text encoder
+    labelled: torch.Tensor | None = None  # (V, K) bool: classes given (null: not labelled)
 
     def video_classes(self, rho: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
-        of its valid captions (DESIGN.md, Relevance)."""
-        valid = self.caption_mask
+        of its valid labelled captions (DESIGN.md, Relevance); a caption whose class columns
+        are null was never labelled, so it does not count."""
+        valid = self.caption_mask if self.labelled is None else self.caption_mask & self.labelled
         owner = torch.nonzero(valid)[:, 0]
         nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)
         return nouns, video_class_sets(self.verbs[valid].float(), owner, self.num_videos, rho)
@@ -286,12 +291,17 @@ def load_split(
         out[owner, slot] = [captions[column][i] for i in keep]
         return out
 
-    nouns = verbs = None
+    nouns = verbs = labelled = None
     if class_index is not None and "noun_classes" in captions:
         nouns = torch.zeros(*shape, len(class_index), dtype=torch.bool)
         verbs = torch.zeros(*shape, len(class_index), dtype=torch.bool)
         nouns[owner, slot] = class_index.multi_hot([captions["noun_classes"][i] for i in keep]) > 0
         verbs[owner, slot] = class_index.multi_hot([captions["verb_classes"][i] for i in keep]) > 0
+        labelled = torch.zeros(shape, dtype=torch.bool)
+        labelled[owner, slot] = torch.tensor([
+            captions["noun_classes"][i] is not None and captions["verb_classes"][i] is not None
+            for i in keep])
+        _warn_unlabelled(folder, split, captions, keep, labelled[owner, slot])
     return SplitData(
         **vars(videos),
         tokens=grid_tokens,
@@ -303,7 +313,22 @@ def load_split(
         nouns=nouns,
         verbs=verbs,
         token_features=store,
+        labelled=labelled,
     )
+
+
+def _warn_unlabelled(folder, split, captions, keep, labelled: torch.Tensor) -> None:
+    """Say which languages have captions that were never labelled (null class columns)."""
+    if bool(labelled.all()):
+        return
+    langs = sorted({captions["lang"][i] for i, ok in zip(keep, labelled.tolist()) if not ok})
+    log.warning(
+        "%s: %d of %d %s captions in %s have no noun/verb classes (never labelled); they "
+        "count as sharing no class in relevance and pair labels and are left out of video "
+        "class sets. Label them with `python -m heuristics label --dataset %s --langs %s`, "
+        "or leave their languages out of data.caption_langs",
+        folder.root, int((~labelled).sum()), len(keep), split, ", ".join(langs), folder.root,
+        " ".join(langs))
 
 
 def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
