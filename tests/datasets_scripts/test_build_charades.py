@@ -43,7 +43,8 @@ def _write_fixture(src):
         "garbage without separator",  # malformed
         "V01 a 3.0##bad start",  # not a number
         "V02 5.0 3.0##start after end",  # start > end
-        "V03 1.0 99.0##beyond the video",  # end > duration 30
+        "V03 1.0 99.0##beyond the video",  # end > duration 30: clipped to 30
+        "V06 40.0 45.0##after the video",  # starts after the video's 30 s
         "V04 1.0 3.5##person opens door 4.",  # duplicate of line 5
         "V05 1.0 2.0##   ",  # missing sentence
     ]
@@ -70,6 +71,7 @@ def test_bad_lines_skipped_and_counted(build, tmp_path, capsys):
     ):
         assert kind in err
     assert "charades_sta_train.txt, line 24: time outside the video: '5.0 3.0'" in err
+    assert "charades_sta_train.txt: 1 moment(s) ending after their video's duration" in err
     assert "counts differ from the published ones" in err and "expected 3720, got 1" in err
     folder = DatasetFolder(out)
     # 20 train videos: the 2 with the smallest SHA-256 of the id are held out for validation.
@@ -84,7 +86,10 @@ def test_bad_lines_skipped_and_counted(build, tmp_path, capsys):
     durations = dict(zip(*[folder.videos("test")[c].to_pylist() for c in ("video_id", "duration")]))
     assert durations == {"T1": 12.0}
     all_captions = sum(folder.captions(s).num_rows for s in ("train", "validation", "test"))
-    assert all_captions == 20 + 1 + 1  # 20 first moments, V00's second, T1
+    assert all_captions == 20 + 1 + 1 + 1  # 20 first moments, V00's second, V03's clipped, T1
+    clipped = [c for s in ("train", "validation") for c in folder.captions(s).to_pylist()
+               if c["text"] == "beyond the video"]
+    assert [(c["start"], c["end"]) for c in clipped] == [(1.0, 30.0)]
     meta = json.loads((out / "rudder.json").read_text())
     assert meta["extra"]["build"]["skipped"]["time outside the video"] == 2
 
