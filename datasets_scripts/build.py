@@ -85,6 +85,9 @@ class RawDataset:
     feature_sources: list[FeatureSource] = field(default_factory=list)
     method: list[str] = field(default_factory=list)  # how-it-was-built notes for the card
     extra: dict = field(default_factory=dict)
+    # caption_id -> its entry in a CE text-feature pickle where that is not its rank among
+    # its video's captions (None: not known, e.g. a sentence missing from the release)
+    feature_entries: dict[str, int | None] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """``videos/<split>`` and ``captions/<split>`` counts, the keys sanity checks use."""
@@ -202,7 +205,8 @@ def write_dataset(
             writer.write_relations(raw.relations)
         if text_features is not None:
             print(f"writing text features ({text_features})", file=stream)
-            writer.write_text_features(*_text_feature_batches(text_features, captions, batch_size))
+            writer.write_text_features(*_text_feature_batches(text_features, captions, batch_size,
+                                                              raw.feature_entries))
         for expert, (source, scan) in sorted(scans.items()):
             print(f"writing expert {expert} ({len(scan.video_ids)} videos)", file=stream)
             writer.write_expert(expert, feature_batches(source, scan, batch_size, keep_zeros))
@@ -218,9 +222,11 @@ def write_dataset(
     return out
 
 
-def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int):
+def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int,
+                          entries: dict[str, int | None]):
     """``(dim, batches)`` of a CE text-feature pickle: entry ``k`` of a video belongs to its
-    ``k``-th caption in the release order (CE's ``text_features[vid][k]``)."""
+    ``k``-th caption in the release order (CE's ``text_features[vid][k]``), unless
+    ``entries`` (:attr:`RawDataset.feature_entries`) names the caption's entry."""
     from rudder.data.loader import caption_ordinals
     from rudder.text.caption_features import CaptionFeatureError, CaptionFeatureFile
 
@@ -231,6 +237,15 @@ def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int):
     ids = captions.column("caption_id").to_pylist()
     videos = captions.column("video_id").to_pylist()
     ordinals = caption_ordinals(videos)
+    if entries:
+        unknown = [c for c in ids if c in entries and entries[c] is None]
+        if unknown:
+            raise BuildError(
+                f"{path}: {len(unknown)} caption(s) have no known entry in the text features, "
+                f"e.g. {unknown[:3]}: their sentence is not among their video's release "
+                "captions, so which feature belongs to them is unknown"
+            )
+        ordinals = [entries.get(c, k) for c, k in zip(ids, ordinals)]
 
     def batches():
         for start in range(0, len(ids), batch_size):

@@ -13,7 +13,8 @@ Splits (``--split``):
   the first two files lack a final newline: those are the RUDDER paper's counts, one video
   short in train and validation; every listed video is kept here).
 - ``1k-A`` (JSFusion, Yu et al. 2018): the 1,000 videos of the CSV are ``test`` with the CSV's
-  one sentence each (checked against ``val_list_jsfusion.txt``); ``train`` is
+  one sentence each (checked against ``val_list_jsfusion.txt``; with ``--text-features`` each
+  takes the entry of the same sentence among its video's JSON captions); ``train`` is
   ``train_list_jsfusion.txt`` (9,000), or every other video without it; no validation split,
   as the published protocol has none. Without the annotation JSON, the CSV alone builds the
   test split (the train videos have no captions outside the JSON).
@@ -157,6 +158,17 @@ def _read_test_csv(path: Path, reporter: Reporter) -> dict[str, tuple[str, str]]
     return rows
 
 
+def _release_position(sentence: str, video_sentences) -> int | None:
+    """Where the 1k-A test ``sentence`` is among its video's captions in release (sen_id)
+    order, case and spacing aside: its entry in CE's text-feature pickles (JSFusion sampled
+    one of the 20; CE finds it with ``jsfusion_val_caption_idx.pkl``). None when absent."""
+    wanted = " ".join(sentence.lower().split())
+    for position, (_, caption) in enumerate(sorted(video_sentences)):
+        if " ".join(caption.lower().split()) == wanted:
+            return position
+    return None
+
+
 def _one_k_a_splits(src: Path, videos: dict, test_rows: dict, reporter: Reporter) -> dict:
     """1k-A: test = the CSV's videos, train = train_list_jsfusion.txt (or every other video)."""
     test_list = src / JSFUSION_LISTS["test"]
@@ -258,11 +270,13 @@ def read(args, reporter: Reporter) -> RawDataset:
             else:
                 assigned[video_id] = split
     kept = {v: {"split": s, "duration": videos[v]["duration"]} for v, s in assigned.items()}
-    captions = CaptionRows()
+    captions, feature_entries = CaptionRows(), {}
     for video_id, info in kept.items():
         if video_id in test_rows:
             key, sentence = test_rows[video_id]
             captions.add(f"{video_id}/{key}", video_id, "en", sentence, 0.0, info["duration"])
+            feature_entries[f"{video_id}/{key}"] = _release_position(
+                sentence, sentences.get(video_id, []))
             continue
         for sen_id, caption in sorted(sentences.get(video_id, []))[: args.captions_per_video]:
             captions.add(f"{video_id}/{sen_id}", video_id, "en", caption, 0.0, info["duration"])
@@ -273,6 +287,7 @@ def read(args, reporter: Reporter) -> RawDataset:
         kept,
         captions,
         extra={"split": args.split, "captions_per_video": args.captions_per_video},
+        feature_entries=feature_entries,
     )
     if args.split in PUBLISHED:
         got = raw.counts()

@@ -371,9 +371,10 @@ def ndcg(sims, relevance, query_masks=None, reduction: str = "mean"):
     Deviations stated: equal scores are ranked by lower column index first (the reference
     reverses an ascending ``argsort``, which in practice puts the higher column first); a
     query with no relevant item counts 0 (the reference divides 0 by 0). ``query_masks``:
-    one boolean per row ((rows,) or any shape of that size); masked rows are left out. ``reduction="mean"`` gives the mean over kept rows as a fraction
-    in [0, 1]; ``"none"`` the per-row values (NaN for masked rows). Pass ``sims.T,
-    relevance.T`` for the other direction.
+    one boolean per row ((rows,) or any shape of that size); masked rows are left out.
+    ``reduction="mean"`` gives the mean over kept rows as a fraction in [0, 1]; ``"none"``
+    the per-row values (NaN for masked rows). Pass ``sims.T, relevance.T`` for the other
+    direction.
     """
     rows, total, values = _relevance_scores(sims, relevance, query_masks, False, ("nDCG",))
     return _reduce(values["nDCG"], rows, total, reduction)

@@ -218,3 +218,34 @@ def test_text_feature_pickle_becomes_the_text_features_config(msrvtt_src, build,
     code, _ = build("msrvtt", src, "--split", "full", "--text-features", pickle_path,
                     out=tmp_path / "again")
     assert code == 2 and not (tmp_path / "again").exists()
+
+
+def test_1k_a_test_captions_take_their_own_text_features(msrvtt_src, build, loads, tmp_path):
+    import csv
+    import pickle
+
+    import numpy as np
+
+    src, _ = msrvtt_src
+    data = json.loads((src / "MSRVTT_data.json").read_text())
+    with open(src / "MSRVTT_JSFUSION_test.csv", newline="") as handle:
+        sentence_of = {row["video_id"]: row["sentence"] for row in csv.DictReader(handle)}
+    for item in data["sentences"]:  # JSFusion sampled the second caption (sen_id order)
+        if item["sen_id"] >= 20000 and item["video_id"] in sentence_of:
+            item["caption"] = sentence_of[item["video_id"]].upper() + "  "  # case, spacing
+    (src / "MSRVTT_data.json").write_text(json.dumps(data))
+    table = {f"video{i}": [np.full((1, 2), 10.0 * i + k, np.float32) for k in range(2)]
+             for i in range(10000)}
+    pickle_path = tmp_path / "w2v_MSRVTT.pickle"
+    pickle_path.write_bytes(pickle.dumps(table))
+    code, out = build("msrvtt", src, "--split", "1k-A", "--text-features", pickle_path)
+    assert code == 0
+    test = {r["caption_id"]: r["feature"] for r in loads(out, "text_features")["test"]}
+    assert np.array(test["video9770/ret0"]).tolist() == [[97701.0, 97701.0]]  # entry 1, not 0
+    # a test sentence that is not among its video's captions has no known feature
+    data["sentences"] = [s for s in data["sentences"]
+                         if not (s["video_id"] == "video9770" and s["sen_id"] >= 20000)]
+    (src / "MSRVTT_data.json").write_text(json.dumps(data))
+    code, _ = build("msrvtt", src, "--split", "1k-A", "--text-features", pickle_path,
+                    out=tmp_path / "again")
+    assert code == 2 and not (tmp_path / "again").exists()
