@@ -115,23 +115,23 @@ def holdout_validation(video_ids, fraction: float) -> set[str]:
     return set(ids[: round(fraction * len(ids))])
 
 
-def read_id_list(path, reporter: Reporter) -> list[str]:
-    """A video-id list (one per line, blank lines ignored); duplicates are reported."""
+def read_id_list(path, reporter: Reporter) -> dict[str, int]:
+    """A video-id list (one per line, blank lines ignored) as ``{video_id: its line number}``
+    in file order; duplicates are reported."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:
         raise BuildError(f"{path}: cannot read the split list ({error})") from error
-    ids, seen = [], set()
+    ids = {}
     for number, line in enumerate(lines, start=1):
         video_id = line.strip()
         if not video_id:
             continue
-        if video_id in seen:
+        if video_id in ids:
             reporter.problem("duplicate id in split list", path, f"line {number}", video_id)
             continue
-        seen.add(video_id)
-        ids.append(video_id)
+        ids[video_id] = number
     return ids
 
 

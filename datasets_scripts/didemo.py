@@ -167,13 +167,15 @@ def read(args, reporter: Reporter) -> RawDataset:
         expected[f"{path.name} moments kept"] = PUBLISHED_MOMENTS[split]
         list_path = list_dir / f"{part}_list.txt"
         if list_path.is_file():
-            listed = [n.split(".")[0] for n in read_id_list(list_path, reporter)]
-            for number, video_id in enumerate(listed, start=1):
+            lines = {name.split(".")[0]: number
+                     for name, number in read_id_list(list_path, reporter).items()}
+            listed = list(lines)
+            for video_id, number in lines.items():
                 if video_id not in parsed:
                     reporter.problem(
                         "unknown video id in split list",
                         list_path,
-                        f"entry {number}",
+                        f"line {number}",
                         video_id,
                         f"no file name of {path.name} starts with it",
                     )

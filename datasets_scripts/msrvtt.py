@@ -174,7 +174,7 @@ def _one_k_a_splits(src: Path, videos: dict, test_rows: dict, reporter: Reporter
     test_list = src / JSFUSION_LISTS["test"]
     if test_list.is_file():
         listed = read_id_list(test_list, reporter)
-        for number, video_id in enumerate(listed, start=1):
+        for video_id, number in listed.items():
             if video_id not in test_rows:
                 reporter.problem(
                     "listed test video has no CSV sentence", test_list, f"line {number}", video_id
@@ -194,7 +194,7 @@ def _one_k_a_splits(src: Path, videos: dict, test_rows: dict, reporter: Reporter
     train_list = src / JSFUSION_LISTS["train"]
     if not train_list.is_file():
         return {**dict.fromkeys(videos, "train"), **assigned}
-    for number, video_id in enumerate(read_id_list(train_list, reporter), start=1):
+    for video_id, number in read_id_list(train_list, reporter).items():
         if video_id not in videos or video_id in assigned:
             why = "a 1k-A test video" if video_id in assigned else "not in the annotation JSON"
             reporter.problem("bad id in split list", train_list, f"line {number}", video_id, why)
@@ -213,12 +213,12 @@ def _list_splits(pairs, videos, reporter: Reporter) -> dict[str, str]:
         split, sep, file = pair.partition("=")
         if not sep or split not in SPLITS:
             raise BuildError(f"--split-lists {pair!r}: use SPLIT=FILE with SPLIT in {list(SPLITS)}")
-        for number, video_id in enumerate(read_id_list(file, reporter), start=1):
+        for video_id, number in read_id_list(file, reporter).items():
             if video_id not in videos:
                 reporter.problem(
                     "unknown video id in split list",
                     file,
-                    f"entry {number}",
+                    f"line {number}",
                     video_id,
                     "not in the annotation JSON",
                 )
@@ -226,7 +226,7 @@ def _list_splits(pairs, videos, reporter: Reporter) -> dict[str, str]:
                 reporter.problem(
                     "video in two split lists",
                     file,
-                    f"entry {number}",
+                    f"line {number}",
                     video_id,
                     f"already in {assigned[video_id]}",
                 )

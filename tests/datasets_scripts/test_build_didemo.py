@@ -94,13 +94,13 @@ def test_bad_entries_reported(tmp_path, build, capsys):
         _item(7, "e.mp4", [[1, 1]], segments=6),  # num_segments disagrees
     ]
     (src / "train_data.json").write_text(json.dumps(data))
-    (src / "train_list.txt").write_text("a.mp4\nb.mov\ne.mp4\nzzz.mp4\n")
+    (src / "train_list.txt").write_text("a.mp4\nb.mov\ne.mp4\n\nzzz.mp4\n")  # blank line 4
     code, out = build("didemo", src, "--per-moment")
     assert code == 0
     err = capsys.readouterr().err
     assert "train_data.json, entry 2 (annotation_id 3): time outside the video: [0, 6]" in err
     assert "duplicate annotation_id: 1" in err and "missing field: 1" in err
-    assert "train_list.txt, entry 4: unknown video id in split list: 'zzz'" in err
+    assert "train_list.txt, line 5: unknown video id in split list: 'zzz'" in err
     assert "num_segments differs between annotations: 1" in err
     assert "train videos (CE list): expected 8392, got 3" in err
     rows = {r["caption_id"]: r for r in DatasetFolder(out).captions("train").to_pylist()}

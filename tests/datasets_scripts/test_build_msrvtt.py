@@ -81,7 +81,7 @@ def test_1k_a_uses_the_csv_for_test(msrvtt_src, build, capsys):
 def test_split_lists_and_unknown_ids(msrvtt_src, build, capsys, tmp_path):
     src, real = msrvtt_src
     val_list = tmp_path / "val.txt"
-    val_list.write_text("video7020\nvideo7021\nvideo99999\nvideo7020\n")
+    val_list.write_text("video7020\nvideo7021\n\nvideo99999\nvideo7020\n")  # a blank line 3
     code, out = build(
         "msrvtt",
         src,
@@ -96,8 +96,8 @@ def test_split_lists_and_unknown_ids(msrvtt_src, build, capsys, tmp_path):
     )
     assert code == 0
     err = capsys.readouterr().err
-    assert "val.txt, entry 3: unknown video id in split list: 'video99999'" in err
-    assert "val.txt, line 4: duplicate id in split list: 'video7020'" in err
+    assert "val.txt, line 4: unknown video id in split list: 'video99999'" in err
+    assert "val.txt, line 5: duplicate id in split list: 'video7020'" in err
     assert "video in two split lists: 2" in err  # video7020/7021 are also in the test list
     folder = DatasetFolder(out)
     counts = [folder.videos(s).num_rows for s in ("train", "validation", "test")]
