@@ -15,9 +15,14 @@ Experts split lists ``{train,val,test}_list.txt`` (8,392 / 1,065 / 1,004 video f
   videos outside its list are left out and a listed video missing from its data file is
   reported. The published moment counts are checked against the moments *kept*.
 - A moment ``[s, e]`` spans seconds ``5 s`` to ``5 (e + 1)``; a video lasts
-  ``5 * num_segments`` s (an upper bound: the last segment may be shorter). A moment's time is
-  the most frequent annotator pair (ties: the first annotator's), as the LocalizingMoments
-  ground truth takes the consensus.
+  ``5 * num_segments`` s. The JSON holds no video lengths, so nothing is clipped: a video
+  whose last segment is shorter than 5 s (the annotated videos were cut at 30 s) ends
+  earlier than its stated duration. A moment's time is the most frequent annotator pair,
+  ties going to the first annotator's, as TVR's ``get_didemo_agreed_ts``
+  (jayleicn/TVRetrieval) takes it; the other annotators' pairs are not kept.
+  LocalizingMoments itself evaluates against every annotator's pair and trains on a
+  random one, which one caption time per description cannot hold.
+- Descriptions are kept as written, without surrounding whitespace.
 - Default ``--fuse-paragraph``: a video's descriptions joined into one caption (kind
   ``paragraph``, the whole video), ordered by moment start, end, annotation id, as CE
   evaluates DiDeMo; ``--per-moment`` keeps one caption per description (kind ``caption``).
@@ -62,7 +67,8 @@ def add_arguments(parser) -> None:
 
 
 def _consensus(pairs):
-    """The most frequent ``(s, e)``; ties go to the earliest annotator (Counter keeps order)."""
+    """The most frequent ``(s, e)`` (TVR's ``get_didemo_agreed_ts``); ties go to the
+    earliest annotator (``Counter`` keeps insertion order)."""
     return Counter(pairs).most_common(1)[0][0]
 
 

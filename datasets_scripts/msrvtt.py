@@ -23,7 +23,8 @@ Splits (``--split``):
 
 ``--captions-per-video 1`` keeps each video's sentence with the lowest ``sen_id`` (CE's
 deterministic "first N captions"), the low-resource setting of the RUDDER paper; 20 keeps all.
-A clip's duration is ``end time - start time``; its captions span the whole clip.
+A clip's duration is ``end time - start time``; its captions span the whole clip. Sentences
+are kept as written, without surrounding whitespace.
 """
 
 from __future__ import annotations
