@@ -93,7 +93,7 @@ def summarise(row: RowResult, n_resamples: int = N_RESAMPLES) -> dict:
             values = per_query_values(row, d, name)
             if values is not None:
                 ci = seed_mean_ci(values, name, n_resamples)
-                if not np.isclose(ci.estimate, entry["mean"], atol=1e-6):
+                if not np.isclose(ci.estimate, entry["mean"], rtol=0.0, atol=1e-6):
                     raise ValueError(
                         f"row {row.label!r}: {d} {name} from per-query values ({ci.estimate}) "
                         f"differs from metrics.json ({entry['mean']})"

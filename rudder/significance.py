@@ -84,10 +84,11 @@ def wilcoxon_ranks(
     Zero differences (both runs rank the query equally, common at rank 0): by default
     ``zero_method="wilcox"`` discards them before ranking (Wilcoxon 1945); "pratt" ranks them
     and then drops them, "zsplit" splits their rank sums between the signs. When every
-    difference is zero the test is undefined and the result is statistic 0, p-value 1. scipy
-    chooses the exact null distribution for small samples without ties, the normal
-    approximation otherwise. ``statistic`` is scipy's (for two-sided, the smaller signed-rank
-    sum).
+    difference is zero the test is undefined and the result is statistic 0, p-value 1.
+    scipy's ``method="auto"`` (scipy >= 1.15) takes the exact null distribution for up to 50
+    pairs without ties or zeros, an exhaustive permutation test for up to 13 pairs with ties
+    or zeros, and the normal approximation otherwise. ``statistic`` is scipy's (for
+    two-sided, the smaller signed-rank sum).
     """
     a = np.asarray(ranks_a, dtype=np.float64).reshape(-1)
     b = np.asarray(ranks_b, dtype=np.float64).reshape(-1)
@@ -121,7 +122,10 @@ def wilcoxon_seed_averaged(ranks_a, ranks_b) -> WilcoxonResult:
     ``ranks_a``, ``ranks_b``: (seeds, queries) 0-based ranks of two methods, row s of both from
     the same seed, NaN for masked queries. Each query's rank is averaged over the seeds, then
     :func:`wilcoxon_ranks` pairs the two methods' averages query by query (``n_pairs`` =
-    queries).
+    queries). The test runs on the sums over seeds (the averages times the number of seeds:
+    the same signed ranks), which are exact: rounding the averages could tell apart
+    differences that are equal, splitting their tied rank (the warning in scipy's
+    ``wilcoxon`` docs).
     """
     a, b = _per_seed(ranks_a, "ranks_a"), _per_seed(ranks_b, "ranks_b")
     if a.shape != b.shape:
@@ -129,7 +133,7 @@ def wilcoxon_seed_averaged(ranks_a, ranks_b) -> WilcoxonResult:
             f"ranks_a has shape {a.shape} and ranks_b {b.shape}; give both the same seeds and "
             "queries"
         )
-    return wilcoxon_ranks(a.mean(axis=0), b.mean(axis=0))
+    return wilcoxon_ranks(a.sum(axis=0), b.sum(axis=0))
 
 
 class MedianRankTest(NamedTuple):

@@ -88,3 +88,25 @@ def test_median_ranks_across_experiments_the_papers_reading():
     )
     assert best.test.pvalue == pytest.approx(0.25)
     assert metrics.metrics_from_ranks(a[0])["MdR"] == out.median_ranks_a[0]
+
+
+def test_seed_averaged_wilcoxon_keeps_equal_differences_tied():
+    # Three seeds. Rank sums: A [7, 1, 9, 15], B [4, 4, 3, 6] -> averaged differences
+    # [1, -1, 2, 3], where float averages give 1.0000000000000002 and -1.0. Tied: |d| ranks
+    # [1.5, 1.5, 3, 4], W- = 1.5; exact two-sided p over the 16 sign patterns: W- <= 1.5 for
+    # {}, {first}, {second} -> p = 2 * 3/16 = 0.375 (untied, it would be W- = 1, p = 0.25).
+    a = np.array([[1, 0, 3, 5], [2, 0, 3, 5], [4, 1, 3, 5]])
+    b = np.array([[0, 1, 1, 2], [2, 2, 1, 2], [2, 1, 1, 2]])
+    res = significance.wilcoxon_seed_averaged(a, b)
+    assert res.statistic == 1.5 and res.pvalue == pytest.approx(0.375)
+
+
+def test_median_rank_test_floor_holds_with_a_zero_difference():
+    # MdR A (3, 4, 5) vs B (3, 3, 3): d = [0, 1, 2]. scipy >= 1.15 runs the exhaustive
+    # permutation test with zeros (p = 0.5); the normal approximation of older scipy gave
+    # 0.18, below the 2 / 2**3 floor of three experiments.
+    a = np.array([[2.0] * 3, [3.0] * 3, [4.0] * 3])
+    b = np.full((3, 3), 2.0)
+    out = significance.wilcoxon_median_ranks(a, b)
+    assert out.median_ranks_a == (3.0, 4.0, 5.0) and out.median_ranks_b == (3.0, 3.0, 3.0)
+    assert out.test.pvalue == pytest.approx(0.5)
