@@ -7,8 +7,10 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
 :class:`ClassRules`; the measured effect of each is in ``docs/heuristics.md``.
 
 - ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
-  at a clause-initial position (the first word, or the first after *then*) whose form or
-  lemma is a verb instance is a VERB, even when it is also a noun instance (*soap*). One
+  at a clause-initial position (the first word after any leading adverbs, interjections
+  and pronouns that are no instances, as in "now wash knife", "I wash knife", or the first
+  after *then*) whose form or lemma is a verb instance is a VERB, even when it is also a
+  noun instance (*soap*). One
   that is no noun instance before the -ing form of a verb instance is a catenative
   ("continue washing", "still stirring") and is tagged AUX, neither noun nor verb.
 - ``disagreement`` (any language): a word the tagger calls NOUN/PROPN/ADJ/X that is a verb
@@ -17,7 +19,9 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   closed-class word (preposition, particle, article) tagged NOUN/PROPN is an ADP; a word
   tagged ADV/ADJ/ADP/AUX/INTJ/X/VERB/SYM/PART/NUM that is a noun instance and no verb
   instance, not clause-initial and not closed-class, is a NOUN ("take lid": *lid* ADV),
-  and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down").
+  and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down") or,
+  in English, tagged otherwise after a verb and its particles ("put down plate": *plate* is
+  also the head of the verb instance ``plate-up``).
   A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
 - ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
   board") found on the words becomes NOUN words, which the compound join of
@@ -72,6 +76,8 @@ from .nouns_verbs import (
 from .stop_nouns import default_stop_nouns
 
 CLAUSE_OPENERS = frozenset(["then"])
+# Tags of words that may come before a clause's verb ("now", "please", "I"), when no instance.
+LEADING_UPOS = ("ADV", "INTJ", "PRON")
 NOMINAL_CONTEXT = ("DET", "ADP", "AUX")
 RETAGGABLE_AS_VERB = ("NOUN", "PROPN", "ADJ", "X")
 # Tags a content noun is mistaken for in object position ("take lid": lid ADV).
@@ -176,6 +182,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     lemmas = [normalise(w.lemma or w.text, lang) for w in words]
     light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
     out, made_verb, catenatives, verb_instances = [], set(), set(), set()
+    initials = _clause_initial(words, forms, lemmas, index) if lang == "en" else set()
     for i, w in enumerate(words):
         final = lang != "en" and clause_final(forms, i, lang)  # verb-final (SOV) clauses
         if lang == "en":
@@ -191,7 +198,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 final and rules.imperative,
                 w.upos,
             )
-        initial = lang == "en" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
+        initial = i in initials
         before_light = _before_light(lemmas, forms, i, lang, light, class_map)
         after_verb = i > 0 and out[i - 1].upos == "VERB"
         upos = w.upos
@@ -212,7 +219,8 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 and upos in (RETAGGABLE_AS_NOUN if lang == "en" else RETAGGABLE_AS_NOUN_INDIC)
                 and forms[i] not in CLOSED_CLASS
                 and not initial
-                and (not verb or (upos == "VERB" and after_verb))
+                and (not verb or (upos == "VERB" and after_verb)
+                     or (lang == "en" and upos != "VERB" and _object_of_verb(out, forms, i)))
             ):
                 upos = "NOUN"  # a verb's object: "take lid" (ADV), "put sponge down" (VERB)
         if upos == "VERB" and w.upos != "VERB":
@@ -227,7 +235,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
     if rules.noun_phrases and index.phrases and lang != "en":
         return indic_noun_phrases(out, forms, index.phrases, lang, verb_instances)
     if rules.noun_phrases and index.phrases:
-        out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, forms, rules))
+        out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, initials, rules))
     return out
 
 
@@ -253,14 +261,32 @@ def _gerund_follows(forms, i: int, index: _Index) -> bool:
     )
 
 
-def _initial_verbs(words, forms, rules: ClassRules) -> set[int]:
+def _object_of_verb(out, forms, i: int) -> bool:
+    """The nearest word before ``i`` that is not closed-class ("put down fork") is a VERB."""
+    k = i - 1
+    while k >= 0 and forms[k] in CLOSED_CLASS:
+        k -= 1
+    return k >= 0 and out[k].upos == "VERB"
+
+
+def _clause_initial(words, forms, lemmas, index: _Index) -> set[int]:
+    """English clause-initial positions: the first word after the leading words tagged
+    :data:`LEADING_UPOS` that are no instances, and every word after *then*."""
+    if not words:
+        return set()
+    lead = 0
+    while lead < len(words) - 1 and words[lead].upos in LEADING_UPOS:
+        stems = [lemmas[lead], *inflection_stems(forms[lead])]
+        if _first(stems, index.verbs) or _first(stems, index.nouns):
+            break
+        lead += 1
+    return {lead} | {i for i in range(1, len(words)) if forms[i - 1] in CLAUSE_OPENERS}
+
+
+def _initial_verbs(words, initials: set[int], rules: ClassRules) -> set[int]:
     if not rules.imperative:
         return set()
-    return {
-        i
-        for i, w in enumerate(words)
-        if w.upos == "VERB" and (i == 0 or forms[i - 1] in CLAUSE_OPENERS)
-    }
+    return {i for i in initials if words[i].upos == "VERB"}
 
 
 def _noun_phrases(words, forms, index: _Index, verbs: set[int]):

@@ -9,7 +9,10 @@
   turned off in turn (ablation);
 - the same for two halves: the narrations of participants P01-P15 and of P16-P37 (the
   rules have no fitted parameters, so the halves show whether they hold on other kitchens
-  and people), and even/odd rows.
+  and people), and even/odd rows;
+- with ``--perturbations``, the tagger with every rule on the narrations with a word added
+  off EPIC's bare imperative style (:data:`PERTURBATIONS`: "now ", "I ", "please " before,
+  " again" after).
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ from ..eval_classes import (
 )
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
+PERTURBATIONS = {
+    "now + narration": lambda text: f"now {text}",
+    "I + narration": lambda text: f"I {text}",
+    "please + narration": lambda text: f"please {text}",
+    "narration + again": lambda text: f"{text} again",
+}
 
 
 def _participant(narration_id: str) -> int:
@@ -48,6 +57,8 @@ def main(argv=None) -> int:
     parser.add_argument("--epic", type=Path, default=EPIC)
     parser.add_argument("--model-dir", type=Path, required=True, help="English Stanza models")
     parser.add_argument("--report", type=Path)
+    parser.add_argument("--perturbations", action="store_true",
+                        help="also score the narrations with a word added (tags them again)")
     args = parser.parse_args(argv)
 
     rows = read_sentences(args.epic / "EPIC_100_retrieval_train_sentence.csv")
@@ -81,17 +92,25 @@ def main(argv=None) -> int:
         for method, predicted in methods.items():
             if subset != "all" and method.startswith("  "):
                 continue
-            r = scores([predicted[i] for i in index], [gold[i] for i in index])
-            results[f"{subset}: {method.strip()}"] = r
-            print(
-                f"| {subset}: {method.strip()} | {r['rows']} "
-                f"| {100 * r['verb_class_accuracy']:.1f} "
-                f"| {100 * r['noun_set_accuracy']:.1f} | {100 * r['both_accuracy']:.1f} "
-                f"| {100 * r['noun_jaccard']:.1f} |"
-            )
+            _row(results, f"{subset}: {method.strip()}",
+                 scores([predicted[i] for i in index], [gold[i] for i in index]))
+    if args.perturbations:
+        for name, perturb in PERTURBATIONS.items():
+            changed = tag([perturb(text) for text in texts], args.model_dir)
+            _row(results, f"all, {name}: tagger + rules",
+                 scores(predict_tagged(changed, classes, ClassRules()), gold))
     if args.report:
         atomic_write_text(args.report, json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def _row(results: dict, label: str, r: dict) -> None:
+    results[label] = r
+    print(
+        f"| {label} | {r['rows']} | {100 * r['verb_class_accuracy']:.1f} "
+        f"| {100 * r['noun_set_accuracy']:.1f} | {100 * r['both_accuracy']:.1f} "
+        f"| {100 * r['noun_jaccard']:.1f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -76,6 +76,21 @@ def test_imperative_verb_tagged_adj_or_noun(classes):
     assert run(classes, tagged("soap/NOUN", "knife/NOUN"))[1] == ["soap"]
 
 
+def test_the_clause_starts_after_leading_adverbs_interjections_and_pronouns(classes):
+    # "now wash knife", "I wash knife": the tagger calls the verb ADV/NOUN after the extra word
+    assert run(classes, tagged("now/ADV", "wash/ADV", "knife/ADV"))[:2] == (["knife"], ["wash"])
+    assert run(classes, tagged("I/PRON", "wash/NOUN", "knife/NOUN"))[:2] == (["knife"], ["wash"])
+    assert run(classes, tagged("please/INTJ", "soap/NOUN", "knife/NOUN"))[1] == ["soap"]
+    # a leading word that is an instance is the clause's first word itself
+    assert run(classes, tagged("soap/ADV", "knife/NOUN"))[1] == ["soap"]
+
+
+def test_a_noun_and_verb_instance_after_the_verb_is_its_object(classes):
+    # soap is both; tagged ADV after "take" (or after "put down") it is the object
+    assert run(classes, tagged("take/VERB", "soap/ADV"))[:2] == (["soap"], ["take"])
+    assert run(classes, tagged("put/VERB", "down/ADV", "soap/ADV"))[:2] == (["soap"], ["put-down"])
+
+
 def test_catenative_and_closed_class_words(classes):
     # "still"/"continue" before a gerund are neither nouns nor verbs; the gerund is the verb
     for first in ("still/NOUN", "continue/NOUN"):
