@@ -220,7 +220,7 @@ def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), optio
                 and forms[i] not in CLOSED_CLASS
                 and not initial
                 and (not verb or (upos == "VERB" and after_verb)
-                     or (lang == "en" and upos != "VERB" and _object_of_verb(out, forms, i)))
+                     or (lang == "en" and upos != "VERB" and _object_of_verb(out, i)))
             ):
                 upos = "NOUN"  # a verb's object: "take lid" (ADV), "put sponge down" (VERB)
         if upos == "VERB" and w.upos != "VERB":
@@ -261,12 +261,10 @@ def _gerund_follows(forms, i: int, index: _Index) -> bool:
     )
 
 
-def _object_of_verb(out, forms, i: int) -> bool:
-    """The nearest word before ``i`` that is not closed-class ("put down fork") is a VERB."""
-    k = i - 1
-    while k >= 0 and forms[k] in CLOSED_CLASS:
-        k -= 1
-    return k >= 0 and out[k].upos == "VERB"
+def _object_of_verb(out, i: int) -> bool:
+    """A word before ``i`` is a VERB: ``i`` follows the clause's verb ("put down plate",
+    "pour rice onto plate")."""
+    return any(w.upos == "VERB" for w in out[:i])
 
 
 def _clause_initial(words, forms, lemmas, index: _Index) -> set[int]:

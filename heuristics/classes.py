@@ -15,7 +15,10 @@ Two file formats load into a :class:`ClassMap`:
 Lookup (:meth:`ClassMap.classes`) backs off from a joined lemma to its base: a compound
 noun ``lid:frying:pan`` tries ``lid:frying:pan``, ``lid:pan``, ``lid`` (dropping the
 modifier farthest from the head first); a phrasal verb ``turn-on`` tries ``turn-on``,
-``turn``; a light-verb construction ``साफ+कर`` is looked up whole. A lexicon verb of several
+``turn``; an English compound none of those forms names falls back to its modifiers,
+nearest the head first (a tagger that joins a trailing adverb to the object: ``again:door``
+-> ``door``);
+a light-verb construction ``साफ+कर`` is looked up whole. A lexicon verb of several
 words ending in a light verb (``साफ करना``, ``తయారు చేయు``) is also entered in the joined
 form the extraction produces (``साफ+कर``, ``తయారు+చేయు``). A lemma none of whose
 forms is known gets a singleton class ``<pos>:<lang>:<base>`` of its own.
@@ -102,8 +105,13 @@ class ClassMap:
             head, _, rest = lemma.partition(":")
             if pos == "noun" and rest and head in self.partitive_heads(lang):
                 forms = [lemma, *_backoff(rest, pos), *forms[1:]]
+            # last, an English noun's modifiers, nearest the head first ("open door again"
+            # joins again:door)
+            last_resort = lemma.split(":")[:0:-1] if (pos, lang) == ("noun", "en") else []
             concept = next(
-                (c for c in (self.lookup(pos, lang, f) for f in forms) if c is not None), None
+                (c for c in (self.lookup(pos, lang, f) for f in [*forms, *last_resort])
+                 if c is not None),
+                None,
             )
             out.append(concept if concept is not None else f"{pos}:{lang}:{forms[-1]}")
         return list(dict.fromkeys(out))

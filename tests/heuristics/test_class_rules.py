@@ -89,6 +89,9 @@ def test_a_noun_and_verb_instance_after_the_verb_is_its_object(classes):
     # soap is both; tagged ADV after "take" (or after "put down") it is the object
     assert run(classes, tagged("take/VERB", "soap/ADV"))[:2] == (["soap"], ["take"])
     assert run(classes, tagged("put/VERB", "down/ADV", "soap/ADV"))[:2] == (["soap"], ["put-down"])
+    # a second object, after the first and a preposition
+    assert run(classes, tagged("put/VERB", "knife/NOUN", "in/ADP", "soap/ADV"))[:2] == (
+        ["knife", "soap"], ["put-in"])
 
 
 def test_catenative_and_closed_class_words(classes):

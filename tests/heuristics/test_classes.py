@@ -40,6 +40,10 @@ def test_backoff_and_singletons(tmp_path):
         "verb:en:turn",
     ]
     assert classes.classes("noun", "hi", ["tap"]) == ["noun:hi:tap"]  # the EPIC lists are English
+    # an unknown head falls back to the modifiers, nearest it first ("tap again": again:tap)
+    assert classes.classes("noun", "en", ["again:tap"]) == ["0"]
+    assert classes.classes("noun", "en", ["again:teaspoon:tap"]) == ["0"]
+    assert classes.classes("noun", "en", ["again:sink"]) == ["noun:en:again"]
 
 
 def test_real_epic_class_files(shared_data):
