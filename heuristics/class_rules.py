@@ -10,9 +10,9 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   at a clause-initial position (the first word after any leading adverbs, interjections
   and pronouns that are no instances, as in "now wash knife", "I wash knife", or the first
   after *then*) whose form or lemma is a verb instance is a VERB, even when it is also a
-  noun instance (*soap*). One
-  that is no noun instance before the -ing form of a verb instance is a catenative
-  ("continue washing", "still stirring") and is tagged AUX, neither noun nor verb.
+  noun instance (*soap*). One that is no noun instance before the -ing form of a verb
+  instance is a catenative ("continue washing", "still stirring") and is tagged AUX,
+  neither noun nor verb.
 - ``disagreement`` (any language): a word the tagger calls NOUN/PROPN/ADJ/X that is a verb
   instance and no noun instance is a VERB, unless a determiner, adposition or auxiliary
   precedes it (then it is nominal or predicative: "the open door", "is open"); a
@@ -20,8 +20,8 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   tagged ADV/ADJ/ADP/AUX/INTJ/X/VERB/SYM/PART/NUM that is a noun instance and no verb
   instance, not clause-initial and not closed-class, is a NOUN ("take lid": *lid* ADV),
   and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down") or,
-  in English, tagged otherwise after a verb and its particles ("put down plate": *plate* is
-  also the head of the verb instance ``plate-up``).
+  in English, tagged otherwise anywhere after a verb ("put down plate", "pour rice onto
+  plate": *plate* is also the head of the verb instance ``plate-up``).
   A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
 - ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
   board") found on the words becomes NOUN words, which the compound join of

@@ -17,8 +17,7 @@ noun ``lid:frying:pan`` tries ``lid:frying:pan``, ``lid:pan``, ``lid`` (dropping
 modifier farthest from the head first); a phrasal verb ``turn-on`` tries ``turn-on``,
 ``turn``; an English compound none of those forms names falls back to its modifiers,
 nearest the head first (a tagger that joins a trailing adverb to the object: ``again:door``
--> ``door``);
-a light-verb construction ``साफ+कर`` is looked up whole. A lexicon verb of several
+-> ``door``); a light-verb construction ``साफ+कर`` is looked up whole. A lexicon verb of several
 words ending in a light verb (``साफ करना``, ``తయారు చేయు``) is also entered in the joined
 form the extraction produces (``साफ+कर``, ``తయారు+చేయు``). A lemma none of whose
 forms is known gets a singleton class ``<pos>:<lang>:<base>`` of its own.
