@@ -12,8 +12,11 @@ Formats (detected from the file's first bytes, not its name):
   ``getWordVector``, the mean of the word's row and its character n-gram rows
   (:mod:`rudder.text.subwords`), so words *absent* from the file still get a vector.
 
-Only the requested words are kept while reading, so a 2-million-word file costs the memory
-of the vocabulary, not of the file. Aligned multilingual vectors (one space for several
+Only the requested words are kept while reading (a fastText ``.bin``'s matrix is mapped,
+not read), so a 2-million-word file costs the memory of the vocabulary, not of the file.
+A header's word count is honoured: text files are read for that many words, and fewer is
+an error, as fastText's ``loadVectors`` and gensim read them. A word listed twice keeps its
+last vector, as fastText's ``loadVectors``. Aligned multilingual vectors (one space for several
 languages, e.g. fastText's aligned ``wiki.<lang>.align.vec``) need nothing special: give
 one file for every language.
 """
@@ -31,6 +34,8 @@ from rudder.errors import RudderError
 from rudder.text.subwords import char_ngrams, fasttext_hash
 
 FASTTEXT_MAGIC = 793712314
+SUPERVISED = 3  # fastText's model_name::sup
+EOS = "</s>"
 
 
 class WordVectorError(RudderError):
@@ -71,9 +76,9 @@ def load_word_vectors(path, wanted=None) -> WordVectors:
         if header is None:
             handle.seek(0)
             return _read_text(path, handle, wanted, None, first_line=1)
-        rest = handle.read(256)
+        line = handle.readline(1 << 16)
         handle.seek(len(first))
-        if _looks_binary(rest):
+        if line and not _is_text_line(line, header[1]):
             return _read_word2vec_binary(path, handle, wanted, *header)
         return _read_text(path, handle, wanted, header, first_line=2)
 
@@ -85,21 +90,30 @@ def _header(line: bytes):
     return None
 
 
-def _looks_binary(sample: bytes) -> bool:
+def _is_text_line(line: bytes, dim: int) -> bool:
+    """``line`` reads as ``word v1 .. vdim`` in text; a word2vec binary record (the word,
+    then raw float32 bytes) does not. Bytes that are not UTF-8 in the word do not matter
+    (word2vec.c cuts words inside characters)."""
+    parts = line.rstrip(b"\r\n ").split(b" ")
+    if len(parts) != dim + 1:
+        return False
     try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return error.start < len(sample) - 4  # a cut multi-byte character at the end is text
-    return b"\x00" in sample
+        [float(part) for part in parts[1:]]
+    except ValueError:
+        return False
+    return True
 
 
 def _read_text(path, handle, wanted, header, first_line):
-    dim = header[1] if header else None
-    words, rows = [], []
+    count, dim = header if header else (None, None)
+    words, rows, seen = [], [], 0
     for line_no, raw in enumerate(handle, start=first_line):
+        if seen == count:
+            break
         parts = raw.decode("utf-8", errors="replace").rstrip("\n\r ").split(" ")
         if parts == [""]:
             continue
+        seen += 1
         if dim is None:
             dim = len(parts) - 1
         if len(parts) != dim + 1:
@@ -116,6 +130,8 @@ def _read_text(path, handle, wanted, header, first_line):
         words.append(parts[0])
     if dim is None:
         raise WordVectorError(f"{path}: the file holds no vectors")
+    if count is not None and seen < count:
+        raise WordVectorError(f"{path}: cut after {seen} of the {count} words its header names")
     return WordVectors(path, dim, words, _stack(rows, dim))
 
 
@@ -175,8 +191,10 @@ def _read_fasttext_bin(path, handle, wanted):
     if version not in (11, 12):
         raise WordVectorError(
             f"{path}: fastText binary version {version} is not supported (11, 12)")
-    (dim, _ws, _epoch, _min_count, _neg, _word_ngrams, _loss, _model, bucket, minn, maxn,
+    (dim, _ws, _epoch, _min_count, _neg, _word_ngrams, _loss, model, bucket, minn, maxn,
      _lr) = read.take("<12i")
+    if version == 11 and model == SUPERVISED:
+        maxn = 0  # fastText's loadModel: old supervised models use no character n-grams
     read.take("<d")  # sampling threshold t
     _size, nwords, _nlabels = read.take("<3i")
     _ntokens, prune_size = read.take("<2q")
@@ -193,15 +211,15 @@ def _read_fasttext_bin(path, handle, wanted):
     rows, cols = read.take("<2q")
     if cols != dim:
         raise WordVectorError(f"{path}: input matrix has {cols} columns but dim is {dim}")
-    matrix = np.frombuffer(handle.read(4 * rows * cols), dtype="<f4")
-    if matrix.size != rows * cols:
+    offset = handle.tell()
+    if path.stat().st_size < offset + 4 * rows * cols:
         raise WordVectorError(f"{path}: cut fastText binary inside the input matrix")
-    matrix = matrix.reshape(rows, cols)
+    matrix = np.memmap(path, dtype="<f4", mode="r", offset=offset, shape=(rows, cols))
     word_id = {w: i for i, w in enumerate(dictionary[:nwords])}
 
     def ngram_rows(word: str) -> list[int]:
-        if prune_size == 0 or maxn == 0 or bucket == 0:
-            return []
+        if prune_size == 0 or maxn == 0 or bucket == 0 or word == EOS:
+            return []  # fastText gives its end-of-sentence token no n-grams
         out = []
         for gram in char_ngrams(word, minn, maxn):
             h = fasttext_hash(gram) % bucket

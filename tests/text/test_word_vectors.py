@@ -26,12 +26,12 @@ def write_word2vec_binary(path):
     return path
 
 
-def write_fasttext_bin(path, words, matrix, bucket, minn, maxn, prune=None):
-    """fastText's .bin layout (src/fasttext.cc saveModel, version 12)."""
+def write_fasttext_bin(path, words, matrix, bucket, minn, maxn, prune=None, version=12, model=2):
+    """fastText's .bin layout (src/fasttext.cc saveModel; model 2 skipgram, 3 supervised)."""
     dim = matrix.shape[1]
     with path.open("wb") as out:
-        out.write(struct.pack("<ii", FASTTEXT_MAGIC, 12))
-        out.write(struct.pack("<12i", dim, 5, 5, 1, 5, 1, 2, 2, bucket, minn, maxn, 100))
+        out.write(struct.pack("<ii", FASTTEXT_MAGIC, version))
+        out.write(struct.pack("<12i", dim, 5, 5, 1, 5, 1, 2, model, bucket, minn, maxn, 100))
         out.write(struct.pack("<d", 1e-4))
         out.write(struct.pack("<3i", len(words), len(words), 0))
         out.write(struct.pack("<2q", 100, -1 if prune is None else len(prune)))
@@ -82,6 +82,37 @@ def test_fasttext_bin_with_pruned_ngrams(tmp_path):
     path = write_fasttext_bin(tmp_path / "p.bin", words, matrix, 10, 3, 3, prune={first: 1})
     vectors = load_word_vectors(path, wanted={"ab"})
     np.testing.assert_allclose(vectors.get("ab"), (matrix[0] + matrix[2]) / 2)
+
+
+def test_fasttext_bin_special_cases(tmp_path):
+    # fastText gives its end-of-sentence token </s> no n-grams (Dictionary::initNgrams), and
+    # an old (version 11) supervised model none at all (FastText::loadModel)
+    bucket, dim = 20, 2
+    matrix = np.random.default_rng(1).normal(size=(2 + bucket, dim)).astype(np.float32)
+    path = write_fasttext_bin(tmp_path / "eos.bin", ["</s>", "cut"], matrix, bucket, 2, 3)
+    np.testing.assert_allclose(load_word_vectors(path).get("</s>"), matrix[0])
+    old = write_fasttext_bin(tmp_path / "sup.bin", ["</s>", "cut"], matrix, bucket, 2, 3,
+                             version=11, model=3)
+    vectors = load_word_vectors(old, wanted={"cut", "cuts"})
+    np.testing.assert_allclose(vectors.get("cut"), matrix[1])
+    assert vectors.get("cuts") is None
+
+
+def test_a_byte_that_is_not_utf8_leaves_a_text_file_text(tmp_path):
+    # word2vec.c cuts words inside characters; the file is still text, not word2vec binary
+    path = tmp_path / "latin1.vec"
+    path.write_bytes(b"2 2\ncaf\xe9 1.5 -2.5\nb 0.5 0.25\n")
+    np.testing.assert_allclose(load_word_vectors(path).vectors, [[1.5, -2.5], [0.5, 0.25]])
+
+
+def test_the_header_word_count_is_honoured(tmp_path):
+    short = tmp_path / "short.vec"
+    short.write_text("5 2\na 1 2\nb 3 4\n", encoding="utf-8")
+    with pytest.raises(WordVectorError, match="short.vec: cut after 2 of the 5 words"):
+        load_word_vectors(short)
+    longer = tmp_path / "longer.vec"
+    longer.write_text("1 2\na 1 2\nb 3 4\n", encoding="utf-8")
+    assert load_word_vectors(longer).words == ["a"]  # fastText's loadVectors reads 1 row
 
 
 def test_errors_name_the_file_and_line(tmp_path):
