@@ -8,13 +8,14 @@ step can be timed against it at the same shapes:
   as the reference ignores its mask) -> one GatedEmbeddingUnit per expert (Linear, context
   gating with BatchNorm, L2); mixture weights ``moe_fc`` on the pooled text;
 - video: per expert ``ReduceDim`` (Linear, L2), the variable-length audio expert pooled by
-  NetVLAD first; missing experts zero-filled;
+  NetVLAD first; a missing expert's input is zero-filled before both (CE's ``drop_nans``), so
+  it still enters the BatchNorm statistics;
 - ``CEModule`` pairwise: for every expert i and every expert j the shared g network runs on
   [x_i, x_j] (E x E pairs, explicitly), masked by the pair availability and averaged; then
   ``GatedEmbeddingUnitReasoning`` (fc_i + BN, BN of the mask, GLU, L2);
 - similarity: ``sharded_cross_view_inner_product`` with availability-renormalised softmax
-  weights; loss: ``MaxMarginRankingLoss`` (both directions, mean); optimiser: ``torch.optim.Adam``
-  with its defaults.
+  weights; loss: ``MaxMarginRankingLoss`` with ``fix_norm=True`` (both directions, the
+  diagonal terms dropped, mean); optimiser: ``torch.optim.Adam`` with its defaults.
 It is a benchmark baseline, not a model rudder trains.
 """
 
@@ -95,9 +96,9 @@ class CENetReference(nn.Module):
         text = self.text_vlad(words)
         text_emb = torch.stack([unit(text) for unit in self.text_units], 1)
         logits = self.moe_fc(text)
-        inputs = [fixed[name] for name in self.fixed] + [self.audio_vlad(frames)]
-        x = [F.normalize(reduce(v), dim=-1) * available[:, i:i + 1]
-             for i, (reduce, v) in enumerate(zip(self.reduce, inputs))]
+        audio = self.audio_vlad(frames * available[:, -1, None, None])
+        inputs = [fixed[name] * available[:, i:i + 1] for i, name in enumerate(self.fixed)]
+        x = [F.normalize(reduce(v), dim=-1) for reduce, v in zip(self.reduce, [*inputs, audio])]
         video = []
         for i, xi in enumerate(x):  # CEModule, use_ce="pairwise", include_self=1
             total, count = 0, 0
@@ -114,12 +115,15 @@ class CENetReference(nn.Module):
 
 
 def max_margin_loss(sims, margin: float = 0.09):
-    """``MaxMarginRankingLoss`` of the reference: both directions against the diagonal, mean."""
+    """``MaxMarginRankingLoss(fix_norm=True)`` of the reference: caption i against video j and
+    video i against caption j, both compared with ``sims[i, i]``; the diagonal terms dropped
+    (with the reference's boolean selection), mean."""
     n = sims.shape[0]
-    diagonal = sims.diag().view(-1, 1)
-    x1 = torch.cat((diagonal.expand(n, n).reshape(-1, 1), diagonal.T.expand(n, n).reshape(-1, 1)))
+    diagonal = sims.diag().view(-1, 1).expand(n, n).reshape(-1, 1)
+    x1 = torch.cat((diagonal, diagonal))
     x = torch.cat((sims.reshape(-1, 1), sims.T.reshape(-1, 1)))
-    return F.relu(margin - (x1 - x)).mean()
+    keep = ~torch.eye(n, dtype=torch.bool, device=sims.device).reshape(-1)
+    return F.relu(margin - (x1 - x))[torch.cat((keep, keep))].mean()
 
 
 def reference_step(model, optimizer, batch) -> torch.Tensor:

@@ -40,3 +40,20 @@ def test_the_benchmark_runs(script, tmp_path):
                           check=False)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.stdout.strip(), "the benchmark printed no figures"
+
+
+def test_the_step_baseline_loss_is_collaborative_experts_loss():
+    # bench_step's baseline uses CE's MaxMarginRankingLoss(fix_norm=True): both directions
+    # against the diagonal, the diagonal terms dropped: rudder's mm (checked against CE)
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from reference_ce import max_margin_loss
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from rudder import losses
+
+    sims = torch.randn(6, 6, generator=torch.Generator().manual_seed(0))
+    assert float(max_margin_loss(sims, 0.2)) == pytest.approx(
+        float(losses.build("mm", margin=0.2)(sims)), rel=1e-6)

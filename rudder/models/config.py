@@ -32,7 +32,9 @@ class ModelConfig:
             expert (reference MSR-VTT audio: 16 in the BMVC release, 8 in the refined one).
         vlad_ghost_clusters: ghost clusters of every NetVLAD (Zhong et al. 2018; they take
             soft-assignment mass and are dropped from the output; reference refined
-            MSR-VTT: 1, BMVC release: 0).
+            MSR-VTT: 1, BMVC release: 0). The reference code gives them to the text NetVLAD
+            only (its config also lists audio ghosts, which its ``CENet`` ignores); here the
+            video NetVLADs get them too.
         gating_g_layers: layers of the pair network g (reference ``num_g_layers``): the
             first is Linear(2D -> D) on [psi_i, psi_j]; each further one is
             [BatchNorm if use_batchnorm] -> activation -> Linear(D -> D). Reference

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rudder.models.masked_batch_norm import grouped_masked_batch_norm, masked_batch_norm
+from rudder.models.masked_batch_norm import grouped_masked_batch_norm, slotwise_masked_batch_norm
 
 _ACTIVATIONS = {"relu": nn.ReLU, "mish": nn.Mish}
 
@@ -46,8 +46,10 @@ class ReasonLayer(nn.Module):
     """One extra layer of g or h: [masked BatchNorm] -> activation -> Linear(D, D).
 
     The reference builds ``g_reason_shared`` and ``h_reason`` from exactly these layers
-    (``BatchNorm1d`` if ``use_bn_reason``, ReLU or Mish, ``Linear``). Here BatchNorm
-    statistics come from the rows where ``mask`` is True (available pairs or experts).
+    (``BatchNorm1d`` if ``use_bn_reason``, ReLU or Mish, ``Linear``) and calls them once
+    per expert pair (g) or expert (h); so each slot of ``x`` (B, *slots, D) gets its own
+    batch statistics here (:func:`slotwise_masked_batch_norm`), from the rows where
+    ``mask`` (B, *slots) is True (available pairs or experts).
     """
 
     def __init__(self, dim: int, use_batchnorm: bool, activation: str):
@@ -58,7 +60,7 @@ class ReasonLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         if self.bn is not None:
-            x = masked_batch_norm(self.bn, x, mask)
+            x = slotwise_masked_batch_norm(self.bn, x, mask)
         return self.fc(self.activation(x))
 
 
@@ -82,9 +84,8 @@ class CollaborativeGating(nn.Module):
     the reference's division by (count + 1e-11) gives.
 
     Deviations: BatchNorm statistics use available rows only (the reference normalises
-    over zero-filled missing experts too); h's BatchNorm pools its statistics over all
-    (video, expert) rows in one call instead of one call per expert. Outputs of
-    unavailable experts are set to 0 (they get zero mixture weight in the similarity).
+    over zero-filled missing experts too). Outputs of unavailable experts are set to 0
+    (they get zero mixture weight in the similarity).
 
     Cost: with a linear g (g_layers=1) the pair mean is computed exactly as
     W_a psi_i + b + W_b mean_j psi_j, never materialising the E x E pairs.

@@ -95,8 +95,9 @@ class _MaskedBatchNorm(torch.autograd.Function):
                  - normed * (grad_normed * normed).sum(dims)) * (inv_std / rows)
         grad_values = torch.where(batch_stats, batch, grad_normed * inv_std) * weight
         grad_gamma = grad_beta = None
-        if gamma is not None:
-            grad_gamma, grad_beta = (grad_out * normed).sum(dims), grad_out.sum(dims)
+        if gamma is not None:  # summed to gamma's shape: slots may share one affine
+            grad_gamma = (grad_out * normed).sum(dims).sum_to_size(gamma.shape)
+            grad_beta = grad_out.sum(dims).sum_to_size(gamma.shape)
         return grad_values, None, grad_gamma, grad_beta, None, None, None, None
 
 
@@ -120,6 +121,59 @@ def _moving_average_terms(momentum: float | None, tracked: Tensor | None, var: T
     else:
         weight = enough.float() * momentum
     return weight, var * count / (count - 1.0).clamp_min(1.0)
+
+
+def slotwise_masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
+    """``masked_batch_norm(bn, x[:, s], mask[:, s])`` for every slot ``s`` of ``x``
+    (B, *S, C) and ``mask`` (B, *S), one BatchNorm called once per slot in row-major order,
+    as CE's gating calls its shared g network once per expert pair and h once per expert:
+    each slot is normalised with its own batch statistics, and the running averages end
+    as those sequential calls leave them (momentum ``m``: ``r <- (1 - m) r + m s`` per
+    slot with two or more rows, in closed form; ``None``: the cumulative average). A slot
+    with fewer than two rows is normalised with the running statistics from before the
+    call (sequential calls would see the earlier slots' updates)."""
+    if isinstance(bn, nn.SyncBatchNorm):
+        slots = x.flatten(1, -2)
+        flat = mask.flatten(1)
+        out = [masked_batch_norm(bn, slots[:, k], flat[:, k]) for k in range(flat.shape[1])]
+        return torch.stack(out, dim=1).view(x.shape)
+    keep = mask.unsqueeze(-1)
+    values = torch.where(keep, x, 0.0).float()
+    gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
+    if bn.training or bn.running_mean is None:
+        out, mean, var, count = _MaskedBatchNorm.apply(
+            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, (0,))
+        if bn.running_mean is not None:
+            _update_sequential_running_stats(bn, mean.flatten(0, -2), var.flatten(0, -2),
+                                             count.flatten(0, -2))
+    else:
+        out = _affine((values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps),
+                      gamma, beta)
+    return torch.where(keep, out, 0.0).to(x.dtype)
+
+
+@torch.no_grad()
+def _update_sequential_running_stats(bn, mean: Tensor, var: Tensor, count: Tensor) -> None:
+    """``bn``'s running averages after one update per row of ``mean``/``var`` (P, C) in
+    order, skipping rows with ``count`` (P, 1) below two."""
+    enough = (count >= 2).float()
+    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    updates = enough.sum()
+    if bn.momentum is None:  # the cumulative average over every update so far
+        before = bn.num_batches_tracked.float()
+        total = (before + updates).clamp_min(1.0)
+        new_mean = (before * bn.running_mean + (enough * mean).sum(0)) / total
+        new_var = (before * bn.running_var + (enough * unbiased).sum(0)) / total
+        bn.running_mean.copy_(torch.where(updates > 0, new_mean, bn.running_mean))
+        bn.running_var.copy_(torch.where(updates > 0, new_var, bn.running_var))
+    else:  # r_P = prod_k f_k r_0 + sum_k m_k prod_{l > k} f_l s_k, f_k = 1 - m_k
+        step = enough * bn.momentum
+        keep = 1.0 - step
+        later = torch.cat([keep.flip(0).cumprod(0).flip(0)[1:], keep.new_ones(1, 1)])
+        carry = keep.prod(0)
+        bn.running_mean.copy_(carry * bn.running_mean + (step * later * mean).sum(0))
+        bn.running_var.copy_(carry * bn.running_var + (step * later * unbiased).sum(0))
+    bn.num_batches_tracked.add_(updates.long())
 
 
 def grouped_masked_batch_norm(bns: Sequence[nn.BatchNorm1d], x: Tensor, mask: Tensor) -> Tensor:

@@ -1,5 +1,6 @@
 """Gated embedding units and collaborative gating: hand-worked cases and a loop reference."""
 
+import copy
 import math
 
 import pytest
@@ -106,6 +107,47 @@ def test_matches_loop_reference(g_layers, h_layers, include_self):
         assert torch.allclose(
             gating(psi, available), _loop_reference(gating, psi, available), atol=1e-5
         )
+
+
+def _training_loop_reference(gating, psi):
+    """The reference's training forward with every expert available: g_reason_shared once
+    per pair (i, j), i-major, h_reason once per expert, each a plain BatchNorm1d call."""
+    out = []
+    for i in range(psi.shape[1]):
+        messages = []
+        for j in range(psi.shape[1]):
+            if gating.include_self or j != i:
+                message = gating.g_first(torch.cat([psi[:, i], psi[:, j]], dim=1))
+                for layer in gating.g_rest:
+                    message = layer.fc(layer.activation(layer.bn(message)))
+                messages.append(message)
+        mask = torch.stack(messages).mean(0)
+        for layer in gating.h:
+            mask = layer.fc(layer.activation(layer.bn(mask)))
+        t = gating.mask_bn[i](mask) + gating.gate_bn[i](gating.gate_fc[i](psi[:, i]))
+        out.append(F.normalize(psi[:, i] * torch.sigmoid(t), dim=-1))
+    return torch.stack(out, dim=1)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_training_statistics_are_per_pair_and_per_expert_as_the_reference(momentum):
+    # CEModule calls the shared g network once per expert pair and h once per expert, so
+    # each has its own batch statistics and the running averages move once per call
+    torch.manual_seed(7)
+    gating = CollaborativeGating(4, 5, 3, 1, True, True, "mish").train()
+    for module in gating.modules():
+        if isinstance(module, torch.nn.BatchNorm1d):
+            module.momentum = momentum
+    reference = copy.deepcopy(gating)
+    psi = F.normalize(torch.randn(8, 4, 5), dim=-1)
+    available = torch.ones(8, 4, dtype=torch.bool)
+    assert torch.allclose(gating(psi, available), _training_loop_reference(reference, psi),
+                          atol=1e-5)
+    for ours, theirs in zip(gating.modules(), reference.modules()):
+        if isinstance(ours, torch.nn.BatchNorm1d):
+            for key, value in ours.state_dict().items():
+                assert torch.allclose(value.float(), theirs.state_dict()[key].float(),
+                                      atol=1e-5), key
 
 
 @pytest.mark.parametrize("g_layers", [1, 2])

@@ -1,6 +1,8 @@
 """Masked BatchNorm: BatchNorm of the selected rows, against nn.BatchNorm1d on ``x[mask]``,
 and its closed-form backward against autograd's and finite differences."""
 
+import copy
+
 import pytest
 import torch
 
@@ -8,6 +10,7 @@ from rudder.models.masked_batch_norm import (
     _MaskedBatchNorm,
     grouped_masked_batch_norm,
     masked_batch_norm,
+    slotwise_masked_batch_norm,
 )
 
 
@@ -137,3 +140,39 @@ def test_a_group_equals_one_masked_batch_norm_per_group(momentum, affine, traini
         if affine:
             assert torch.allclose(a.weight.grad, b.weight.grad, atol=1e-6)
             assert torch.allclose(a.bias.grad, b.bias.grad, atol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("training", [True, False])
+def test_slotwise_equals_one_masked_batch_norm_per_slot_in_order(momentum, affine, training):
+    # CE's gating calls one BatchNorm per expert pair, in order: the running averages after
+    # the sequential calls are what the closed form must leave
+    torch.manual_seed(6)
+    slotwise = torch.nn.BatchNorm1d(3, momentum=momentum, affine=affine)
+    with torch.no_grad():
+        slotwise.running_mean.normal_(), slotwise.running_var.uniform_(0.5, 2.0)
+        slotwise.num_batches_tracked.fill_(4)
+        if affine:
+            torch.nn.init.normal_(slotwise.weight), torch.nn.init.normal_(slotwise.bias)
+    looped = copy.deepcopy(slotwise)
+    slotwise.train(training), looped.train(training)
+    x = torch.randn(6, 3, 2, 3)
+    mask = torch.rand(6, 3, 2) < 0.7
+    mask[:, 1, 0] = False  # no rows: no update
+    x_slot, x_loop = x.clone().requires_grad_(), x.clone().requires_grad_()
+    upstream = torch.randn(6, 3, 2, 3)
+    for _ in range(2):
+        out_slot = slotwise_masked_batch_norm(slotwise, x_slot, mask)
+        out_loop = torch.stack([
+            torch.stack([masked_batch_norm(looped, x_loop[:, i, j], mask[:, i, j])
+                         for j in range(2)], dim=1) for i in range(3)], dim=1)
+        assert torch.allclose(out_slot, out_loop, atol=1e-6)
+    (out_slot * upstream).sum().backward()
+    (out_loop * upstream).sum().backward()
+    assert torch.allclose(x_slot.grad, x_loop.grad, atol=1e-6)
+    for key, value in slotwise.state_dict().items():
+        assert torch.allclose(value.float(), looped.state_dict()[key].float(), atol=1e-6), key
+    if affine:
+        assert torch.allclose(slotwise.weight.grad, looped.weight.grad, atol=1e-5)
+        assert torch.allclose(slotwise.bias.grad, looped.bias.grad, atol=1e-5)
