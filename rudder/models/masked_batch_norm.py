@@ -37,15 +37,24 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
     if isinstance(bn, nn.SyncBatchNorm):
         out = x.new_zeros(x.shape)
         return out.masked_scatter(mask.unsqueeze(-1), bn(x[mask]))
+
+    def update(mean, var, count):
+        _update_running_stats(bn, mean, var, count, count >= 2)
+
+    return _normalise(bn, x, mask, tuple(range(x.dim() - 1)), update)
+
+
+def _normalise(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor, dims: tuple, update) -> Tensor:
+    """``bn`` on the rows of ``x`` where ``mask`` is True, statistics reduced over ``dims``;
+    in training, ``update(mean, var, count)`` moves the running averages."""
     keep = mask.unsqueeze(-1)
     values = torch.where(keep, x, 0.0).float()
     gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
     if bn.training or bn.running_mean is None:
-        dims = tuple(range(values.dim() - 1))
         out, mean, var, count = _MaskedBatchNorm.apply(
             values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, dims)
         if bn.running_mean is not None:
-            _update_running_stats(bn, mean, var, count, count >= 2)
+            update(mean, var, count)
     else:
         out = _affine((values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps),
                       gamma, beta)
@@ -137,19 +146,12 @@ def slotwise_masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> T
         flat = mask.flatten(1)
         out = [masked_batch_norm(bn, slots[:, k], flat[:, k]) for k in range(flat.shape[1])]
         return torch.stack(out, dim=1).view(x.shape)
-    keep = mask.unsqueeze(-1)
-    values = torch.where(keep, x, 0.0).float()
-    gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
-    if bn.training or bn.running_mean is None:
-        out, mean, var, count = _MaskedBatchNorm.apply(
-            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, (0,))
-        if bn.running_mean is not None:
-            _update_sequential_running_stats(bn, mean.flatten(0, -2), var.flatten(0, -2),
-                                             count.flatten(0, -2))
-    else:
-        out = _affine((values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps),
-                      gamma, beta)
-    return torch.where(keep, out, 0.0).to(x.dtype)
+
+    def update(mean, var, count):  # one row per slot
+        _update_sequential_running_stats(bn, mean.flatten(0, -2), var.flatten(0, -2),
+                                         count.flatten(0, -2))
+
+    return _normalise(bn, x, mask, (0,), update)
 
 
 @torch.no_grad()
