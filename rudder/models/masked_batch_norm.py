@@ -41,23 +41,33 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
     def update(mean, var, count):
         _update_running_stats(bn, mean, var, count, count >= 2)
 
-    return _normalise(bn, x, mask, tuple(range(x.dim() - 1)), update)
+    return _normalise(x, mask, tuple(range(x.dim() - 1)), bn, *_parameters([bn]), update)
 
 
-def _normalise(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor, dims: tuple, update) -> Tensor:
-    """``bn`` on the rows of ``x`` where ``mask`` is True, statistics reduced over ``dims``;
-    in training, ``update(mean, var, count)`` moves the running averages."""
+def _parameters(bns) -> tuple:
+    """``(gamma, beta, running_mean, running_var)`` of one BatchNorm, or of several stacked
+    (one row each); None where it has none."""
+    def stacked(name):
+        values = [getattr(bn, name) for bn in bns]
+        return None if values[0] is None else values[0] if len(bns) == 1 else torch.stack(values)
+
+    return stacked("weight"), stacked("bias"), stacked("running_mean"), stacked("running_var")
+
+
+def _normalise(x: Tensor, mask: Tensor, dims: tuple, bn: nn.BatchNorm1d, gamma, beta,
+               running_mean, running_var, update) -> Tensor:
+    """The rows of ``x`` where ``mask`` is True normalised with their statistics over ``dims``
+    (training, or no running statistics; ``update(mean, var, count)`` then moves them) or
+    with the running ones; ``bn`` gives the mode and ``eps``."""
     keep = mask.unsqueeze(-1)
     values = torch.where(keep, x, 0.0).float()
-    gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
-    if bn.training or bn.running_mean is None:
+    if bn.training or running_mean is None:
         out, mean, var, count = _MaskedBatchNorm.apply(
-            values, keep, gamma, beta, bn.running_mean, bn.running_var, bn.eps, dims)
-        if bn.running_mean is not None:
+            values, keep, gamma, beta, running_mean, running_var, bn.eps, dims)
+        if running_mean is not None:
             update(mean, var, count)
     else:
-        out = _affine((values - bn.running_mean) * torch.rsqrt(bn.running_var + bn.eps),
-                      gamma, beta)
+        out = _affine((values - running_mean) * torch.rsqrt(running_var + bn.eps), gamma, beta)
     return torch.where(keep, out, 0.0).to(x.dtype)
 
 
@@ -129,7 +139,12 @@ def _moving_average_terms(momentum: float | None, tracked: Tensor | None, var: T
         weight = enough.float() / tracked.clamp_min(1).float()
     else:
         weight = enough.float() * momentum
-    return weight, var * count / (count - 1.0).clamp_min(1.0)
+    return weight, _unbiased(var, count)
+
+
+def _unbiased(var: Tensor, count: Tensor) -> Tensor:
+    """The unbiased variance of ``count`` rows from their biased ``var``."""
+    return var * count / (count - 1.0).clamp_min(1.0)
 
 
 def slotwise_masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
@@ -151,7 +166,7 @@ def slotwise_masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> T
         _update_sequential_running_stats(bn, mean.flatten(0, -2), var.flatten(0, -2),
                                          count.flatten(0, -2))
 
-    return _normalise(bn, x, mask, (0,), update)
+    return _normalise(x, mask, (0,), bn, *_parameters([bn]), update)
 
 
 @torch.no_grad()
@@ -159,7 +174,7 @@ def _update_sequential_running_stats(bn, mean: Tensor, var: Tensor, count: Tenso
     """``bn``'s running averages after one update per row of ``mean``/``var`` (P, C) in
     order, skipping rows with ``count`` (P, 1) below two."""
     enough = (count >= 2).float()
-    unbiased = var * count / (count - 1.0).clamp_min(1.0)
+    unbiased = _unbiased(var, count)
     updates = enough.sum()
     if bn.momentum is None:  # the cumulative average over every update so far
         before = bn.num_batches_tracked.float()
@@ -187,23 +202,12 @@ def grouped_masked_batch_norm(bns: Sequence[nn.BatchNorm1d], x: Tensor, mask: Te
     if isinstance(first, nn.SyncBatchNorm):
         return torch.stack([masked_batch_norm(bn, x[:, e], mask[:, e])
                             for e, bn in enumerate(bns)], dim=1)
-    keep = mask.unsqueeze(-1)
-    values = torch.where(keep, x, 0.0).float()
-    gamma = beta = running_mean = running_var = None
-    if first.affine:
-        gamma, beta = torch.stack([bn.weight for bn in bns]), torch.stack([bn.bias for bn in bns])
-    tracking = first.running_mean is not None
-    if tracking:
-        running_mean = torch.stack([bn.running_mean for bn in bns])
-        running_var = torch.stack([bn.running_var for bn in bns])
-    if first.training or not tracking:
-        out, mean, var, count = _MaskedBatchNorm.apply(
-            values, keep, gamma, beta, running_mean, running_var, first.eps, (0,))
-        if tracking:
-            _update_grouped_running_stats(bns, running_mean, running_var, mean, var, count)
-    else:
-        out = _affine((values - running_mean) * torch.rsqrt(running_var + first.eps), gamma, beta)
-    return torch.where(keep, out, 0.0).to(x.dtype)
+    gamma, beta, running_mean, running_var = _parameters(bns)
+
+    def update(mean, var, count):
+        _update_grouped_running_stats(bns, running_mean, running_var, mean, var, count)
+
+    return _normalise(x, mask, (0,), first, gamma, beta, running_mean, running_var, update)
 
 
 @torch.no_grad()
