@@ -175,7 +175,6 @@ def read(args, reporter: Reporter) -> RawDataset:
         if list_path.is_file():
             lines = {name.split(".")[0]: number
                      for name, number in read_id_list(list_path, reporter).items()}
-            listed = list(lines)
             for video_id, number in lines.items():
                 if video_id not in parsed:
                     reporter.problem(
@@ -185,12 +184,12 @@ def read(args, reporter: Reporter) -> RawDataset:
                         video_id,
                         f"no file name of {path.name} starts with it",
                     )
-            outside = len(set(parsed) - set(listed))
+            outside = len(set(parsed) - set(lines))
             if outside:
                 reporter.note(
                     f"{outside} video(s) of {path.name} are not in {list_path.name}: left out"
                 )
-            ids = list(dict.fromkeys(v for v in listed if v in parsed))
+            ids = [v for v in lines if v in parsed]  # the ids are unique keys
             expected[f"{split} videos (CE list)"] = CE_LIST_VIDEOS[split]
             got[f"{split} videos (CE list)"] = len(ids)
         else:
