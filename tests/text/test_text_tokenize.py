@@ -32,6 +32,47 @@ def test_indic_normaliser_unifies_nukta_forms():
     assert tokenize(composed, "hi") == tokenize(decomposed, "hi") == [decomposed]
 
 
+@pytest.mark.parametrize(
+    ("lang", "text", "tokens"),
+    [
+        ("mr", "लागणारे साहित्य: स्ट्रॉ", ["लागणारे", "साहित्य", "स्ट्रॉ"]),
+        ("hi", "ज़रूरी सामान:", ["ज़रूरी", "सामान"]),
+        ("ta", "பொருட்கள்: தண்ணீர்", ["பொருட்கள்", "தண்ணீர்"]),
+        ("te", "వస్తువులు: స్ట్రా", ["వస్తువులు", "స్ట్రా"]),
+    ],
+)
+def test_a_colon_after_a_word_is_punctuation(lang, text, tokens):
+    """indic-nlp's normaliser turns every colon after a letter into a visarga (Tamil: aytham)."""
+    assert tokenize(text, lang) == tokens
+
+
+def test_a_colon_inside_a_word_stays_a_typed_visarga():
+    assert tokenize("दु:ख", "hi") == tokenize("दुःख", "hi") == ["दुःख"]
+
+
+@pytest.mark.parametrize("space", ["\n", "\r\n", "\u2009", "\u00a0", "\t"])
+def test_any_whitespace_splits_indic_words(space):
+    assert tokenize(f"पाणी{space}घ्या", "mr") == ["पाणी", "घ्या"]
+
+
+def test_unicode_forms_and_case_of_latin_words_in_indic_captions():
+    composed, decomposed = "TV café", "TV cafe\u0301"
+    assert tokenize(composed, "hi") == tokenize(decomposed, "hi") == ["tv", "café"]
+    assert tokenize("TV", "hi") == tokenize("TV", "en")
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("cooking पाणी puri", ["cooking", "पाणी", "puri"]),  # marks stay inside the word
+        ("Cafe\u0301 it\u2019s", ["café", "it's"]),  # NFC; the typographic apostrophe
+        ("co\u200coperate", ["cooperate"]),  # a zero-width non-joiner does not split
+    ],
+)
+def test_english_words_keep_their_marks(text, tokens):
+    assert tokenize(text, "en") == tokens
+
+
 def test_works_without_indic_resources(monkeypatch):
     import indicnlp.common
 
