@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rudder.data.layout import CAPTIONS_SCHEMA, NOUN_VERB_COLUMNS, SPLITS, DatasetMeta, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
@@ -226,7 +227,9 @@ def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int,
                           entries: dict[str, int | None]):
     """``(dim, batches)`` of a CE text-feature pickle: entry ``k`` of a video belongs to its
     ``k``-th caption in the release order (CE's ``text_features[vid][k]``), unless
-    ``entries`` (:attr:`RawDataset.feature_entries`) names the caption's entry."""
+    ``entries`` (:attr:`RawDataset.feature_entries`) names the caption's entry. The pickle
+    encodes the English captions (:class:`CaptionFeatureFile`): captions in other languages
+    get no text features, and ``k`` counts the English captions only."""
     from rudder.data.loader import caption_ordinals
     from rudder.text.caption_features import CaptionFeatureError, CaptionFeatureFile
 
@@ -234,8 +237,9 @@ def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int,
         source = CaptionFeatureFile(path, max_tokens=None)
     except CaptionFeatureError as error:
         raise BuildError(str(error)) from None
-    ids = captions.column("caption_id").to_pylist()
-    videos = captions.column("video_id").to_pylist()
+    encoded = pc.equal(captions.column("lang"), source.lang)
+    ids = captions.column("caption_id").filter(encoded).to_pylist()
+    videos = captions.column("video_id").filter(encoded).to_pylist()
     ordinals = caption_ordinals(videos)
     if entries:
         unknown = [c for c in ids if c in entries and entries[c] is None]

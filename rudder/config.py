@@ -350,14 +350,22 @@ def from_dict(data: dict) -> TrainConfig:
     for key in RULES:  # defaults included
         section, _, name = key.rpartition(".")
         _check_rule(key, getattr(getattr(config, section) if section else config, name))
-    _check_text_side(config.data)
+    _check_text_side(config)
     _check_loss(config)
     return config
 
 
-def _check_text_side(data: DataConfig) -> None:
+def _check_text_side(config: TrainConfig) -> None:
     """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are
-    ordered."""
+    ordered; n-gram hashing is trained, so it excludes frozen embeddings."""
+    data = config.data
+    if data.subword_buckets and config.model.freeze_embeddings:
+        raise ConfigError(
+            "data.subword_buckets and model.freeze_embeddings exclude each other: the n-gram "
+            "rows share the frozen embedding table, so they would never learn (with "
+            "data.word_vectors they start at zero and every unseen word would embed as zero); "
+            "set data.subword_buckets: 0 or model.freeze_embeddings: false"
+        )
     if data.word_vectors is not None:
         check_languages([k for k in data.word_vectors if k != "all"], where="data.word_vectors")
         if data.text_encoder:

@@ -231,7 +231,8 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         if run.text_encoder is None:
             from rudder.text.pretrained import load_text_encoder
 
-            run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset)
+            run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset,
+                                                 max_words=run.config.data.max_words)
         return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

@@ -80,7 +80,7 @@ class Trainer:
             from rudder.text.pretrained import load_text_encoder
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
-                                                  self.folder)
+                                                  self.folder, config.data.max_words)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)

@@ -14,7 +14,7 @@ from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
 from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
 from rudder.devices import upload
 from rudder.text import Vocabulary, tokenize
-from rudder.text.caption_features import DatasetTextFeatures
+from rudder.text.caption_features import CaptionFeatureFile, DatasetTextFeatures
 
 log = logging.getLogger(__name__)
 
@@ -343,12 +343,23 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         except KeyError as error:
             raise LayoutError(
                 f"{folder.root}: caption {error.args[0]!r} ({split}) has no row in the "
-                "text_features config"
+                "text_features config (a CE pickle encodes the English captions only: keep "
+                "data.caption_langs to the languages it covers)"
             ) from None
+    if isinstance(text_encoder, CaptionFeatureFile):
+        other = sorted({captions["lang"][i] for i in keep} - {text_encoder.lang})
+        if other:
+            raise LayoutError(
+                f"{text_encoder.path} encodes the {text_encoder.lang!r} captions only, but "
+                f"data.caption_langs also keeps {other} captions of {folder.root} ({split}); "
+                f"set data.caption_langs: [{text_encoder.lang}]"
+            )
+    # the k-th caption of its video in its language: entry k of a CE pickle
+    video_langs = [f"{v}\0{lang}" for v, lang in zip(captions["video_id"], captions["lang"])]
     return store_from_encoder(
         text_encoder,
         [captions["text"][i] for i in keep],
         [captions["video_id"][i] for i in keep],
-        caption_ordinals(captions["video_id"])[keep],
+        caption_ordinals(video_langs)[keep],
         owner, slot, shape,
     )

@@ -5,7 +5,8 @@ Vocabulary: the training captions' tokens in ``data.caption_langs`` (``min_word_
 With ``data.word_vectors``, the words of the validation and test captions that the vectors
 know are added too: their vectors are fixed pretrained knowledge, not something learnt
 from those splits (Collaborative Experts likewise precomputes word2vec features for every
-caption). Any other unseen word maps to UNK (or, with n-gram hashing, to its n-grams).
+caption). Training words below ``min_word_count`` stay out (unless those splits have them
+too). Any other unseen word maps to UNK (or, with n-gram hashing, to its n-grams).
 
 Out-of-vocabulary handling of the vectors: a vocabulary word is looked up in the files of
 the languages it appears in (sorted codes), then in the ``"all"`` file; a word found in
@@ -44,19 +45,23 @@ def build_text_side(folder: DatasetFolder, data, seed: int = 0) -> TextSide:
     table, summary = None, f"vocabulary: {len(words)} tokens from the training captions"
     if data.word_vectors:
         token_langs: dict[str, set] = {}
+        evaluated: set[str] = set()  # words of the validation and test captions
         for split in ("train", "validation", "test"):
             for tokens, lang in _split_tokens(folder, split, langs):
                 for token in tokens:
                     token_langs.setdefault(token, set()).add(lang)
+                if split != "train":
+                    evaluated.update(tokens)
         sources = _load_sources(data.word_vectors, token_langs)
         known = set(words)
-        extra = sorted(t for t in token_langs
+        extra = sorted(t for t in evaluated
                        if t not in known and _find(t, token_langs, sources) is not None)
         words = [*words, *extra]
         table, found = _table(words, token_langs, sources, seed)
         summary = (
-            f"vocabulary: {len(words)} tokens ({len(extra)} more from captions of any split "
-            f"known to the word vectors); pretrained vectors for {found} of {len(words) - 2} "
+            f"vocabulary: {len(words)} tokens ({len(extra)} more from validation and test "
+            f"captions, known to the word vectors); pretrained vectors for {found} of "
+            f"{len(words) - 2} "
             f"({100.0 * found / max(1, len(words) - 2):.1f}%), the rest drawn at random"
         )
     vocab = Vocabulary(words)

@@ -3,11 +3,15 @@
 CE's feature release ships the text side as a pickle (e.g. ``w2v_MSRVTT_openAIGPT.pickle``):
 a dict ``video_id -> list of per-caption arrays (tokens, D)``, the captions in the order of
 the dataset's annotation file (albanie/collaborative-experts, ``data_loader/MSRVTT_dataset.py``
-reads ``text_features[vid][caption_index]``). rudder matches the ``k``-th caption of a
-video in the built ``captions`` table (the builders keep the release order) to entry ``k``.
+reads ``text_features[vid][caption_index]``). These captions are English (CE's releases
+encode the datasets' English annotations), so rudder matches the ``k``-th English caption
+of a video in the built ``captions`` table (the builders keep the release order) to entry
+``k``, and refuses captions in other languages.
 
 Pickles can run code when loaded, so this reader unpickles with an allow-list: plain
 containers, numbers, strings and numpy arrays; anything else is refused naming the file.
+Pickles written by Python 2 or with protocols 0-2 load too (numpy's ``encoding="latin1"``
+and the ``_codecs.encode`` that those protocols store array bytes with).
 Free-text queries cannot be encoded from such a file (it holds features of the dataset's
 own captions only), which is said when it is asked to.
 """
@@ -28,6 +32,7 @@ _ALLOWED = {
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
     ("collections", "OrderedDict"), ("builtins", "list"), ("builtins", "dict"),
+    ("_codecs", "encode"),  # protocols 0-2 store an array's bytes as encode(latin-1 text)
 }
 
 
@@ -37,7 +42,7 @@ class CaptionFeatureError(RudderError):
 
 class _SafeUnpickler(pickle.Unpickler):
     def __init__(self, handle, path):
-        super().__init__(handle)
+        super().__init__(handle, encoding="latin1")  # numpy's advice for Python 2 pickles
         self.path = path
 
     def find_class(self, module, name):
@@ -53,17 +58,20 @@ class CaptionFeatureFile:
     """Token features ``(N, L, D)`` and masks ``(N, L)`` of dataset captions from a CE pickle.
 
     ``max_tokens`` keeps the first tokens of longer captions (like ``data.max_words``; None
-    keeps all).
+    keeps all). ``lang`` is the language of the captions the pickle encodes.
     """
 
-    def __init__(self, path, max_tokens: int | None = 30):
+    lang = "en"
+
+    def __init__(self, path, max_tokens: int | None = None):
         self.path = Path(path).expanduser()
         try:
             with self.path.open("rb") as handle:
                 table = _SafeUnpickler(handle, self.path).load()
         except OSError as error:
             raise CaptionFeatureError(f"{self.path}: cannot read ({error})") from None
-        except (pickle.UnpicklingError, EOFError) as error:
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+                ImportError, IndexError, KeyError) as error:
             raise CaptionFeatureError(f"{self.path}: not a readable pickle ({error})") from None
         if not isinstance(table, dict) or not table:
             raise CaptionFeatureError(f"{self.path}: expected a dict video_id -> list of arrays")

@@ -112,11 +112,12 @@ def _token_dimension(module) -> int:
     )
 
 
-def load_text_encoder(spec: str, device: str = "cpu", folder=None):
+def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None):
     """The encoder named by ``data.text_encoder``: ``"bundled"``, a local model folder, a
     Collaborative Experts text-feature pickle (``*.pickle``/``*.pkl``,
-    :class:`rudder.text.caption_features.CaptionFeatureFile`), or ``"dataset"`` (the
-    dataset ``folder``'s own ``text_features`` config)."""
+    :class:`rudder.text.caption_features.CaptionFeatureFile`, its word tokens cut to
+    ``max_words`` as the dataset's stored ones are), or ``"dataset"`` (the dataset
+    ``folder``'s own ``text_features`` config)."""
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures
 
@@ -126,6 +127,6 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None):
     if str(spec).endswith((".pickle", ".pkl")):
         from rudder.text.caption_features import CaptionFeatureFile
 
-        return CaptionFeatureFile(spec)
+        return CaptionFeatureFile(spec, max_tokens=max_words)
     return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec,
                                      device=device)

@@ -221,3 +221,19 @@ def test_a_built_folder_trains_with_rudder_train(tmp_path, build):
                          "--set", "data.batch_size=2", "--set", "data.caption_langs=[mr, en]",
                          "--set", "model.shared_dim=8", "--set", "model.word_dim=4"])
     assert 0 <= result["test"]["t2v"]["R1"] <= 100
+
+
+def test_text_features_cover_the_english_captions(tmp_path, build, loads):
+    """A CE text pickle encodes English captions: entry k is the video's k-th English caption,
+    whatever Marathi captions come before it; Marathi captions get no text features."""
+    src = make_folder_release(tmp_path / "src")
+    pickle_path = tmp_path / "w2v.pickle"
+    pickle_path.write_bytes(pickle.dumps({
+        "v1": [np.full((2, 3), 1.0, np.float32)], "v4": [np.full((1, 3), 4.0, np.float32)]}))
+    code, out = build("rudder", src, "--text-features", pickle_path)
+    assert code == 0
+    rows = {r["caption_id"]: np.array(r["feature"])
+            for split in ("train", "test") for r in loads(out, "text_features")[split]}
+    assert sorted(rows) == ["en-1", "en-4"]
+    assert (rows["en-1"] == 1.0).all() and rows["en-1"].shape == (2, 3)
+    assert (rows["en-4"] == 4.0).all() and rows["en-4"].shape == (1, 3)

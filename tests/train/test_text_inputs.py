@@ -11,12 +11,14 @@ import torch
 from rudder import train
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, to_dict
 from rudder.data.card import Card
-from rudder.data.layout import DatasetFolder
+from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
 from rudder.data.text_side import build_text_side
 from rudder.errors import RudderError
 from rudder.runs import encode_queries, load_run
 from rudder.text.subwords import SubwordVocabulary
+
+from ..factories import caption, write_dataset
 
 DIM = 6
 
@@ -45,17 +47,35 @@ def test_word_vectors_initialise_the_embeddings(tiny_dataset, tmp_path):
     assert "pretrained vectors for 3 of" in side.summary
 
 
+def test_word_vectors_add_evaluation_words_not_rare_training_ones(tmp_path):
+    """min_word_count still drops rare training words; the vectors add only words of the
+    validation and test captions."""
+    splits = {"a": "train", "b": "train", "c": "validation", "d": "test"}
+    texts = {"a": "cut the bottle", "b": "cut the rare bottle", "c": "glue", "d": "tie"}
+    root = write_dataset(tmp_path / "ds", splits,
+                         [caption(f"{v}/0", v, "en", t) for v, t in texts.items()],
+                         {"scene": (ExpertInfo(2), list(splits), np.eye(4, 2, dtype=np.float32))},
+                         languages=["en"])
+    path = write_vec(tmp_path / "en.vec", ["cut", "rare", "glue"])
+    data = TrainConfig().data
+    data.caption_langs, data.word_vectors, data.min_word_count = ["en"], {"en": str(path)}, 2
+    vocab = build_text_side(DatasetFolder(root), data).vocab
+    assert "rare" not in vocab  # one training caption, known to the vectors
+    assert "cut" in vocab and "glue" in vocab and "tie" not in vocab
+
+
 def test_training_with_word_vectors_and_subwords(train_tiny, tmp_path):
     path = write_vec(tmp_path / "all.vec", ["cut", "glue", "tie", "कापा", "बाटली"])
-    result = train_tiny(tmp_path / "run", "--set", f"data.word_vectors={{all: {path}}}",
-                        "--set", "data.subword_buckets=64", "--set", "model.freeze_embeddings=true")
-    assert result["test"]["t2v"]["R1"] >= 0
+    train_tiny(tmp_path / "run", "--set", f"data.word_vectors={{all: {path}}}",
+               "--set", "data.subword_buckets=64")
     run = load_run(tmp_path / "run")
     assert isinstance(run.vocab, SubwordVocabulary) and run.config.model.word_dim == DIM
     assert run.model.word_embedding.weight.shape == (len(run.vocab) + 64, DIM)
     ids, mask = encode_queries(run, ["कागदाची बाटली कापा"], ["mr"])
     assert ids.dim() == 3 and mask.all()
     assert ids[0, 0, 0] == 0 and ids[0, 0, 1:].gt(0).any()  # unseen inflection: n-grams only
+    table = run.model.word_embedding.weight.detach()
+    assert table[len(run.vocab):].abs().sum(1).gt(0).any()  # n-gram rows trained from zero
     with torch.no_grad():
         text, _ = run.model.encode_text(ids, mask)
     assert torch.isfinite(text).all()
@@ -66,12 +86,14 @@ def test_training_from_a_ce_text_feature_pickle(train_tiny, tiny_dataset, tmp_pa
     rng = np.random.default_rng(0)
     table = {}
     for split in ("train", "validation", "test"):
-        captions = folder.captions(split, columns=["video_id"]).to_pydict()["video_id"]
-        for video in captions:
-            table.setdefault(video, []).append(rng.normal(size=(int(rng.integers(2, 5)), 5)))
+        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
+        for video, lang in zip(captions["video_id"], captions["lang"]):
+            if lang == "en":  # CE's pickles encode the English captions
+                table.setdefault(video, []).append(rng.normal(size=(int(rng.integers(2, 5)), 5)))
     path = tmp_path / "w2v_tiny.pickle"
     path.write_bytes(pickle.dumps(table))
-    result = train_tiny(tmp_path / "run", "--set", f"data.text_encoder={path}")
+    result = train_tiny(tmp_path / "run", "--set", f"data.text_encoder={path}",
+                        "--set", "data.caption_langs=[en]")
     assert result["test"]["t2v"]["MdR"] >= 1
     run = load_run(tmp_path / "run")
     assert run.config.model.text_input_dim == 5
@@ -86,9 +108,12 @@ def test_text_side_config_is_checked():
         ("data.word_vectors=[v.vec]", "expected a mapping of strings to strings"),
         ("data.subword_min_n=7", "subword_min_n=7 is larger than data.subword_max_n=6"),
         ("data.subword_buckets=-1", "data.subword_buckets=-1 is not valid"),
+        (("data.subword_buckets=64", "model.freeze_embeddings=true"),
+         "data.subword_buckets and model.freeze_embeddings exclude each other"),
     ):
         changed = to_dict(TrainConfig())
-        apply_override(changed, override)
+        for assignment in (override,) if isinstance(override, str) else override:
+            apply_override(changed, assignment)
         with pytest.raises(RudderError, match=message):
             from_dict(changed)
     apply_override(data, "data.word_vectors={all: v.vec}")
