@@ -14,11 +14,13 @@ that were ("कागद").
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from rudder.text.vocabulary import PAD, UNK, Vocabulary
 
 _FNV_OFFSET, _FNV_PRIME, _MASK = 2166136261, 16777619, 0xFFFFFFFF
+_CACHED_TOKENS = 1 << 18  # the rows cache starts afresh past this (free-text queries)
 
 
 def fasttext_hash(text: str) -> int:
@@ -84,17 +86,23 @@ class SubwordVocabulary(Vocabulary):
             grams = [offset + b for b in ngram_buckets(token, self.buckets, self.min_n, self.max_n)]
             word = self.encode([token])[0]
             rows = ([word] if word != UNK or not grams else [PAD]) + grams
+            if len(self._rows_cache) >= _CACHED_TOKENS:
+                self._rows_cache.clear()
             self._rows_cache[token] = rows
         return rows
 
     def batch(self, token_lists, max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        token_lists = [list(tokens) for tokens in token_lists]
         ids, mask = super().batch(token_lists, max_len)
-        rows = [[self.token_rows(t) for t in tokens[: ids.shape[1]]] for tokens in token_lists]
-        width = max((len(r) for row in rows for r in row), default=1)
+        # the rows of every real token, in the row-major order of mask's True cells
+        rows = [self.token_rows(t) for tokens in token_lists for t in tokens[: ids.shape[1]]]
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        width = int(lengths.max(initial=1))
+        padded = np.full((len(rows), width), PAD, dtype=np.int64)
+        padded[np.arange(width) < lengths[:, None]] = np.fromiter(
+            (r for token_rows in rows for r in token_rows), dtype=np.int64, count=lengths.sum())
         out = torch.full((*ids.shape, width), PAD, dtype=torch.long)
-        for b, row in enumerate(rows):
-            for position, token_rows in enumerate(row):
-                out[b, position, : len(token_rows)] = torch.tensor(token_rows)
+        out[mask] = torch.from_numpy(padded)
         return out, mask
 
     def to_dict(self) -> dict:

@@ -56,6 +56,19 @@ def test_vocabulary_rows_of_known_and_unknown_words():
     assert ids[1, 1].tolist() == [PAD] * ids.shape[2]
 
 
+@pytest.mark.parametrize("max_len", [None, 2])
+def test_batch_places_every_tokens_rows(max_len):
+    captions = [["cat", "कागदाची", "dogs"], [], ["a", "cat"]]
+    vocab = SubwordVocabulary(["<pad>", "<unk>", "cat", "a"], buckets=50, min_n=2, max_n=4)
+    ids, mask = vocab.batch(iter(captions), max_len=max_len)  # any iterable
+    for b, tokens in enumerate(captions):
+        for position in range(ids.shape[1]):
+            rows = vocab.token_rows(tokens[position]) if position < len(tokens) else []
+            assert mask[b, position] == bool(rows)
+            assert ids[b, position].tolist() == rows + [PAD] * (ids.shape[2] - len(rows))
+    assert vocab.batch([[], []])[0].shape == (2, 1, 1)
+
+
 def test_vocabulary_round_trip_keeps_the_hashing():
     vocab = SubwordVocabulary(["<pad>", "<unk>", "cat"], buckets=7, min_n=2, max_n=4)
     again = vocabulary_from_dict(vocab.to_dict())
