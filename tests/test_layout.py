@@ -44,11 +44,11 @@ def _captions(lang="mr"):
     )
 
 
-def _write(path):
+def _write(path, scene_values=tuple(range(12))):
     with DatasetWriter(path, _meta(), Card("T", "desc")) as writer:
         writer.write_videos(_videos())
         writer.write_captions(_captions())
-        writer.write_expert("scene", [(["a", "b", "c"], np.arange(12).reshape(3, 4))])
+        writer.write_expert("scene", [(["a", "b", "c"], np.reshape(scene_values, (3, 4)))])
         writer.write_expert("audio@mr", [(["a", "c"], [np.ones((2, 3)), np.zeros((5, 3))])])
 
 
@@ -128,6 +128,23 @@ def test_ensure_config_adds_relations_to_the_card(tmp_path):
     loaded = datasets.load_dataset(str(tmp_path / "ds"), "relations",
                                    cache_dir=str(tmp_path / "cache"))
     assert loaded["train"][0]["label"] == 1
+
+
+def test_fingerprint_sees_new_values_of_the_same_size(tmp_path):
+    """The fingerprint keys the index cache and guards resuming: features rewritten with
+    other values (same shapes, so the same file sizes) must change it."""
+    _write(tmp_path / "ds")
+    before = DatasetFolder(tmp_path / "ds").fingerprint()
+    _write(tmp_path / "same")
+    assert DatasetFolder(tmp_path / "same").fingerprint() == before
+    _write(tmp_path / "other", scene_values=tuple(range(12))[::-1])
+
+    def sizes(name):
+        return {p.relative_to(tmp_path / name): p.stat().st_size
+                for p in (tmp_path / name).rglob("*.parquet")}
+
+    assert sizes("other") == sizes("ds")  # the change does not show in the file sizes
+    assert DatasetFolder(tmp_path / "other").fingerprint() != before
 
 
 def test_load_dataset_sees_a_rewrite_in_place(tmp_path):

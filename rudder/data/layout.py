@@ -32,7 +32,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.card import SPLITS
+from rudder.data.card import SPLITS, card_digests
 from rudder.errors import RudderError
 from rudder.languages import check_language
 
@@ -210,10 +210,18 @@ class DatasetFolder:
         return pq.read_table(path) if path.is_file() else None
 
     def fingerprint(self) -> str:
-        """SHA-256 over the file names, sizes and metadata: identifies the data of a run."""
+        """SHA-256 over the file names, sizes, metadata and the card's data digests:
+        identifies the data of a run (and keys the app's index cache).
+
+        The card's digests hash the files' bytes and every rudder writer refreshes them
+        (:mod:`rudder.data.card`), so features rewritten with other values of the same shapes
+        (same file sizes) change the fingerprint; reading them here costs nothing at any
+        scale. A parquet file changed by hand, outside rudder's writers, changes it only
+        through its size."""
         digest = hashlib.sha256()
         for path in sorted(self.root.rglob("*.parquet")):
             digest.update(str(path.relative_to(self.root)).encode())
             digest.update(str(path.stat().st_size).encode())
         digest.update((self.root / "rudder.json").read_bytes())
+        digest.update(json.dumps(card_digests(self.root), sort_keys=True).encode())
         return digest.hexdigest()[:16]
