@@ -8,12 +8,19 @@ error that lists the valid ones. ``loss.params`` is a free dict checked by
 of every field (from the dataclass annotations), then :data:`RULES` (ranges and choices,
 one row per key), the languages and the loss. Every failure is a :class:`ConfigError`
 naming the key and its valid values.
+
+Config files and ``--set`` values are read with YAML 1.2's core-schema scalars
+(:func:`parse_yaml`): ``1e-3`` is a float, ``010`` is 10, and ``yes``, ``off``, ``1:30`` or
+``2024-01-01`` are strings, where PyYAML's YAML 1.1 would read a string, 8, a boolean, 90
+and a date.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
+import re
 import types
 import typing
 from collections.abc import Collection
@@ -30,7 +37,7 @@ from rudder.models import MODELS, ModelConfig
 from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
 __all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict",
-           "load_yaml", "to_dict"]
+           "load_yaml", "parse_yaml", "to_dict"]
 
 
 @dataclass
@@ -252,7 +259,7 @@ def _type_name(hint) -> str:
 
 def _coerce(value, hint):
     """``value`` as type ``hint``, or raise ``TypeError``. A float field takes an int or a
-    numeric string (YAML 1.1 reads ``1e-3`` as a string) but no nan or inf; ``bool`` is
+    numeric string ("1e-3", as PyYAML's own loader reads it) but no nan or inf; ``bool`` is
     never a number."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
@@ -290,7 +297,8 @@ def _typed(key: str, value, hint):
             valid = rule.describe()
         else:
             valid = _type_name(hint) + (f" {rule.describe()}" if rule else "")
-        raise ConfigError(f"{key}={value!r} is not valid; expected {valid}") from None
+        quote = " (quote it to pass a string)" if hint is str and value is not None else ""
+        raise ConfigError(f"{key}={value!r} is not valid; expected {valid}{quote}") from None
 
 
 def _check_rule(key: str, value) -> None:
@@ -308,8 +316,10 @@ def _build(cls, data: dict, path: str):
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(names))
     if unknown:
-        where = f" in {path}" if path else ""
-        raise ConfigError(f"unknown key(s) {unknown}{where}; valid keys: {names}")
+        where = f" in {path.rstrip('.')}" if path else ""
+        guesses = [g for key in unknown for g in difflib.get_close_matches(str(key), names, 1)]
+        hint = f" (did you mean {', '.join(map(repr, guesses))}?)" if guesses else ""
+        raise ConfigError(f"unknown key(s) {unknown}{where}{hint}; valid keys: {names}")
     kwargs = {}
     for key, value in data.items():
         hint = hints[key]
@@ -330,8 +340,11 @@ def _check_loss(config: TrainConfig) -> None:
 
     params = dict(config.loss.params)
     facts = _FactsBeforeData(config.model.shared_dim)
-    params.update(losses.run_params(config.loss.name, params, facts))
-    losses.build(config.loss.name, **params)
+    try:
+        params.update(losses.run_params(config.loss.name, params, facts))
+        losses.build(config.loss.name, **params)
+    except losses.LossConfigError as error:
+        raise ConfigError(f"loss: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -377,11 +390,47 @@ def _check_text_side(config: TrainConfig) -> None:
                           f"data.subword_max_n={data.subword_max_n}")
 
 
+class _CoreSchemaLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 core-schema booleans, integers and floats (and,
+    as in that schema, no implicit dates)."""
+
+    yaml_implicit_resolvers: typing.ClassVar[dict] = {
+        first: [(tag, regexp) for tag, regexp in resolvers
+                if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float", "timestamp")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_yaml_int(self, node):
+        text = self.construct_scalar(node)
+        sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+        base = {"0x": 16, "0o": 8}.get(digits[:2], 10)
+        return sign * int(digits[2:] if base != 10 else digits, base)
+
+
+_CoreSchemaLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"))
+_CoreSchemaLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+    list("-+0123456789"))
+_CoreSchemaLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
+_CoreSchemaLoader.add_constructor("tag:yaml.org,2002:int", _CoreSchemaLoader.construct_yaml_int)
+
+
+def parse_yaml(text: str):
+    """``text`` parsed as YAML with the 1.2 core schema's scalars (see the module)."""
+    return yaml.load(text, Loader=_CoreSchemaLoader)  # a SafeLoader: builds no objects
+
+
 def load_yaml(path) -> dict:
     """Read a YAML config file as a dict, naming the file on errors."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = parse_yaml(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except yaml.YAMLError as error:
@@ -397,7 +446,7 @@ def apply_override(data: dict, assignment: str) -> None:
         raise ConfigError(f"override {assignment!r} must look like key.subkey=value")
     key, raw = assignment.split("=", 1)
     try:
-        value: Any = yaml.safe_load(raw) if raw != "" else None
+        value: Any = parse_yaml(raw) if raw != "" else None
     except yaml.YAMLError:
         raise ConfigError(
             f"override {assignment!r}: the value is not valid YAML (quote it)") from None

@@ -77,25 +77,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_config(args, saved: dict | None = None) -> TrainConfig:
-    """Config from (saved run config or --config YAML) + shorthands + --set overrides."""
+def resolve_config(args, saved: dict | None = None, source: Path | None = None) -> TrainConfig:
+    """Config from (saved run config or --config YAML) + shorthands + --set overrides.
+
+    An invalid config names its file (``source``, a saved run's ``config.yaml``, or
+    ``--config``) and whether this command's flags changed it."""
     data = saved if saved is not None else (load_yaml(args.config) if args.config else {})
+    flags = bool(args.loss or args.overrides)
     if args.loss and data.get("loss", {}).get("name", args.loss) != args.loss:
         data["loss"] = {"name": args.loss}  # another loss: its parameters start from defaults
     for flag, key in SHORTHANDS.items():
         value = getattr(args, flag)
         if value is not None:
+            flags = True
             apply_override(data, f"{key}={json.dumps(value)}")
     for assignment in args.overrides:
         apply_override(data, assignment)
-    return from_dict(data)
+    try:
+        return from_dict(data)
+    except ConfigError as error:
+        origin = source or args.config
+        if origin is None:
+            raise
+        raise ConfigError(f"{origin}{' with the command-line settings' if flags else ''}: "
+                          f"{error}") from None
 
 
 def resumed_config(args, run_dir: Path) -> TrainConfig:
     """The saved config of ``run_dir`` with this command's flags applied, when they change
     only what a resume may change (``rudder.runs.RESUMABLE_KEYS``, e.g. ``--epochs``)."""
     saved = read_config(run_dir)
-    config = resolve_config(args, copy.deepcopy(saved))
+    config = resolve_config(args, copy.deepcopy(saved), config_file(run_dir))
     check_resume_changes(run_dir, saved, config)
     return config
 

@@ -17,7 +17,7 @@ def test_defaults_and_overrides():
 
 def test_unknown_key_lists_valid_ones():
     with pytest.raises(ConfigError,
-                       match=r"unknown key\(s\) \['batchsize'\] in data\..*'batch_size'"):
+                       match=r"unknown key\(s\) \['batchsize'\] in data .*'batch_size'"):
         from_dict({"data": {"batchsize": 3}})
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['lr'\];"):
         from_dict({"lr": 3})
@@ -114,3 +114,41 @@ def test_numbers_must_be_finite(value):
     with pytest.raises(ConfigError,
                        match="optim.lr=.* is not valid; expected a finite number >= 0.0"):
         from_dict(data)
+
+
+@pytest.mark.parametrize(("raw", "value"), [
+    ("1e-1", 0.1), ("5E-2", 0.05), ("-1.5e+2", -150.0), (".5", 0.5), ("010", 10), ("0x1F", 31),
+    ("+5", 5), ("yes", "yes"), ("off", "off"), ("1:30", "1:30"), ("2024-01-01", "2024-01-01"),
+    ("true", True), ("False", False), ("null", None), ("[1e-3, 2]", [0.001, 2]),
+])
+def test_values_are_read_as_yaml_1_2(raw, value):
+    """PyYAML's YAML 1.1 reads 1e-1 as a string, 010 as 8, yes as true and 1:30 as 90."""
+    data = {}
+    apply_override(data, f"x={raw}")
+    assert data["x"] == value and type(data["x"]) is type(value)
+
+
+def test_loss_parameters_take_scientific_notation(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("loss:\n  name: po\n  params: {m1: 5e-2, m2: 1.5e-1}\n", encoding="utf-8")
+    assert from_dict(load_yaml(path)).loss.params == {"m1": 0.05, "m2": 0.15}
+    data = {}
+    apply_override(data, "loss.params.margin=1e-1")
+    assert from_dict(data).loss.params == {"margin": 0.1}
+
+
+def test_loss_errors_are_config_errors():
+    with pytest.raises(ConfigError, match=r"loss: loss 'mm' got unknown parameter\(s\) marign"):
+        from_dict({"loss": {"name": "mm", "params": {"marign": 0.1}}})
+
+
+def test_unknown_keys_suggest_the_nearest_one():
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['los'\] \(did you mean 'loss'\?\)"):
+        from_dict({"los": {"name": "mm"}})
+    with pytest.raises(ConfigError, match=r"\['momentun'\] in optim \(did you mean 'momentum'"):
+        from_dict({"optim": {"momentun": 0.1}})
+
+
+def test_a_string_field_given_another_type_says_to_quote_it():
+    with pytest.raises(ConfigError, match=r"name=True is not valid; expected a string \(quote"):
+        from_dict({"name": True})

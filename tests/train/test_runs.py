@@ -42,6 +42,28 @@ def test_a_bad_value_stops_before_any_folder_is_made(train_tiny, tmp_path, capsy
     assert not (tmp_path / "run").exists()
 
 
+def test_a_bad_config_file_is_named(tmp_path, capsys):
+    config = tmp_path / "typo.yaml"
+    config.write_text("los: {name: mm}\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        train.main(["--config", str(config), "--output-dir", str(tmp_path / "run")])
+    line = error_line(capsys)
+    assert line.startswith(f"error: {config}: unknown key(s) ['los'] (did you mean 'loss'?)")
+    with pytest.raises(SystemExit):
+        train.main(["--config", str(config), "--epochs", "2", "--output-dir", str(tmp_path / "r")])
+    assert f"{config} with the command-line settings: unknown key(s)" in error_line(capsys)
+
+
+def test_a_bad_saved_config_is_named_on_resume(train_tiny, tmp_path, capsys):
+    train_tiny(tmp_path / "run", "--epochs", "1")
+    capsys.readouterr()
+    saved = tmp_path / "run" / "config.yaml"
+    saved.write_text(saved.read_text() + "los: {name: mm}\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        train.main(["--output-dir", str(tmp_path / "run"), "--resume"])
+    assert error_line(capsys).startswith(f"error: {saved}: unknown key(s) ['los']")
+
+
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(train_tiny, tiny_dataset,
                                                                      tmp_path, capsys,
                                                                      monkeypatch):
