@@ -17,10 +17,12 @@ defaults) are always a trial when the grid holds them, so tuning never loses to 
 on validation; the other trials are drawn without replacement (a generator seeded by ``seed``
 and the loss name, so rows of one loss try the same points). A grid with fewer valid points than
 ``trials`` is an error: every row gets exactly ``trials`` trials. Each trial trains the row
-with the point's settings for ``epochs`` epochs and scores the best validation value of the
-row's ``selection`` metric (``metrics.jsonl``); the test split is never evaluated. The best
-trial wins (ties: the earlier trial in grid order). The choice goes to
-``<output>/<suite>-tuned.yaml``, which ``python -m experiments.run SUITE`` then applies.
+with the point's settings for ``epochs`` epochs and scores its best validation evaluation
+(``metrics.jsonl``) by the row's ``selection``, chosen as the trainer chooses ``best.pt``
+(:func:`rudder.selection.improves`); the test split is never evaluated. The best trial wins
+(ties: the earlier trial in grid order); the file shows each trial's value of the criterion.
+The choice goes to ``<output>/<suite>-tuned.yaml``, which ``python -m experiments.run
+SUITE`` then applies.
 
 Resumable and deterministic like the runner: trials live in
 ``<runs-dir>/tune/<run_key>/seed-<seed>/`` (the key hashes the trial's settings and the dataset), a
@@ -49,6 +51,7 @@ from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
 from rudder.run_layout import log_file, read_history, read_json
 from rudder.runs import RunError, prepare_run_dir, resolve_dataset
+from rudder.selection import improves, reported_value, selection_key, selection_score
 
 from .run import Job, suite_parser, train_job
 from .suites import (
@@ -217,8 +220,12 @@ def run_trial(job: Job) -> float:
         evals = read_history(job.run_dir)
         if not evals or any(e["split"] != "validation" for e in evals):
             raise RunError(f"{job.run_dir}: expected validation evaluations in its history")
-        best = max(evals, key=lambda e: e["selection"])  # first of equal scores
-        summary = {"validation": best["selection"], "best_epoch": best["epoch"]}
+        selection = job.config.selection
+        best = evals[0]
+        for evaluation in evals[1:]:  # the trainer's rule: its best.pt is this epoch
+            if improves(selection_key(evaluation, selection), selection_key(best, selection)):
+                best = evaluation
+        summary = {"validation": selection_score(best, selection), "best_epoch": best["epoch"]}
         atomic_write_text(path, json.dumps(summary, indent=2))
     return read_json(path)["validation"]
 
@@ -229,19 +236,21 @@ def tuned_path(output: Path, suite: str) -> Path:
 
 def write_tuned(path: Path, suite: Suite, spec: TuneSpec, results: dict, command: str) -> None:
     rows = {}
+    selection = row_config(suite.rows[0]).selection
     for label, (base_key, trials) in results.items():
         best = best_trial(trials)
         rows[label] = {
             "row_key": base_key,
             "chosen": dict(trials[best][0]),  # a copy: no YAML anchor in the file
-            "validation": round(trials[best][1], 4),
-            "trials": [{"settings": s, "validation": round(v, 4)} for s, v in trials],
+            "validation": round(reported_value(trials[best][1], selection), 4),
+            "trials": [{"settings": s, "validation": round(reported_value(v, selection), 4)}
+                       for s, v in trials],
         }
     document = {
         "suite": suite.name,
         "command": command,
         "selected_on": "validation",
-        "selection": row_config(suite.rows[0]).selection,
+        "selection": selection,
         "budget": {"trials": spec.trials, "epochs": spec.epochs, "seed": spec.seed},
         "rows": rows,
     }

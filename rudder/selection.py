@@ -35,8 +35,19 @@ def selection_score(result: dict, selection: str) -> float:
             f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of "
             f"{sorted(values)}"
         )
-    sign = -1.0 if name in LOWER_IS_BETTER else 1.0
-    return sign * float(values[name])
+    return reported_value(float(values[name]), selection)
+
+
+def lower_is_better(selection: str) -> bool:
+    """True for the rank criteria (MdR, MnR and their geometric mean)."""
+    name = selection.split(".", 1)[1]
+    return name == GMEAN_MDR_MNR or name in LOWER_IS_BETTER
+
+
+def reported_value(score: float, selection: str) -> float:
+    """The criterion's own value of a selection score and back (rank criteria are negated in
+    scores, so the map is its own inverse): what logs and ``metrics.json`` show."""
+    return -score if lower_is_better(selection) else score
 
 
 def tie_break(selection: str) -> str:

@@ -35,7 +35,7 @@ from rudder.run_layout import (
     write_predictions,
 )
 from rudder.runs import RunError, environment_record, resolve_dataset
-from rudder.selection import improves, selection_key
+from rudder.selection import improves, reported_value, selection_key
 from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")
@@ -210,14 +210,15 @@ class Trainer:
     def _log_epoch(self, train_loss, result, score, improved, writer) -> None:
         t2v, v2t = result["t2v"], result["v2t"]
         lr = self.optimizer.param_groups[0]["lr"]
+        value = reported_value(score, self.config.selection)  # MdR-like criteria: not negated
         log.info(
             "epoch %d/%d  loss %.4f  val t2v R1 %.1f R5 %.1f R10 %.1f MdR %.1f | "
             "v2t R1 %.1f R10 %.1f  select %.2f%s", self.epoch, self.config.epochs, train_loss,
             t2v["R1"], t2v["R5"],
-            t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], score, "  *best*" if improved else "",
+            t2v["R10"], t2v["MdR"], v2t["R1"], v2t["R10"], value, "  *best*" if improved else "",
         )
         line = {"epoch": self.epoch, "split": self.config.data.val_split, "train_loss": train_loss,
-                "lr": lr, "selection": score, **result}
+                "lr": lr, "selection": value, **result}
         append_history(self.run_dir, line)
         if writer is not None:
             writer.add_scalar("train/loss", train_loss, self.epoch)
@@ -291,6 +292,7 @@ class Trainer:
             write_predictions(predictions_file(self.run_dir, "test"), sims.numpy(),
                               data.caption_mask.numpy(), data.caption_ids, data.video_ids)
             summary = {"test": result, "best_epoch": best["epoch"], "epochs_run": self.epoch,
-                       "selection": {self.config.selection: best["best_score"]}}
+                       "selection": {self.config.selection: reported_value(
+                           best["best_score"], self.config.selection)}}
             write_metrics(self.run_dir, summary)
         return result

@@ -8,6 +8,7 @@ import yaml
 
 from experiments import run, tune
 from experiments.suites import SuiteError, load_suite
+from rudder.checkpoints import load_checkpoint
 
 from .conftest import write_suite
 
@@ -96,8 +97,10 @@ def test_trials_select_on_validation_and_never_test(tuned):
         )
         evals = [json.loads(line) for line in (trial / "metrics.jsonl").read_text().splitlines()]
         assert {e["split"] for e in evals} == {"validation"}
-        expected = max(e["selection"] for e in evals)
-        assert json.loads((trial / tune.TRIAL_FILE).read_text())["validation"] == expected
+        summary = json.loads((trial / tune.TRIAL_FILE).read_text())
+        best_pt = load_checkpoint(trial / "checkpoints" / "best.pt")
+        assert summary["best_epoch"] == best_pt["epoch"]  # the trainer's choice, ties included
+        assert summary["validation"] == best_pt["best_score"] == max(e["selection"] for e in evals)
 
 
 def test_a_second_invocation_trains_nothing_and_a_lost_summary_is_recovered(tuned, monkeypatch):

@@ -1,5 +1,6 @@
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -55,6 +56,20 @@ def test_early_stopping_really_stops(train_tiny, tmp_path):
     assert all(b > a for a, b in itertools.pairwise(scores[:-1]))  # improving until ...
     assert scores[-1] <= max(scores[:-1])  # ... the first evaluation without improvement
     assert result["best_epoch"] == len(scores) - 1
+
+
+def test_a_rank_selection_is_reported_as_its_own_value(train_tiny, tmp_path):
+    """Scores negate MdR-like criteria so that higher is better; logs and files do not."""
+    result = train_tiny(tmp_path / "run", "--epochs", "2", "--set", "selection=t2v.gmean_mdr_mnr")
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    evals = [json.loads(line) for line in lines]
+    for evaluation in evals:
+        t2v = evaluation["t2v"]
+        assert evaluation["selection"] == pytest.approx(math.sqrt(t2v["MdR"] * t2v["MnR"]))
+    best = evals[result["best_epoch"] - 1]["selection"]
+    assert best == min(e["selection"] for e in evals) > 0
+    summary = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert summary["selection"] == {"t2v.gmean_mdr_mnr": pytest.approx(best)}
 
 
 def test_seeds_are_aggregated(train_tiny, tmp_path):
