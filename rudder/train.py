@@ -11,6 +11,7 @@ import argparse
 import copy
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -168,6 +169,9 @@ def _run_seeds(args) -> dict:
     """
     if args.seed is not None:
         raise ConfigError("--seed and --seeds cannot be combined; list every seed in --seeds")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise RunError("--seeds trains the seeds one after another in one process group, which "
+                       "torchrun cannot give it: launch one torchrun per seed with --seed S")
     if args.resume:
         run_dir = args.output_dir
         if is_single_run(run_dir):

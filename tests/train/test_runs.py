@@ -140,6 +140,14 @@ def test_seeds_resume_trains_new_seeds_with_the_saved_config(train_tiny, tmp_pat
         assert epochs_logged(group / f"seed-{seed}") == [1, 2]
 
 
+def test_seeds_under_torchrun_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit):
+        train.main(["--seeds", "0", "1", "--output-dir", str(tmp_path / "group")])
+    assert "launch one torchrun per seed with --seed S" in error_line(capsys)
+    assert not (tmp_path / "group").exists()
+
+
 def test_seeds_runs_are_resumed_with_seeds(train_tiny, tmp_path, capsys):
     train_tiny(tmp_path / "seeds", "--epochs", "1", "--seeds", "0")
     capsys.readouterr()
