@@ -262,12 +262,13 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
+        restore_scaler(self.scaler, state["scaler"])
         torch.set_rng_state(state["rng"]["torch"])
         if state["rng"]["cuda"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         self.sampler_rng.set_state(state["rng"]["sampler"])
-        self.loss_rng.set_state(state["rng"]["loss"])
+        restore_generator(self.loss_rng, state["rng"]["loss"],
+                          self.config.seed + 1 + 1000 * state["epoch"])
         self.epoch, self.best_score = state["epoch"], state["best_score"]
         # Checkpoints written before the tie rule have no best_tiebreak.
         self.best_tiebreak = state.get("best_tiebreak", -math.inf)
@@ -296,3 +297,27 @@ class Trainer:
                            best["best_score"], self.config.selection)}}
             write_metrics(self.run_dir, summary)
         return result
+
+
+def restore_scaler(scaler: torch.amp.GradScaler, saved: dict) -> None:
+    """Load a GradScaler's saved state, unless the run changed device between its AMP and
+    no-AMP sides (``device`` may change on resume): a disabled scaler saved ``{}``, and an
+    enabled one then starts from its initial scale."""
+    if saved or not scaler.is_enabled():
+        scaler.load_state_dict(saved)
+    else:
+        log.warning("resumed with mixed precision after a run without it: the loss scale "
+                    "starts from its initial value")
+
+
+def restore_generator(generator: torch.Generator, saved: torch.Tensor, seed: int) -> None:
+    """Set a generator's saved state; a state of another device type (a CUDA generator's
+    seed and offset vs the CPU's Mersenne Twister) cannot be carried over, so the generator
+    restarts from ``seed`` and the resumed run is no longer bit-identical to an
+    uninterrupted one (said in the log)."""
+    try:
+        generator.set_state(saved)
+    except RuntimeError:
+        generator.manual_seed(seed)
+        log.warning("resumed on another device type: the loss's random draws restart from "
+                    "seed %d, so this run will differ from one that was never interrupted", seed)

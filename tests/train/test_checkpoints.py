@@ -141,6 +141,39 @@ def test_a_torn_metrics_line_is_dropped_on_resume(run_copy):
     assert [json.loads(line)["epoch"] for line in metrics.read_text().splitlines()] == [1, 2]
 
 
+def test_a_run_resumes_on_another_device_type(run_copy):
+    """A CUDA run's loss generator saved its 16-byte (seed, offset) state, which a CPU
+    generator cannot take: the resume goes on from a seed and says so."""
+    last = run_copy / "checkpoints" / "last.pt"
+    state = torch.load(last, weights_only=True)
+    state["rng"]["loss"] = torch.zeros(16, dtype=torch.uint8)  # what Generator("cuda") saves
+    torch.save(state, last)
+    result = train.main(["--output-dir", str(run_copy), "--resume", "--epochs", "2"])
+    assert result["epochs_run"] == 2
+    assert "resumed on another device type" in (run_copy / "train.log").read_text()
+
+
+def test_restore_generator_and_scaler_across_devices():
+    from rudder.trainer import restore_generator, restore_scaler
+
+    generator = torch.Generator().manual_seed(3)
+    saved = generator.get_state()
+    expected = torch.rand(2, generator=generator)
+    restore_generator(generator, saved, seed=9)
+    assert torch.equal(torch.rand(2, generator=generator), expected)  # same device: exact
+    restore_generator(generator, torch.zeros(16, dtype=torch.uint8), seed=9)
+    assert torch.equal(torch.rand(2, generator=generator),
+                       torch.rand(2, generator=torch.Generator().manual_seed(9)))
+    disabled = torch.amp.GradScaler("cpu", enabled=False).state_dict()
+    scaler = torch.amp.GradScaler("cpu", enabled=True, init_scale=64.0)
+    restore_scaler(scaler, disabled)  # a run without AMP resumed with it
+    assert scaler.get_scale() == 64.0
+    trained = torch.amp.GradScaler("cpu", enabled=True, init_scale=8.0).state_dict()
+    restore_scaler(scaler, trained)
+    assert scaler.get_scale() == 8.0
+    restore_scaler(torch.amp.GradScaler("cpu", enabled=False), trained)  # AMP run, now without
+
+
 def test_a_broken_metrics_line_is_named(run_copy, capsys):
     metrics = run_copy / "metrics.jsonl"
     metrics.write_text("garbage\n" + metrics.read_text())
