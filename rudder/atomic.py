@@ -172,10 +172,12 @@ def replacing(path) -> Iterator[Path]:
     succeeds one rename puts it at ``path``, when it fails it is removed.
 
     The temporary name carries the process id and a random part, so concurrent writers
-    never share one, and :func:`sweep` recognises it.
+    never share one, and :func:`sweep` recognises it: each write first sweeps what killed
+    writers left beside ``path`` (a killed checkpoint save left a checkpoint-sized file).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep(path)
     tmp = staging_path(path, "tmp")
     try:
         yield tmp

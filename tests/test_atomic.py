@@ -100,3 +100,6 @@ def test_a_temporary_left_by_a_killed_writer_is_swept(tmp_path):
     assert done.returncode == 9
     assert len(hidden(tmp_path)) == 1 and not (tmp_path / "a.txt").exists()
     assert sweep(tmp_path / "a.txt") and hidden(tmp_path) == []
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.txt")], env=env, check=False)
+    atomic_write_text(tmp_path / "a.txt", "whole")  # the next write sweeps the leftover itself
+    assert hidden(tmp_path) == [] and (tmp_path / "a.txt").read_text() == "whole"
