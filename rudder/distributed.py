@@ -126,6 +126,27 @@ def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:
     return torch.tensor_split(batch, ctx.world_size)[ctx.rank] if ctx.enabled else batch
 
 
+class _GatherRows(torch.autograd.Function):
+    """All-gather of equal ``(rows, cols)`` blocks along dim 0 whose backward hands each
+    process the sum over processes of the gradient of its own block, as
+    ``torch.distributed.nn.functional.all_gather`` (deprecated in torch 2.13) does, through
+    the stable ``all_gather_into_tensor`` and ``all_reduce``."""
+
+    @staticmethod
+    def forward(ctx, block: torch.Tensor) -> torch.Tensor:
+        ctx.rows = len(block)
+        gathered = block.new_empty(len(block) * dist.get_world_size(), *block.shape[1:])
+        dist.all_gather_into_tensor(gathered, block.contiguous())
+        return gathered
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous()
+        dist.all_reduce(grad)
+        start = dist.get_rank() * ctx.rows
+        return grad[start : start + ctx.rows]
+
+
 def gather_with_grad(tensors: list[torch.Tensor], ctx: DistContext,
                      total: int) -> list[torch.Tensor]:
     """Every process's share (:func:`shard`) of a ``total``-item batch, concatenated along dim
@@ -135,14 +156,13 @@ def gather_with_grad(tensors: list[torch.Tensor], ctx: DistContext,
     back."""
     if not ctx.enabled:
         return [t.float() if t.is_floating_point() else t for t in tensors]
-    from torch.distributed.nn.functional import all_gather
-
     sizes = shard_sizes(total, ctx)
     rows = len(tensors[0])
     flat = [t.reshape(rows, -1).float() for t in tensors]
     packed = torch.cat(flat, dim=1)
     packed = torch.cat([packed, packed.new_zeros(max(sizes) - rows, packed.shape[1])])
-    gathered = torch.cat([part[:size] for part, size in zip(all_gather(packed), sizes)])
+    blocks = _GatherRows.apply(packed).split(max(sizes))
+    gathered = torch.cat([block[:size] for block, size in zip(blocks, sizes)])
     parts = gathered.split([f.shape[1] for f in flat], dim=1)
     shaped = [part.reshape(total, *t.shape[1:]) for part, t in zip(parts, tensors)]
     return [p if t.is_floating_point() else p.to(t.dtype) for p, t in zip(shaped, tensors)]

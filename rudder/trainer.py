@@ -170,6 +170,7 @@ class Trainer:
                 write_json(env_file(self.run_dir), environment_record(self.fingerprint))
         writer = self._tensorboard()
         while self.epoch < cfg.epochs and not self._patience_exhausted():
+            self._seed_other_ranks()
             batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng,
                                     cfg.data.caption_sampling, self.supervision.relation_pairs)
             self.model.train()
@@ -203,6 +204,16 @@ class Trainer:
             barrier(self.ctx)
         if writer is not None:
             writer.close()
+
+    def _seed_other_ranks(self) -> None:
+        """Give every process but rank 0 its own dropout stream for the coming epoch.
+
+        The global generator drives dropout; seeded alike, every process drew rank 0's masks
+        for its own share of the batch (open_clip seeds ``seed + rank`` likewise). Rank 0's
+        stream runs on and is saved in checkpoints; the others start each epoch from
+        ``(seed, rank, epoch)``, so a resume, which starts at an epoch, repeats them exactly."""
+        if self.ctx.rank > 0:
+            torch.manual_seed(self.config.seed + 1_000_003 * self.ctx.rank + self.epoch)
 
     def _patience_exhausted(self) -> bool:
         return self.config.patience > 0 and self.bad_evals >= self.config.patience

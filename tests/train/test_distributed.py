@@ -15,7 +15,35 @@ import torch.distributed as dist
 from rudder import train
 from rudder.distributed import DistContext, DistributedSetupError, init_distributed, shard_sizes
 
-NO_BN = ["--set", "model.use_batchnorm=false", "--epochs", "2", "--device", "cpu"]
+# SGD, not Adam: Adam is blind to a constant gradient factor, the mark of the classic DDP bugs
+# (gradients summed instead of averaged, other processes' embeddings gathered detached).
+NO_BN = ["--set", "model.use_batchnorm=false", "--epochs", "2", "--device", "cpu",
+         "--set", "optim.name=sgd", "--set", "optim.lr=0.1"]
+
+DROPOUT_MASKS = """
+import sys
+import torch
+import torch.distributed as dist
+from rudder.config import from_dict
+from rudder.distributed import init_distributed
+from rudder.trainer import Trainer
+
+dataset, out = sys.argv[1], sys.argv[2]
+config = from_dict({"device": "cpu", "epochs": 1, "model": {"dropout": 0.5, "shared_dim": 16,
+                    "word_dim": 8}, "data": {"dataset": dataset, "batch_size": 8,
+                    "caption_langs": ["mr", "en"], "audio_langs": ["mr"]}})
+ctx = init_distributed(torch.device("cpu"))
+trainer = Trainer(config, f"{out}/run", ctx)
+masks = []
+trainer.model.dropout.register_forward_hook(lambda m, i, o: masks.append(o == 0))
+trainer.fit()
+gathered = [None] * ctx.world_size
+dist.all_gather_object(gathered, masks[0])
+if ctx.rank == 0:
+    print("same masks" if torch.equal(gathered[0], gathered[1]) else "own masks")
+dist.barrier()
+dist.destroy_process_group()
+"""
 
 
 def test_more_processes_than_gpus_names_the_fix(monkeypatch):
@@ -59,6 +87,20 @@ def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
     two = json.loads((tmp_path / "two" / "metrics.json").read_text())
     for key in ("R1", "R5", "R10", "MdR", "MnR"):
         assert two["test"]["t2v"][key] == pytest.approx(single["test"]["t2v"][key], abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                    reason="this torch build has no gloo backend for CPU processes")
+def test_each_process_draws_its_own_dropout(tiny_dataset, tmp_path):
+    script = tmp_path / "masks.py"
+    script.write_text(DROPOUT_MASKS, encoding="utf-8")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               str(script), str(tiny_dataset), str(tmp_path)]
+    done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "own masks" in done.stdout
 
 
 def test_a_failing_compilation_falls_back_to_eager(monkeypatch, caplog):
