@@ -46,6 +46,20 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(train_tiny, tmp_p
     assert epochs == [1, 2, 3]
 
 
+def test_resume_keeps_the_patience_counter(train_tiny, tmp_path):
+    """Split right after the first evaluation without improvement: the resumed run must stop
+    where the uninterrupted one did (a counter reset to 0 runs one epoch longer)."""
+    flags = ["--set", "patience=2", "--set", "optim.lr=0.0"]  # lr 0: validation soon stalls
+    full = train_tiny(tmp_path / "full", "--epochs", "30", *flags)
+    lines = [json.loads(x) for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+    assert full["epochs_run"] < 30
+    split = full["epochs_run"] - 1
+    assert lines[split - 1]["selection"] <= max(x["selection"] for x in lines[: split - 1])
+    train_tiny(tmp_path / "part", "--epochs", str(split), *flags)
+    resumed = train.main(["--output-dir", str(tmp_path / "part"), "--resume", "--epochs", "30"])
+    assert resumed == full
+
+
 def test_early_stopping_really_stops(train_tiny, tmp_path):
     # With lr 0 only BatchNorm statistics move, so validation soon stops improving.
     result = train_tiny(tmp_path / "run", "--epochs", "30", "--set", "patience=1",
