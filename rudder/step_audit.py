@@ -6,9 +6,12 @@ A CUDA step runs ahead of the GPU only while the host never needs a result: read
 host-to-device copy each wait until every queued kernel has run (the ops that
 ``torch.cuda.set_sync_debug_mode`` reports). :class:`StepAudit` records these at the
 dispatcher, where they look the same on every device, so the CPU test suite checks the
-property that matters on a GPU; on CUDA, ``set_sync_debug_mode("error")`` is the second check
-(``tests/train/test_step_audit.py``). It also counts the dispatched ops: on a GPU nearly each
-is a kernel launch, so the count is the step's launch cost (``benchmarks/bench_step.py``).
+property that matters on a GPU. What dispatches nothing on the CPU stays unseen there: a
+``.tolist()``, ``.numpy()`` or ``.cpu()`` that would copy a CUDA tensor to the host is a no-op
+on a CPU tensor; on CUDA, ``set_sync_debug_mode("error")`` is the second check that catches
+those too (``tests/train/test_step_audit.py``). It also counts the dispatched ops: on a GPU
+nearly each is a kernel launch, so the count is the step's launch cost
+(``benchmarks/bench_step.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ MASK_INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.defa
 def _bool_indexed(func, args) -> bool:
     return func in MASK_INDEXING and any(
         isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1])
+
+
+def _sized_by_data(func, kwargs) -> bool:
+    """``repeat_interleave`` with tensor repeats and no ``output_size``: the host reads the
+    repeats' sum to size the output."""
+    return func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None
 
 
 def _blocking_copy(func, args, kwargs) -> bool:
@@ -84,6 +93,8 @@ class StepAudit(TorchDispatchMode):
             self.waits.append(f"{func} at {_caller()}")
         elif _bool_indexed(func, args):
             self.waits.append(f"{func} with a boolean mask at {_caller()}")
+        elif _sized_by_data(func, kwargs):
+            self.waits.append(f"{func} without output_size at {_caller()}")
         elif _blocking_copy(func, args, kwargs):
             self.waits.append(f"blocking copy {func} at {_caller()}")
         return func(*args, **kwargs)

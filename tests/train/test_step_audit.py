@@ -63,7 +63,9 @@ def _cuda_sync_errors():
     lambda x: x.masked_select(x > 0),
     lambda x: torch.unique(x),
     lambda x: x.to("meta"),  # a copy to another device that the host waits for
-], ids=["item", "bool", "float", "nonzero", "mask-index", "masked_select", "unique", "copy"])
+    lambda x: torch.repeat_interleave(x, torch.tensor([1, 2, 0])),  # output sized by the data
+], ids=["item", "bool", "float", "nonzero", "mask-index", "masked_select", "unique", "copy",
+        "repeat_interleave"])
 def test_the_audit_sees_each_kind_of_host_wait(read):
     x = torch.tensor([1.0, -1.0, 2.0])
     with StepAudit() as audit:
@@ -78,6 +80,7 @@ def test_the_audit_lets_device_side_work_through():
         torch.where(x > 0, x, 0.0).sum()
         x[torch.tensor([0, 2])]
         x.to("meta", non_blocking=True)
+        torch.repeat_interleave(x, torch.tensor([1, 2, 0]), output_size=3)
     assert audit.waits == []
     assert audit.op_count >= 5
 
