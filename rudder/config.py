@@ -109,7 +109,7 @@ class OptimConfig:
     scheduler: str = "step"  # step | cosine | none
     step_size: int = 10
     gamma: float = 0.5
-    grad_clip: float | None = None
+    grad_clip: float | None = None  # the largest gradient norm; null: no clipping
     # "fused" (one kernel per step; torch's fused Adam/AdamW/SGD run on CPU and CUDA),
     # "foreach" (multi-tensor ops), or "loop" (one parameter at a time). On 2 CPU threads
     # at CE's MSR-VTT shapes fused Adam takes ~24 ms a step against ~80 ms for foreach.
@@ -171,7 +171,7 @@ class Rule:
         if self.languages:
             return f"a {'non-empty ' if self.non_empty else ''}list of codes from {list(SUPPORTED)}"
         if self.high is None:
-            return f">= {self.low}"
+            return f"{'>' if self.low_open else '>='} {self.low}"
         return (f"in {'(' if self.low_open else '['}{self.low}, "
                 f"{self.high}{')' if self.high_open else ']'}")
 
@@ -226,7 +226,7 @@ RULES: dict[str, Rule] = {
     "optim.scheduler": Rule(choices=SCHEDULERS.keys()),
     "optim.step_size": _at_least(1),
     "optim.gamma": _fraction(),
-    "optim.grad_clip": _at_least(0.0),
+    "optim.grad_clip": Rule(low=0.0, low_open=True),  # null: no clipping
     "optim.implementation": Rule(choices=IMPLEMENTATIONS.keys()),
     "model.name": Rule(choices=MODELS.keys()),
     "data.subword_buckets": _at_least(0),
