@@ -46,8 +46,8 @@ class ModelConfig:
         include_self: whether the pair (i, i) takes part in expert i's mask (reference
             ``include_self=1``).
         use_batchnorm: BatchNorm in the context gating of the text gated embedding units,
-            the video collaborative gating and the extra g/h layers (reference: True).
-            and the NetVLAD assignments (as the reference); False removes every BatchNorm.
+            the video collaborative gating, the extra g/h layers and the NetVLAD
+            assignments, as the reference (True); False removes every BatchNorm.
         dropout: dropout probability on the pooled text vector and on each video
             expert's input to its reduction (not in the reference; 0 disables it).
         freeze_embeddings: keep the word embeddings fixed (no gradient).
