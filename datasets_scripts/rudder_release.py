@@ -145,10 +145,15 @@ def _read_videos(src: Path, reporter: Reporter) -> dict:
     return videos
 
 
-def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_mt, reporter):
+def _read_captions(
+    path: Path, lang: str, videos, captions: CaptionRows, forced_mt, reporter, entries: dict
+):
+    """Add the valid captions of one file; ``entries`` gets each caption's line ordinal k
+    within its video (a skipped line keeps its k, so later lines keep their ids)."""
     counts = {}
     for line, row in _rows(path, ("video_id", "text", "start", "end", "kind"), reporter):
         where, video_id, text = f"line {line}", row["video_id"].strip(), row["text"].strip()
+        k = counts[video_id] = counts.get(video_id, -1) + 1
         if video_id not in videos:
             reporter.problem("unknown video id", path, where, video_id, "not in videos.tsv")
             continue
@@ -186,13 +191,12 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
                 "not a boolean", path, where, flag, "column machine_translated: true or false"
             )
             continue
-        k = counts[video_id] = counts.get(video_id, -1) + 1
         caption_id = (row.get("caption_id") or "").strip() or f"{video_id}/{lang}/{k}"
         if caption_id in captions.ids:
             reporter.problem("duplicate caption id", path, where, caption_id)
             continue
         noun_verb = {
-            c: [v.strip() for v in row[c].split("|") if v.strip()]
+            c: [v.strip() for v in (row[c] or "").split("|") if v.strip()]
             for c in NOUN_VERB_COLUMNS
             if c in row
         }
@@ -207,6 +211,7 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
             flag in TRUE or lang in forced_mt,
             noun_verb,
         )
+        entries[caption_id] = k
 
 
 def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
@@ -234,7 +239,7 @@ def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
 
 def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
     videos = _read_videos(src, reporter)
-    captions, forced = CaptionRows(), set(args.machine_translated or ())
+    captions, forced, entries = CaptionRows(), set(args.machine_translated or ()), {}
     files = sorted(src.glob("captions_*.tsv"))
     if not files:
         raise BuildError(f"{src}: no captions_<lang>.tsv files")
@@ -249,7 +254,7 @@ def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
                 f"supported codes: {', '.join(SUPPORTED)}; the file is skipped",
             )
             continue
-        _read_captions(path, lang, videos, captions, forced, reporter)
+        _read_captions(path, lang, videos, captions, forced, reporter, entries)
     relations_path = src / "relations.csv"
     relations = (
         _read_relations(relations_path, captions.ids, reporter)
@@ -261,7 +266,13 @@ def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
         + (", relations.csv)" if relations is not None else ")")
     ]
     return RawDataset(
-        "rudder", videos, captions, relations=relations, method=method, extra={"layout": "folder"}
+        "rudder",
+        videos,
+        captions,
+        relations=relations,
+        method=method,
+        extra={"layout": "folder"},
+        feature_entries=entries,
     )
 
 

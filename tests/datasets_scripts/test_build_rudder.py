@@ -2,6 +2,7 @@ import hashlib
 import pickle
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from rudder.data.layout import DatasetFolder
@@ -237,3 +238,52 @@ def test_text_features_cover_the_english_captions(tmp_path, build, loads):
     assert sorted(rows) == ["en-1", "en-4"]
     assert (rows["en-1"] == 1.0).all() and rows["en-1"].shape == (2, 3)
     assert (rows["en-4"] == 4.0).all() and rows["en-4"].shape == (1, 3)
+
+
+def test_a_skipped_line_keeps_its_caption_id(tmp_path, build, capsys):
+    """Implicit ids number a video's lines before validation: a skipped line leaves a gap, so
+    relations and CE text-feature entries of the later lines still reach their own captions."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split", "duration"], [["v1", "train", 10],
+                                                                  ["v2", "train", 10]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"], [
+        ["v1", "cut the bottle", 0, 50, "caption"],  # ends after the video: skipped
+        ["v1", "fold the paper", 0, 5, "caption"],
+        ["v2", "cut a bottle", 0, 5, "caption"],
+    ])
+    (src / "relations.csv").write_text(
+        "caption_id_a,caption_id_b,label\nv1/en/0,v2/en/0,positive\nv1/en/1,v2/en/0,negative\n"
+    )
+    text = tmp_path / "text.pickle"
+    text.write_bytes(pickle.dumps({"v1": [np.zeros((1, 2), np.float32),
+                                          np.ones((1, 2), np.float32)],
+                                   "v2": [np.full((1, 2), 2.0, np.float32)]}))
+    code, out = build("rudder", src, "--text-features", text)
+    assert code == 0
+    assert "relations.csv, line 2: unknown caption id: 'v1/en/0'" in capsys.readouterr().err
+    folder = DatasetFolder(out)
+    captions = {r["caption_id"]: r["text"] for r in folder.captions("train").to_pylist()}
+    assert captions == {"v1/en/1": "fold the paper", "v2/en/0": "cut a bottle"}
+    relations = [tuple(r.values())[:3] for r in folder.relations().to_pylist()]
+    assert relations == [("v1/en/1", "v2/en/0", 0)]
+    features = pq.read_table(out / "text_features" / "train.parquet").to_pylist()
+    assert {r["caption_id"]: r["feature"] for r in features} == {
+        "v1/en/1": [[1.0, 1.0]], "v2/en/0": [[2.0, 2.0]]}
+
+
+def test_short_rows_leave_optional_columns_empty(tmp_path, build):
+    """A line that omits trailing optional cells (nouns, verbs) is read, with empty marks."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    (src / "captions_mr.tsv").write_text(
+        "video_id\ttext\tstart\tend\tkind\tnouns\tverbs\n"
+        "v1\tबाटली कापा\t0\t5\tcaption\tबाटली\n"
+        "v1\tकागद दुमडा\t0\t5\tcaption\n",
+        encoding="utf-8",
+    )
+    code, out = build("rudder", src)
+    assert code == 0
+    rows = DatasetFolder(out).captions("train").to_pylist()
+    assert [(r["nouns"], r["verbs"]) for r in rows] == [(["बाटली"], []), ([], [])]
