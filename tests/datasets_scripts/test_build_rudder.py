@@ -238,6 +238,8 @@ def test_text_features_cover_the_english_captions(tmp_path, build, loads):
     assert sorted(rows) == ["en-1", "en-4"]
     assert (rows["en-1"] == 1.0).all() and rows["en-1"].shape == (2, 3)
     assert (rows["en-4"] == 4.0).all() and rows["en-4"].shape == (1, 3)
+    card = (out / "README.md").read_text()
+    assert "- `text_features`: `caption_id` (string), `feature` (float32 (n, 3) per caption" in card
 
 
 def test_a_skipped_line_keeps_its_caption_id(tmp_path, build, capsys):
@@ -287,3 +289,24 @@ def test_short_rows_leave_optional_columns_empty(tmp_path, build):
     assert code == 0
     rows = DatasetFolder(out).captions("train").to_pylist()
     assert [(r["nouns"], r["verbs"]) for r in rows] == [(["बाटली"], []), ([], [])]
+
+
+def test_no_empty_configs(tmp_path, build, capsys):
+    """A relations.csv with no valid row gives no relations config (datasets cannot load a
+    0-row one); a build where every caption is skipped stops with an error."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "caption"]])
+    (src / "relations.csv").write_text("caption_id_a,caption_id_b,label\nv1/en/0,nope,2\n")
+    code, out = build("rudder", src)
+    assert code == 0
+    assert "relations: no valid row was read" in capsys.readouterr().err
+    assert not (out / "relations").exists() and DatasetFolder(out).relations() is None
+    assert "config_name: relations" not in (out / "README.md").read_text()
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "song"]])
+    code, out = build("rudder", src, out=tmp_path / "no-captions")
+    assert code == 2 and not out.exists()
+    assert "error: rudder: no captions were read" in capsys.readouterr().err
