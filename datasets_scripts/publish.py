@@ -47,28 +47,44 @@ def card_front_matter(root: Path) -> dict:
     return front
 
 
+def _entry_files(root: Path, card: Path, name: str, entry) -> set[str]:
+    """The files one ``data_files`` entry names: its ``path``, a path or glob pattern or a
+    list of them, each matching at least one file of ``root``."""
+    paths = entry.get("path") if isinstance(entry, dict) else None
+    paths = [paths] if isinstance(paths, str) else paths
+    if not paths or not all(isinstance(p, str) and p for p in paths):
+        raise PublishError(f"{card}: config {name!r} has a data_files entry {entry!r} without "
+                           "a path (use {split: ..., path: FILE})")
+    found = set()
+    for pattern in paths:
+        matches = {p.relative_to(root).as_posix() for p in root.glob(pattern) if p.is_file()}
+        if not matches:
+            raise PublishError(f"{card}: config {name!r} lists {pattern!r}, which is not in {root}")
+        found |= matches
+    return found
+
+
 def validate_card(root: Path) -> list[str]:
     """Check the card against the folder; returns the config names."""
     front = card_front_matter(root)
+    card = root / "README.md"
     configs = front.get("configs")
     if not isinstance(configs, list) or not configs:
-        raise PublishError(f"{root / 'README.md'}: no 'configs:' list in the front matter")
+        raise PublishError(f"{card}: no 'configs:' list in the front matter")
     listed, names = set(), []
     for config in configs:
         name = config.get("config_name") if isinstance(config, dict) else None
         files = config.get("data_files") if isinstance(config, dict) else None
         if not name or not isinstance(files, list):
+            raise PublishError(f"{card}: config {config!r} needs config_name and data_files")
+        if not files:
             raise PublishError(
-                f"{root / 'README.md'}: config {config!r} needs config_name and data_files"
+                f"{card}: config {name!r} has no data_files (datasets cannot load an empty "
+                "config); rebuild the folder, or remove the config from the card"
             )
         names.append(name)
         for entry in files:
-            path = entry.get("path") if isinstance(entry, dict) else None
-            if not path or not (root / path).is_file():
-                raise PublishError(
-                    f"{root / 'README.md'}: config {name!r} lists {path!r}, which is not in {root}"
-                )
-            listed.add(path)
+            listed |= _entry_files(root, card, name, entry)
     stray = sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*.parquet")
@@ -77,7 +93,7 @@ def validate_card(root: Path) -> list[str]:
     if stray:
         raise PublishError(f"{root}: parquet file(s) no config lists: {stray}; rebuild the folder")
     if not front.get("license"):
-        raise PublishError(f"{root / 'README.md'}: no 'license:' in the front matter")
+        raise PublishError(f"{card}: no 'license:' in the front matter")
     return names
 
 

@@ -57,6 +57,31 @@ def test_card_problems_are_named(dataset):
         publish(dataset, "no-slash", dry_run=True)
 
 
+def test_card_data_files_forms(dataset):
+    """A config without files is refused; a list of paths or a glob is what the Hub accepts."""
+    card = dataset / "README.md"
+    text = card.read_text()
+    videos = "  - split: test\n    path: videos/test.parquet\n"
+    assert videos in text
+    card.write_text(text.replace(videos, "  - split: test\n    path: [videos/test.parquet]\n"))
+    assert publish_module.validate_card(dataset) == ["captions", "videos"]
+    card.write_text(text.replace(videos, "  - split: test\n    path: videos/*.parquet\n"))
+    assert publish_module.validate_card(dataset) == ["captions", "videos"]
+    card.write_text(text.replace("  data_files:\n" + videos, "  data_files: []\n"))
+    with pytest.raises(PublishError, match="config 'videos' has no data_files"):
+        publish(dataset, "me/x", dry_run=True)
+
+
+def test_card_metadata(dataset):
+    """A licence 'other' is named (license_name) and spelled out under Licence; a dataset in
+    one language is not tagged multilingual."""
+    front = publish_module.card_front_matter(dataset)
+    assert (front["license"], front["license_name"]) == ("other", "charades-sta-terms")
+    assert front["language"] == ["en"] and "multilingual" not in front["tags"]
+    licence = (dataset / "README.md").read_text().split("## Licence")[1]
+    assert "Charades: non-commercial research use" in licence
+
+
 def test_upload_calls_the_hub_client(dataset, online, monkeypatch, capsys):
     from huggingface_hub import HfApi
 
