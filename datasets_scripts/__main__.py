@@ -151,7 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--repo-id", required=True, help="USER/NAME of the dataset repo")
     publish.add_argument("--private", action="store_true")
     publish.add_argument("--dry-run", action="store_true", help="validate and list, upload nothing")
-    publish.add_argument("--timeout", type=float, default=5.0, help="seconds to reach the Hub")
+    publish.add_argument(
+        "--timeout", type=float, default=5.0,
+        help="seconds the Hub may take to connect and to answer the first request (default 5)",
+    )
     publish.set_defaults(run=run_publish)
     return parser
 
