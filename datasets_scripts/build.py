@@ -23,7 +23,7 @@ from rudder.data.layout import CAPTIONS_SCHEMA, NOUN_VERB_COLUMNS, SPLITS, Datas
 from rudder.data.layout_writer import DatasetWriter
 from rudder.languages import SUPPORTED
 
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, Reporter, not_utf8
 from .cards import fields_section, make_card
 from .features import FeatureSource, feature_batches, scan_source
 
@@ -101,6 +101,8 @@ def read_json(path: Path, what: str):
     """Parse a JSON file, or stop with a BuildError naming the file and what it should hold."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from error
     except (OSError, json.JSONDecodeError) as error:
         raise BuildError(f"{path}: cannot read {what} ({error})") from error
 
@@ -121,7 +123,9 @@ def read_id_list(path, reporter: Reporter) -> dict[str, int]:
     in file order; duplicates are reported."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from error
     except OSError as error:
         raise BuildError(f"{path}: cannot read the split list ({error})") from error
     ids = {}

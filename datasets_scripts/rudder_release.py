@@ -47,7 +47,7 @@ from rudder.labels import PAIR_LABELS
 from rudder.languages import SUPPORTED
 
 from .build import CaptionRows, RawDataset, holdout_validation
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, Reporter, not_utf8
 from .features import FeatureSource, load_pickle
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
@@ -71,32 +71,37 @@ def add_arguments(parser) -> None:
         "--machine-translated",
         nargs="*",
         default=None,
+        choices=SUPPORTED,
         metavar="LANG",
         help="mark every caption of these languages as machine-translated",
     )
 
 
 def _rows(path: Path, required, reporter: Reporter):
-    """``(line_number, row)`` of a headed TSV/CSV; a missing column stops the build."""
+    """``(line_number, row)`` of a headed TSV/CSV (UTF-8, a byte-order mark allowed); a
+    missing column or a file that is not UTF-8 stops the build."""
     delimiter = "\t" if path.suffix == ".tsv" else ","
     if not path.is_file():
         raise BuildError(f"{path}: no such file")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter, quoting=csv.QUOTE_NONE)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BuildError(f"{path}: header {reader.fieldnames} lacks column(s) {missing}")
-        for row in reader:
-            if None in row or any(row.get(c) is None for c in required):
-                reporter.problem(
-                    "malformed line",
-                    path,
-                    f"line {reader.line_num}",
-                    row,
-                    "wrong number of fields for the header",
-                )
-                continue
-            yield reader.line_num, row
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        try:
+            reader = csv.DictReader(handle, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BuildError(f"{path}: header {reader.fieldnames} lacks column(s) {missing}")
+            for row in reader:
+                if None in row or any(row.get(c) is None for c in required):
+                    reporter.problem(
+                        "malformed line",
+                        path,
+                        f"line {reader.line_num}",
+                        row,
+                        "wrong number of fields for the header",
+                    )
+                    continue
+                yield reader.line_num, row
+        except UnicodeDecodeError as error:
+            raise not_utf8(path, error) from error
 
 
 def _float(text, name, path, line, reporter, optional=False):

@@ -310,3 +310,68 @@ def test_no_empty_configs(tmp_path, build, capsys):
     code, out = build("rudder", src, out=tmp_path / "no-captions")
     assert code == 2 and not out.exists()
     assert "error: rudder: no captions were read" in capsys.readouterr().err
+
+
+def _small_release(src):
+    src.mkdir(parents=True)
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "caption"]])
+    return src
+
+
+def test_overwrite_replaces_only_a_dataset_folder(tmp_path, build, capsys, monkeypatch):
+    """--overwrite never replaces the release itself, a folder holding it, or a folder that
+    is not a dataset; a built dataset it does replace."""
+    src = _small_release(tmp_path / "data" / "raw")
+    (src / "NOTES.txt").write_text("my notes")
+    before = sorted(p.name for p in src.iterdir())
+    for out in (src, tmp_path / "data"):
+        assert build("rudder", src, "--overwrite", out=out)[0] == 2
+        assert "the build would replace its own input" in capsys.readouterr().err
+    monkeypatch.chdir(src)
+    assert build("rudder", src, "--overwrite", out=".")[0] == 2
+    assert "--out . is or contains --src" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("x")
+    assert build("rudder", src, "--overwrite", out=other)[0] == 2
+    assert "is not a rudder dataset folder (no rudder.json)" in capsys.readouterr().err
+    assert (other / "keep.txt").is_file() and sorted(p.name for p in src.iterdir()) == before
+    code, out = build("rudder", src)
+    assert code == 0 and build("rudder", src, "--overwrite")[0] == 0
+
+
+def test_unreadable_inputs_give_one_line_errors(tmp_path, build, capsys):
+    src = _small_release(tmp_path / "src")
+    (src / "captions_en.tsv").write_bytes(
+        "\ufeffvideo_id\ttext\tstart\tend\tkind\nv1\tcut\t0\t5\tcaption\n".encode()
+    )
+    assert build("rudder", src)[0] == 0  # an Excel byte-order mark is accepted
+    (src / "captions_en.tsv").write_bytes(
+        "video_id\ttext\tstart\tend\tkind\nv1\tcafé\t0\t5\tcaption\n".encode("cp1252")
+    )
+    assert build("rudder", src, out=tmp_path / "a")[0] == 2
+    assert (f"error: {src / 'captions_en.tsv'}: not UTF-8 text (byte 0xe9 at offset 35); "
+            "re-save it as UTF-8") in capsys.readouterr().err
+    _small_release(tmp_path / "src2")
+    (tmp_path / "src2" / "features").mkdir()
+    (tmp_path / "src2" / "features" / "audio.h5").write_bytes(b"not hdf5")
+    assert build("rudder", tmp_path / "src2", out=tmp_path / "b")[0] == 2
+    assert "audio.h5: cannot be read as HDF5" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x")
+    assert build("rudder", _small_release(tmp_path / "src3"), out=tmp_path / "a-file" / "o")[0] == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'a-file'}: ") and len(err.splitlines()) == 1
+
+
+def test_bad_option_values_are_refused(tmp_path, build, capsys):
+    src = _small_release(tmp_path / "src")
+    with pytest.raises(SystemExit):
+        build("rudder", src, "--machine-translated", "marathi")
+    assert "invalid choice: 'marathi'" in capsys.readouterr().err
+    from datasets_scripts.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["translate", str(tmp_path), "--from", "mr", "--to", "ta", "--batch-size", "0"])
+    assert "'0' is not a positive integer" in capsys.readouterr().err
