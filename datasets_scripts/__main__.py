@@ -69,12 +69,31 @@ def _add_build(commands) -> None:
         parser.set_defaults(run=run_build, module=module)
 
 
+def _check_out(args) -> Path:
+    """``--out`` resolved; it may replace only a dataset folder, never the inputs."""
+    out = args.out.resolve()
+    inputs = {"--src": args.src, "--features": args.features, "--text-features": args.text_features}
+    for flag, path in inputs.items():
+        if path is not None and (out == path.resolve() or out in path.resolve().parents):
+            raise BuildError(
+                f"--out {args.out} is or contains {flag} {path}: the build would replace its "
+                "own input; choose another --out folder"
+            )
+    if out.exists() and not args.overwrite:
+        raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
+    if out.exists() and not (out / "rudder.json").is_file():
+        raise BuildError(
+            f"{args.out} is not a rudder dataset folder (no rudder.json); refusing to replace "
+            "it with --overwrite: choose another --out, or move it away yourself"
+        )
+    return out
+
+
 def run_build(args, argv) -> int:
     from .build import write_dataset
     from .features import discover, read_expert_map
 
-    if args.out.exists() and not args.overwrite:
-        raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
+    args.out = _check_out(args)
     mapping = read_expert_map(args.expert_map, args.expert_map_file)
     reporter = Reporter(strict=args.strict)
     raw = args.module.read(args, reporter)
@@ -126,6 +145,12 @@ def run_publish(args, argv) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m datasets_scripts", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -142,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="SQLite cache (default $RUDDER_CACHE/translations.sqlite)",
     )
-    translate.add_argument("--batch-size", type=int, default=20)
+    translate.add_argument(
+        "--batch-size", type=_positive_int, default=20, help="texts per request (default 20)"
+    )
     translate.add_argument("--rate", type=float, default=5.0, help="texts per second (default 5)")
     translate.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     translate.set_defaults(run=run_translate)
@@ -151,7 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--repo-id", required=True, help="USER/NAME of the dataset repo")
     publish.add_argument("--private", action="store_true")
     publish.add_argument("--dry-run", action="store_true", help="validate and list, upload nothing")
-    publish.add_argument("--timeout", type=float, default=5.0, help="seconds to reach the Hub")
+    publish.add_argument(
+        "--timeout", type=float, default=5.0,
+        help="seconds the Hub may take to connect and to answer the first request (default 5)",
+    )
     publish.set_defaults(run=run_publish)
     return parser
 
@@ -174,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         RudderError,
     ) as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a file the system cannot read or write, e.g. an unwritable --out
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or one_line(error)}", file=sys.stderr)
         return 2
 
 

@@ -23,7 +23,7 @@ from rudder.data.layout import CAPTIONS_SCHEMA, NOUN_VERB_COLUMNS, SPLITS, Datas
 from rudder.data.layout_writer import DatasetWriter
 from rudder.languages import SUPPORTED
 
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, Reporter, not_utf8
 from .cards import fields_section, make_card
 from .features import FeatureSource, feature_batches, scan_source
 
@@ -101,6 +101,8 @@ def read_json(path: Path, what: str):
     """Parse a JSON file, or stop with a BuildError naming the file and what it should hold."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from error
     except (OSError, json.JSONDecodeError) as error:
         raise BuildError(f"{path}: cannot read {what} ({error})") from error
 
@@ -121,7 +123,9 @@ def read_id_list(path, reporter: Reporter) -> dict[str, int]:
     in file order; duplicates are reported."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from error
     except OSError as error:
         raise BuildError(f"{path}: cannot read the split list ({error})") from error
     ids = {}
@@ -165,6 +169,10 @@ def write_dataset(
     stream = stream or sys.stderr
     if not raw.videos:
         raise BuildError(f"{raw.source}: no videos were read; nothing to build")
+    if not len(raw.captions):
+        raise BuildError(
+            f"{raw.source}: no captions were read (see the problems above); nothing to build"
+        )
     used = set(raw.captions.columns["lang"])
     languages = [lang for lang in SUPPORTED if lang in used]
     wanted = set(raw.videos)
@@ -183,7 +191,15 @@ def write_dataset(
         )
     experts = {e: ExpertInfo(s.dim, s.variable_length) for e, (_, s) in scans.items()}
     captions = raw.captions.table()
-    fields = fields_section(captions.schema, experts, raw.relations is not None)
+    has_relations = raw.relations is not None and raw.relations.num_rows > 0
+    if raw.relations is not None and not has_relations:
+        reporter.warn("relations: no valid row was read, so the dataset has no relations config")
+    text_dim, text_batches = (
+        _text_feature_batches(text_features, captions, batch_size, raw.feature_entries)
+        if text_features is not None
+        else (None, None)
+    )
+    fields = fields_section(captions.schema, experts, has_relations, text_dim)
     card = make_card(raw.source, _how_built(raw, command, reporter), fields)
     meta = DatasetMeta(
         name=raw.source,
@@ -202,12 +218,11 @@ def write_dataset(
     with DatasetWriter(out, meta, card, overwrite=overwrite) as writer:
         writer.write_videos(_videos_table(raw, available))
         writer.write_captions(captions)
-        if raw.relations is not None:
+        if has_relations:
             writer.write_relations(raw.relations)
         if text_features is not None:
             print(f"writing text features ({text_features})", file=stream)
-            writer.write_text_features(*_text_feature_batches(text_features, captions, batch_size,
-                                                              raw.feature_entries))
+            writer.write_text_features(text_dim, text_batches)
         for expert, (source, scan) in sorted(scans.items()):
             print(f"writing expert {expert} ({len(scan.video_ids)} videos)", file=stream)
             writer.write_expert(expert, feature_batches(source, scan, batch_size, keep_zeros))

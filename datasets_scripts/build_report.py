@@ -16,6 +16,14 @@ class BuildError(ValueError):
     """Bad input under ``--strict``, or input a build cannot go on from."""
 
 
+def not_utf8(path, error: UnicodeDecodeError) -> BuildError:
+    """The error for a release file that is not UTF-8 text."""
+    return BuildError(
+        f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset "
+        f"{error.start}); re-save it as UTF-8"
+    )
+
+
 def _show(value, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

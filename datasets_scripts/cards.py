@@ -23,6 +23,7 @@ class SourceInfo:
     license: str  # a Hub licence id
     licence_terms: str
     citation: str
+    license_name: str = ""  # the Hub's id for the terms when license is "other"
 
 
 SOURCES = {
@@ -34,6 +35,7 @@ SOURCES = {
             "made with Google Translate are marked in the `machine_translated` column."
         ),
         license="other",
+        license_name="rudder-research-terms",
         licence_terms="Distributed by the RUDDER authors for research; check their terms before "
         "redistributing.",
         citation="""@article{akula2021rudder,
@@ -52,6 +54,7 @@ Jyothi, Preethi},
             "of its video."
         ),
         license="other",
+        license_name="charades-sta-terms",
         licence_terms="Charades: non-commercial research use (Allen Institute for AI licence); "
         "Charades-STA annotations: see the TALL release.",
         citation="""@inproceedings{gao2017tall,
@@ -96,6 +99,7 @@ Darrell, Trevor and Russell, Bryan},
             "with one sentence each) or given video-id lists."
         ),
         license="other",
+        license_name="msr-vtt-research-terms",
         licence_terms="Microsoft Research: research use only.",
         citation="""@inproceedings{xu2016msr,
   title     = {MSR-VTT: A Large Video Description Dataset for Bridging Video and Language},
@@ -113,7 +117,9 @@ Darrell, Trevor and Russell, Bryan},
 }
 
 
-def fields_section(captions_schema, experts: dict, has_relations: bool) -> str:
+def fields_section(
+    captions_schema, experts: dict, has_relations: bool, text_features_dim: int | None = None
+) -> str:
     """A Markdown list of every config's columns and Arrow types (the card's "features")."""
 
     def columns(schema):
@@ -128,15 +134,26 @@ def fields_section(captions_schema, experts: dict, has_relations: bool) -> str:
     for name, info in sorted(experts.items()):
         shape = f"(n, {info.dim}) per video" if info.variable_length else f"({info.dim},)"
         lines.append(f"- `{expert_config(name)}`: `video_id` (string), `feature` (float32 {shape})")
+    if text_features_dim:
+        lines.append(
+            "- `text_features`: `caption_id` (string), `feature` (float32 "
+            f"(n, {text_features_dim}) per caption: token vectors)"
+        )
     if has_relations:
         lines.append(f"- `relations`: {columns(RELATIONS_SCHEMA)}; labels {PAIR_LABELS}")
     return "\n".join(lines)
 
 
 def make_card(source: str, how_built: str, fields: str = "") -> Card:
-    """The card of a dataset built from ``source``; licence terms are spelled out in prose."""
+    """The card of a dataset built from ``source``; the licence terms go under "Licence"."""
     info = SOURCES[source]
-    description = f"{info.description}\n\n**Licence terms.** {info.licence_terms}"
-    if fields:
-        description += f"\n\n{fields}"
-    return Card(info.pretty_name, description, info.license, info.citation, how_built)
+    description = f"{info.description}\n\n{fields}" if fields else info.description
+    return Card(
+        info.pretty_name,
+        description,
+        info.license,
+        info.citation,
+        how_built,
+        license_name=info.license_name,
+        licence_terms=info.licence_terms,
+    )

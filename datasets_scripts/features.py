@@ -142,10 +142,15 @@ def _hdf5_entries(source, wanted):
     import h5py
 
     path = source.paths[0]
-    with h5py.File(path, "r") as handle:
-        for key in handle:
-            if key in wanted and isinstance(handle[key], h5py.Dataset):
-                yield key, handle[key][()], path, f"dataset {key!r}"
+    try:
+        with h5py.File(path, "r") as handle:
+            for key in handle:
+                if key in wanted and isinstance(handle[key], h5py.Dataset):
+                    yield key, handle[key][()], path, f"dataset {key!r}"
+    except OSError as error:  # h5py's error for a corrupt or truncated file
+        raise BuildError(
+            f"{path}: cannot be read as HDF5 ({error}); is it a complete .h5 file?"
+        ) from error
 
 
 def _rudder_pickle_entries(source, wanted):

@@ -30,6 +30,7 @@ are kept as written, without surrounding whitespace.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections import defaultdict
@@ -38,7 +39,7 @@ from pathlib import Path
 from rudder.data.layout import SPLITS
 
 from .build import CaptionRows, RawDataset, read_id_list
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, Reporter, not_utf8
 
 JSON_FILES = ("MSRVTT_data.json", "train_val_videodatainfo.json", "test_videodatainfo.json")
 TEST_CSV = "MSRVTT_JSFUSION_test.csv"
@@ -75,6 +76,8 @@ def _read_json(paths, reporter: Reporter):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             video_items, sentence_items = data["videos"], data["sentences"]
+        except UnicodeDecodeError as error:
+            raise not_utf8(path, error) from error
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
             raise BuildError(
                 f"{path}: not an MSR-VTT annotation file ({error!r}); expected "
@@ -135,27 +138,30 @@ def _read_test_csv(path: Path, reporter: Reporter) -> dict[str, tuple[str, str]]
     if not path.is_file():
         raise BuildError(f"--split 1k-A needs {path} (key,vid_key,video_id,sentence)")
     rows = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        if not {"key", "video_id", "sentence"} <= set(reader.fieldnames or ()):
-            raise BuildError(f"{path}: header {reader.fieldnames} lacks key, video_id, sentence")
-        end = reader.line_num
-        for row in reader:
-            start, end = end + 1, reader.line_num
-            if end > start or any("\n" in (v or "") or "\r" in (v or "") for v in row.values()):
-                longest = max(len(v or "") for v in row.values() if isinstance(v, str))
-                raise BuildError(
-                    f"{path}, line {start}: a quoted field runs over lines {start}-{end} "
-                    f"({longest:,} characters), swallowing the rows in between: an "
-                    "unterminated quote? Close or remove it (captions hold no line breaks)"
-                )
-            where = f"line {start}"
-            if not row.get("video_id") or not (row.get("sentence") or "").strip():
-                reporter.problem("missing field", path, where, row)
-            elif row["video_id"] in rows:
-                reporter.problem("duplicate video id", path, where, row["video_id"])
-            else:
-                rows[row["video_id"]] = (row["key"], row["sentence"].strip())
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from error
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not {"key", "video_id", "sentence"} <= set(reader.fieldnames or ()):
+        raise BuildError(f"{path}: header {reader.fieldnames} lacks key, video_id, sentence")
+    end = reader.line_num
+    for row in reader:
+        start, end = end + 1, reader.line_num
+        if end > start or any("\n" in (v or "") or "\r" in (v or "") for v in row.values()):
+            longest = max(len(v or "") for v in row.values() if isinstance(v, str))
+            raise BuildError(
+                f"{path}, line {start}: a quoted field runs over lines {start}-{end} "
+                f"({longest:,} characters), swallowing the rows in between: an "
+                "unterminated quote? Close or remove it (captions hold no line breaks)"
+            )
+        where = f"line {start}"
+        if not row.get("video_id") or not (row.get("sentence") or "").strip():
+            reporter.problem("missing field", path, where, row)
+        elif row["video_id"] in rows:
+            reporter.problem("duplicate video id", path, where, row["video_id"])
+        else:
+            rows[row["video_id"]] = (row["key"], row["sentence"].strip())
     return rows
 
 

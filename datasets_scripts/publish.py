@@ -4,18 +4,23 @@ The card is validated first (YAML front matter parses, a ``configs:`` list whose
 ``path`` exists, every parquet file listed by some config, licence set). ``--dry-run``
 stops there and lists the files and sizes. Otherwise, in this order, each failing fast with
 a clear message: ``HF_HUB_OFFLINE``, a token (``HF_TOKEN`` or the ``hf auth login`` cache),
-a TCP connection to the endpoint within ``timeout`` seconds; then
+an answer from the endpoint within ``timeout`` seconds; then
 ``HfApi.create_repo(repo_type="dataset", exist_ok=True)`` and ``HfApi.upload_folder``.
+
+Every request goes through huggingface_hub's own HTTP session, so its proxies
+(``HTTPS_PROXY``), ``HF_ENDPOINT`` and certificates apply to the check too. That session
+waits forever by default; here its timeouts are finite (``timeout`` to connect,
+``transfer_timeout`` per read or write), and a connection lost during the upload is a
+:class:`PublishError` that says a rerun resumes.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import socket
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse
 
 import yaml
 
@@ -47,28 +52,44 @@ def card_front_matter(root: Path) -> dict:
     return front
 
 
+def _entry_files(root: Path, card: Path, name: str, entry) -> set[str]:
+    """The files one ``data_files`` entry names: its ``path``, a path or glob pattern or a
+    list of them, each matching at least one file of ``root``."""
+    paths = entry.get("path") if isinstance(entry, dict) else None
+    paths = [paths] if isinstance(paths, str) else paths
+    if not paths or not all(isinstance(p, str) and p for p in paths):
+        raise PublishError(f"{card}: config {name!r} has a data_files entry {entry!r} without "
+                           "a path (use {split: ..., path: FILE})")
+    found = set()
+    for pattern in paths:
+        matches = {p.relative_to(root).as_posix() for p in root.glob(pattern) if p.is_file()}
+        if not matches:
+            raise PublishError(f"{card}: config {name!r} lists {pattern!r}, which is not in {root}")
+        found |= matches
+    return found
+
+
 def validate_card(root: Path) -> list[str]:
     """Check the card against the folder; returns the config names."""
     front = card_front_matter(root)
+    card = root / "README.md"
     configs = front.get("configs")
     if not isinstance(configs, list) or not configs:
-        raise PublishError(f"{root / 'README.md'}: no 'configs:' list in the front matter")
+        raise PublishError(f"{card}: no 'configs:' list in the front matter")
     listed, names = set(), []
     for config in configs:
         name = config.get("config_name") if isinstance(config, dict) else None
         files = config.get("data_files") if isinstance(config, dict) else None
         if not name or not isinstance(files, list):
+            raise PublishError(f"{card}: config {config!r} needs config_name and data_files")
+        if not files:
             raise PublishError(
-                f"{root / 'README.md'}: config {config!r} needs config_name and data_files"
+                f"{card}: config {name!r} has no data_files (datasets cannot load an empty "
+                "config); rebuild the folder, or remove the config from the card"
             )
         names.append(name)
         for entry in files:
-            path = entry.get("path") if isinstance(entry, dict) else None
-            if not path or not (root / path).is_file():
-                raise PublishError(
-                    f"{root / 'README.md'}: config {name!r} lists {path!r}, which is not in {root}"
-                )
-            listed.add(path)
+            listed |= _entry_files(root, card, name, entry)
     stray = sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*.parquet")
@@ -77,7 +98,7 @@ def validate_card(root: Path) -> list[str]:
     if stray:
         raise PublishError(f"{root}: parquet file(s) no config lists: {stray}; rebuild the folder")
     if not front.get("license"):
-        raise PublishError(f"{root / 'README.md'}: no 'license:' in the front matter")
+        raise PublishError(f"{card}: no 'license:' in the front matter")
     return names
 
 
@@ -96,16 +117,33 @@ def list_files(root: Path) -> list[tuple[str, int]]:
 
 
 def check_reachable(endpoint: str, timeout: float) -> None:
-    """A TCP connection to the Hub endpoint, so a missing network fails in seconds."""
-    url = urlparse(endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
+    """A HEAD request to the Hub endpoint through huggingface_hub's session (its proxies and
+    certificates), answered within ``timeout`` seconds, so a missing network fails fast."""
+    import httpx2
+    from huggingface_hub import get_session
+
     try:
-        socket.create_connection((url.hostname, port), timeout=timeout).close()
-    except OSError as error:
+        get_session().head(endpoint, timeout=timeout)
+    except (httpx2.HTTPError, OSError) as error:
         raise PublishError(
-            f"cannot reach {endpoint} ({error}); check the network, or use --dry-run "
-            "to validate the folder offline"
+            f"cannot reach {endpoint} ({type(error).__name__}: {error}); check the network "
+            "(and HTTPS_PROXY / HF_ENDPOINT), or use --dry-run to validate the folder offline"
         ) from error
+
+
+@contextmanager
+def bounded_session(connect: float, transfer: float):
+    """huggingface_hub's shared session with finite timeouts within the block (it has none)."""
+    import httpx2
+    from huggingface_hub import get_session
+
+    session = get_session()
+    previous = session.timeout
+    session.timeout = httpx2.Timeout(transfer, connect=connect)
+    try:
+        yield
+    finally:
+        session.timeout = previous
 
 
 def _offline() -> bool:
@@ -125,9 +163,13 @@ def publish(
     dry_run: bool = False,
     token: str | None = None,
     timeout: float = 5.0,
+    transfer_timeout: float = 120.0,
     stream=None,
 ) -> list[tuple[str, int]]:
-    """Validate ``root`` and upload it as the dataset repo ``repo_id``; returns the file list."""
+    """Validate ``root`` and upload it as the dataset repo ``repo_id``; returns the file list.
+
+    ``timeout``: seconds to connect to the Hub; ``transfer_timeout``: seconds any read or
+    write of a request may wait."""
     stream = stream or sys.stdout
     root = Path(root)
     if not REPO_ID.match(repo_id):
@@ -151,6 +193,7 @@ def publish(
             "HF_HUB_OFFLINE is set: the Hub cannot be reached in offline mode; unset it "
             "to upload, or use --dry-run"
         )
+    import httpx2
     from huggingface_hub import HfApi, constants, get_token
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -160,23 +203,31 @@ def publish(
             "no Hugging Face token: set HF_TOKEN or run `hf auth login` (a token with "
             "write access), or use --dry-run"
         )
-    check_reachable(constants.ENDPOINT, timeout)
-    api = HfApi(token=token)
+    endpoint = constants.ENDPOINT
+    check_reachable(endpoint, timeout)
+    api = HfApi(endpoint=endpoint, token=token)
     try:
-        url = api.create_repo(
-            repo_id, repo_type="dataset", private=private, exist_ok=True, token=token
-        )
-        api.upload_folder(
-            repo_id=repo_id,
-            folder_path=str(root),
-            repo_type="dataset",
-            token=token,
-            commit_message=f"Upload {root.name} (rudder datasets_scripts)",
-            ignore_patterns=list(IGNORED),
-        )
+        with bounded_session(timeout, transfer_timeout):
+            url = api.create_repo(
+                repo_id, repo_type="dataset", private=private, exist_ok=True, token=token
+            )
+            api.upload_folder(
+                repo_id=repo_id,
+                folder_path=str(root),
+                repo_type="dataset",
+                token=token,
+                commit_message=f"Upload {root.name} (rudder datasets_scripts)",
+                ignore_patterns=list(IGNORED),
+            )
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
         hint = " (the token lacks write access to this namespace)" if status in (401, 403) else ""
         raise PublishError(f"the Hub refused the upload to {repo_id}: {error}{hint}") from error
+    except (httpx2.HTTPError, OSError) as error:
+        raise PublishError(
+            f"lost the connection to {endpoint} while uploading to {repo_id} "
+            f"({type(error).__name__}: {error}); check the network and rerun the command: it "
+            "resumes (an existing repo is kept, files already uploaded are not sent again)"
+        ) from error
     print(f"uploaded {len(files)} files ({total:,d} bytes) to {url}", file=stream)
     return files

@@ -47,7 +47,7 @@ from rudder.labels import PAIR_LABELS
 from rudder.languages import SUPPORTED
 
 from .build import CaptionRows, RawDataset, holdout_validation
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, Reporter, not_utf8
 from .features import FeatureSource, load_pickle
 
 TRUE, FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
@@ -71,32 +71,37 @@ def add_arguments(parser) -> None:
         "--machine-translated",
         nargs="*",
         default=None,
+        choices=SUPPORTED,
         metavar="LANG",
         help="mark every caption of these languages as machine-translated",
     )
 
 
 def _rows(path: Path, required, reporter: Reporter):
-    """``(line_number, row)`` of a headed TSV/CSV; a missing column stops the build."""
+    """``(line_number, row)`` of a headed TSV/CSV (UTF-8, a byte-order mark allowed); a
+    missing column or a file that is not UTF-8 stops the build."""
     delimiter = "\t" if path.suffix == ".tsv" else ","
     if not path.is_file():
         raise BuildError(f"{path}: no such file")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter, quoting=csv.QUOTE_NONE)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BuildError(f"{path}: header {reader.fieldnames} lacks column(s) {missing}")
-        for row in reader:
-            if None in row or any(row.get(c) is None for c in required):
-                reporter.problem(
-                    "malformed line",
-                    path,
-                    f"line {reader.line_num}",
-                    row,
-                    "wrong number of fields for the header",
-                )
-                continue
-            yield reader.line_num, row
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        try:
+            reader = csv.DictReader(handle, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BuildError(f"{path}: header {reader.fieldnames} lacks column(s) {missing}")
+            for row in reader:
+                if None in row or any(row.get(c) is None for c in required):
+                    reporter.problem(
+                        "malformed line",
+                        path,
+                        f"line {reader.line_num}",
+                        row,
+                        "wrong number of fields for the header",
+                    )
+                    continue
+                yield reader.line_num, row
+        except UnicodeDecodeError as error:
+            raise not_utf8(path, error) from error
 
 
 def _float(text, name, path, line, reporter, optional=False):
@@ -145,10 +150,15 @@ def _read_videos(src: Path, reporter: Reporter) -> dict:
     return videos
 
 
-def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_mt, reporter):
+def _read_captions(
+    path: Path, lang: str, videos, captions: CaptionRows, forced_mt, reporter, entries: dict
+):
+    """Add the valid captions of one file; ``entries`` gets each caption's line ordinal k
+    within its video (a skipped line keeps its k, so later lines keep their ids)."""
     counts = {}
     for line, row in _rows(path, ("video_id", "text", "start", "end", "kind"), reporter):
         where, video_id, text = f"line {line}", row["video_id"].strip(), row["text"].strip()
+        k = counts[video_id] = counts.get(video_id, -1) + 1
         if video_id not in videos:
             reporter.problem("unknown video id", path, where, video_id, "not in videos.tsv")
             continue
@@ -186,13 +196,12 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
                 "not a boolean", path, where, flag, "column machine_translated: true or false"
             )
             continue
-        k = counts[video_id] = counts.get(video_id, -1) + 1
         caption_id = (row.get("caption_id") or "").strip() or f"{video_id}/{lang}/{k}"
         if caption_id in captions.ids:
             reporter.problem("duplicate caption id", path, where, caption_id)
             continue
         noun_verb = {
-            c: [v.strip() for v in row[c].split("|") if v.strip()]
+            c: [v.strip() for v in (row[c] or "").split("|") if v.strip()]
             for c in NOUN_VERB_COLUMNS
             if c in row
         }
@@ -207,6 +216,7 @@ def _read_captions(path: Path, lang: str, videos, captions: CaptionRows, forced_
             flag in TRUE or lang in forced_mt,
             noun_verb,
         )
+        entries[caption_id] = k
 
 
 def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
@@ -234,7 +244,7 @@ def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
 
 def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
     videos = _read_videos(src, reporter)
-    captions, forced = CaptionRows(), set(args.machine_translated or ())
+    captions, forced, entries = CaptionRows(), set(args.machine_translated or ()), {}
     files = sorted(src.glob("captions_*.tsv"))
     if not files:
         raise BuildError(f"{src}: no captions_<lang>.tsv files")
@@ -249,7 +259,7 @@ def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
                 f"supported codes: {', '.join(SUPPORTED)}; the file is skipped",
             )
             continue
-        _read_captions(path, lang, videos, captions, forced, reporter)
+        _read_captions(path, lang, videos, captions, forced, reporter, entries)
     relations_path = src / "relations.csv"
     relations = (
         _read_relations(relations_path, captions.ids, reporter)
@@ -261,7 +271,13 @@ def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
         + (", relations.csv)" if relations is not None else ")")
     ]
     return RawDataset(
-        "rudder", videos, captions, relations=relations, method=method, extra={"layout": "folder"}
+        "rudder",
+        videos,
+        captions,
+        relations=relations,
+        method=method,
+        extra={"layout": "folder"},
+        feature_entries=entries,
     )
 
 

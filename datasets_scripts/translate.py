@@ -6,8 +6,8 @@ Every human caption in the source language gets one caption per target language,
 language-specific ``nouns``/``verbs`` are left empty for ``heuristics``. Captions translated
 before (their id exists) are skipped, so a rerun only does what is missing. All translations
 are gathered first (resumable through the cache of :mod:`rudder.translate`); only then are the
-caption tables replaced, all splits at once (``replace_tables``), followed by ``rudder.json``
-and the card. Offline, it stops at the first batch and writes nothing to the dataset.
+caption tables, ``rudder.json`` and the card replaced, all at once (``replace_tables``).
+Offline, it stops at the first batch and writes nothing to the dataset.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rudder.atomic import atomic_write_text
-from rudder.data.card import Card, card_digests, render_card
-from rudder.data.layout import SPLITS, DatasetFolder, LayoutError, expert_config
+from rudder.data.card import Card, card_digests, render_card, row_counts
+from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
 from rudder.data.layout_writer import replace_tables
 from rudder.languages import SUPPORTED, check_language
 from rudder.translate import TranslationUnavailable, default_cache_path, translate_texts
@@ -106,13 +105,15 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
             parts[split].append(rows)
             added[dest] = added.get(dest, 0) + rows.num_rows
     if added:
-        replace_tables(
-            root, "captions", {s: pa.concat_tables([tables[s], *p]) for s, p in parts.items() if p}
-        )
+        new = {s: pa.concat_tables([tables[s], *p]) for s, p in parts.items() if p}
         engine = (
             type(options["backend"]).__name__ if options.get("backend") else _googletrans_version()
         )
-        _update_metadata(Path(root), folder, src, added, engine, stream)
+        counts = row_counts(root, folder.meta.experts)
+        counts.update({("captions", s): table.num_rows for s, table in new.items()})
+        texts = _metadata_texts(Path(root), folder, src, added, engine, counts, stream)
+        replace_tables(root, "captions", new, texts)
+        print(f"added {_note(src, added)} captions to {root}", file=stream)
     return added
 
 
@@ -125,45 +126,30 @@ def _googletrans_version() -> str:
         return "googletrans"
 
 
-def _row_counts(root: Path, experts) -> dict:
-    """``(config, split) -> rows`` from the parquet footers, as the card's contents table."""
-    counts = {}
-    folders = {"captions": "captions", "videos": "videos"}
-    folders.update({expert_config(e): f"features/{e}" for e in experts})
-    for config, folder in folders.items():
-        for split in SPLITS:
-            path = root / folder / f"{split}.parquet"
-            if path.is_file():
-                counts[(config, split)] = pq.ParquetFile(path).metadata.num_rows
-    relations = root / "relations" / "all.parquet"
-    if relations.is_file():
-        counts[("relations", "train")] = pq.ParquetFile(relations).metadata.num_rows
-    return counts
+def _note(src, added) -> str:
+    return "; ".join(f"{n} {src}->{dest}" for dest, n in added.items())
 
 
-def _update_metadata(root: Path, folder: DatasetFolder, src, added, engine, stream) -> None:
-    """Record the new languages and the translation in ``rudder.json`` and the card."""
+def _metadata_texts(root: Path, folder: DatasetFolder, src, added, engine, counts, stream):
+    """``{"rudder.json": ..., "README.md": ...}`` recording the new languages and the
+    translation; ``counts`` are the row counts after it (:func:`rudder.data.card.row_counts`)."""
     meta = folder.meta
     used = set(meta.languages) | set(added)
     meta.languages = [lang for lang in SUPPORTED if lang in used]
     log = meta.extra.setdefault("translations", [])
     log += [{"from": src, "to": dest, "captions": n, "engine": engine} for dest, n in added.items()]
-    note = "; ".join(f"{n} {src}->{dest}" for dest, n in added.items())
     card_fields = meta.extra.get("card")
-    if card_fields:
-        card = Card(**card_fields)
-        card.how_built = f"{card.how_built}\n- Machine translations added ({engine}): {note}."
-        meta.extra["card"] = vars(card)
-    atomic_write_text(root / "rudder.json", meta.to_json())
-    if card_fields:
-        counts = _row_counts(root, meta.experts)
-        has_relations = ("relations", "train") in counts
-        text = render_card(meta, card, counts, has_relations, digests=card_digests(root))
-        atomic_write_text(root / "README.md", text)
-    else:
+    if not card_fields:
         print(
             "note: rudder.json has no card fields (not built by datasets_scripts); README.md "
             "was left as it was",
             file=stream,
         )
-    print(f"added {note} captions to {root}", file=stream)
+        return {"rudder.json": meta.to_json()}
+    card = Card(**card_fields)
+    card.how_built = (
+        f"{card.how_built}\n- Machine translations added ({engine}): {_note(src, added)}."
+    )
+    meta.extra["card"] = vars(card)
+    readme = render_card(meta, card, counts, digests=card_digests(root))
+    return {"rudder.json": meta.to_json(), "README.md": readme}

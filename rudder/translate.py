@@ -128,6 +128,8 @@ def translate_texts(
     """
     check_language(src, "translation source")
     check_language(dest, "translation target")
+    if batch_size < 1:
+        raise ValueError(f"batch_size {batch_size}: use a positive number of texts per request")
     texts = list(dict.fromkeys(texts))
     cache = TranslationCache(cache_path or default_cache_path())
     try:

@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import yaml
 
 from rudder.atomic import atomic_write_text
@@ -32,55 +33,77 @@ class Card:
     license: str = "other"
     citation: str = ""
     how_built: str = ""
+    license_name: str = ""  # an id for the licence when ``license`` is "other"
+    licence_terms: str = ""  # the terms in words, shown under "## Licence"
 
 
-def _configs_block(experts, has_relations: bool, counts: dict, digests: dict) -> list[dict]:
-    """The ``configs:`` list; empty splits are left out (``datasets`` rejects them)."""
+def _config_names(experts) -> list[str]:
+    """Every config a folder can have, in card order."""
+    features = [f"features.{e}" for e in sorted(experts)]
+    return ["captions", "videos", *features, "text_features", "relations"]
 
-    def per_split(config, folder):
-        return [
-            {"split": s, "path": f"{folder}/{s}.parquet"}
+
+def config_path(config: str, split: str) -> str:
+    """The parquet file of one split of a config, relative to the folder (relations: one
+    file, listed as the train split)."""
+    if config == "relations":
+        return "relations/all.parquet"
+    if config.startswith("features."):
+        return f"features/{config[len('features.'):]}/{split}.parquet"
+    return f"{config}/{split}.parquet"
+
+
+def row_counts(root, experts) -> dict[tuple[str, str], int]:
+    """``(config, split) -> rows`` of every parquet file of the folder's configs, read from
+    the footers: the counts a card is rendered from (build and translate alike)."""
+    counts = {}
+    for config in _config_names(experts):
+        for split in ("train",) if config == "relations" else SPLITS:
+            path = Path(root) / config_path(config, split)
+            if path.is_file():
+                counts[(config, split)] = pq.ParquetFile(path).metadata.num_rows
+    return counts
+
+
+def _configs_block(experts, counts: dict, digests: dict) -> list[dict]:
+    """The ``configs:`` list of the configs with rows; empty splits are left out
+    (``datasets`` rejects them, and a config with no files)."""
+    configs = []
+    for name in _config_names(experts):
+        files = [
+            {"split": s, "path": config_path(name, s)}
             for s in SPLITS
-            if counts.get((config, s), 0) > 0
+            if counts.get((name, s), 0) > 0
         ]
-
-    configs = [
-        {"config_name": "captions", "data_files": per_split("captions", "captions"),
-         "default": True},
-        {"config_name": "videos", "data_files": per_split("videos", "videos")},
-    ]
-    configs += [
-        {"config_name": f"features.{e}", "data_files": per_split(f"features.{e}", f"features/{e}")}
-        for e in sorted(experts)
-    ]
-    if any(counts.get(("text_features", s), 0) for s in SPLITS):
-        configs.append({"config_name": "text_features",
-                        "data_files": per_split("text_features", "text_features")})
-    if has_relations:
-        configs.append(
-            {"config_name": "relations",
-             "data_files": [{"split": "train", "path": "relations/all.parquet"}]}
-        )
-    for config in configs:
-        if config["config_name"] in digests:
-            config["description"] = digests[config["config_name"]]
+        if files:
+            configs.append({"config_name": name, "data_files": files})
+            if name == "captions":
+                configs[-1]["default"] = True
+            if name in digests:
+                configs[-1]["description"] = digests[name]
     return configs
 
 
-def render_card(meta, card: Card, counts: dict, has_relations: bool, digests=None) -> str:
+def render_card(meta, card: Card, counts: dict, digests=None) -> str:
     """The README.md dataset card: YAML front matter with ``configs:``, then prose.
 
-    ``digests`` ({config: description}, see :func:`card_digests`) keeps the data digests of
-    an existing card; a new folder gets them from :func:`refresh_digests`.
+    ``counts`` are :func:`row_counts`; ``digests`` ({config: description}, see
+    :func:`card_digests`) keeps the data digests of an existing card; a new folder gets them
+    from :func:`refresh_digests`. A ``license: other`` names the licence with
+    ``license_name``, as the Hub's dataset card spec asks.
     """
+    licence = {"license": card.license}
+    if card.license == "other" and card.license_name:
+        licence["license_name"] = card.license_name
+    multilingual = ["multilingual"] if len(meta.languages) > 1 else []
     front = {
         "pretty_name": card.pretty_name,
-        "license": card.license,
+        **licence,
         "language": list(meta.languages),
         "task_categories": ["text-retrieval"],
-        "tags": (["video-retrieval", "multilingual", "rudder"]
+        "tags": (["video-retrieval", *multilingual, "rudder"]
                  + (["simulated"] if meta.simulated else [])),
-        "configs": _configs_block(meta.experts, has_relations, counts, digests or {}),
+        "configs": _configs_block(meta.experts, counts, digests or {}),
     }
     lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
     lines += [f"# {card.pretty_name}", "", card.description.strip(), ""]
@@ -94,6 +117,8 @@ def render_card(meta, card: Card, counts: dict, has_relations: bool, digests=Non
     if card.how_built:
         lines += ["", "## How it was built", "", card.how_built.strip()]
     lines += ["", "## Licence", "", card.license]
+    if card.licence_terms:
+        lines += ["", card.licence_terms.strip()]
     if card.citation:
         lines += ["", "## Citation", "", "```bibtex", card.citation.strip(), "```"]
     return "\n".join(lines) + "\n"

@@ -25,7 +25,7 @@ from rudder.atomic import (
     sweep,
     terminate_cleanly,
 )
-from rudder.data.card import SPLITS, Card, refresh_digests, render_card
+from rudder.data.card import SPLITS, Card, config_path, refresh_digests, render_card, row_counts
 from rudder.data.layout import (
     CAPTIONS_SCHEMA,
     RELATIONS_SCHEMA,
@@ -33,7 +33,6 @@ from rudder.data.layout import (
     DatasetMeta,
     ExpertInfo,
     LayoutError,
-    expert_config,
 )
 from rudder.labels import PairLabel
 from rudder.languages import SUPPORTED, check_language
@@ -57,8 +56,6 @@ class DatasetWriter:
         self.tmp = staging_path(self.out_dir, "staging")
         self.tmp.mkdir()
         self.video_split: dict[str, str] = {}
-        self.counts: dict[tuple[str, str], int] = {}
-        self.has_relations = False
         self._signals = ExitStack()
         self.caption_split: dict[str, str] = {}
 
@@ -75,13 +72,12 @@ class DatasetWriter:
                 remove(self.tmp)  # gone after a successful close; the staging after a failure
         return False
 
-    def _write_split_tables(self, folder: str, config: str, table: pa.Table, split_column) -> None:
+    def _write_split_tables(self, folder: str, table: pa.Table, split_column) -> None:
         (self.tmp / folder).mkdir(parents=True, exist_ok=True)
         splits = np.asarray(split_column, dtype=object)
         for split in SPLITS:
             part = table.filter(pa.array(splits == split))
             pq.write_table(part, self.tmp / folder / f"{split}.parquet")
-            self.counts[(config, split)] = part.num_rows
 
     def write_videos(self, videos: pa.Table) -> None:
         """Write the ``videos`` config; its ``split`` column decides every other split."""
@@ -99,7 +95,7 @@ class DatasetWriter:
                 if expert not in self.meta.experts:
                     raise LayoutError(f"videos: expert {expert!r} is not declared in the metadata")
         self.video_split = dict(zip(ids, splits))
-        self._write_split_tables("videos", "videos", videos, splits)
+        self._write_split_tables("videos", videos, splits)
 
     def _splits_of(self, video_ids, what: str) -> list[str]:
         if not self.video_split:
@@ -121,7 +117,7 @@ class DatasetWriter:
             if lang not in SUPPORTED:
                 check_language(lang, where=f"captions row {i} (caption_id {ids[i]!r})")
         splits = self._splits_of(captions.column("video_id").to_pylist(), "captions")
-        self._write_split_tables("captions", "captions", captions, splits)
+        self._write_split_tables("captions", captions, splits)
         self.caption_split = dict(zip(ids, splits))
 
     def write_text_features(self, dim: int, batches) -> None:
@@ -137,7 +133,7 @@ class DatasetWriter:
             except KeyError as error:
                 raise LayoutError(f"text_features: unknown caption_id {error.args[0]!r}") from None
 
-        counts = self._stream_by_split(
+        self._stream_by_split(
             self.tmp / "text_features",
             "caption_id",
             pa.list_(pa.list_(pa.float32(), dim)),
@@ -145,8 +141,6 @@ class DatasetWriter:
             splits_of,
             lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
         )
-        for split, rows in counts.items():
-            self.counts[("text_features", split)] = rows
         self.meta.text_features_dim = dim
 
     def write_expert(self, expert: str, batches) -> None:
@@ -160,7 +154,7 @@ class DatasetWriter:
         if info is None:
             raise LayoutError(f"expert {expert!r} is not declared in the metadata")
         item = pa.list_(pa.float32(), info.dim)
-        counts = self._stream_by_split(
+        self._stream_by_split(
             self.tmp / "features" / expert,
             "video_id",
             pa.list_(item) if info.variable_length else item,
@@ -168,16 +162,14 @@ class DatasetWriter:
             lambda ids: self._splits_of(ids, f"features.{expert}"),
             lambda ids, features, kind: _feature_column(expert, ids, features, info, kind),
         )
-        for split, rows in counts.items():
-            self.counts[(expert_config(expert), split)] = rows
 
     @staticmethod
     def _stream_by_split(
         folder: Path, key: str, feature_type, batches, splits_of, column_of
-    ) -> dict:
+    ) -> None:
         """Write ``(keys, values)`` batches as ``<folder>/<split>.parquet`` files with columns
         ``key`` and ``feature`` (``column_of(keys, values, feature_type)``), each row to the
-        split ``splits_of(keys)`` names; one batch in memory at a time. Rows per split."""
+        split ``splits_of(keys)`` names; one batch in memory at a time."""
         schema = pa.schema([(key, pa.string()), ("feature", feature_type)])
         folder.mkdir(parents=True, exist_ok=True)
         # Dictionary-encoding float vectors is slow and useless; only ids may repeat.
@@ -185,7 +177,6 @@ class DatasetWriter:
             s: pq.ParquetWriter(folder / f"{s}.parquet", schema, use_dictionary=[key])
             for s in SPLITS
         }
-        counts = dict.fromkeys(SPLITS, 0)
         try:
             for keys, values in batches:
                 keys = list(keys)
@@ -200,11 +191,9 @@ class DatasetWriter:
                     part = table.filter(pa.array(splits == split))
                     if part.num_rows:
                         writers[split].write_table(part)
-                        counts[split] += part.num_rows
         finally:
             for writer in writers.values():
                 writer.close()
-        return counts
 
     def write_relations(self, relations: pa.Table) -> None:
         """Write the optional ``relations`` config (pair labels 0..3,
@@ -217,26 +206,21 @@ class DatasetWriter:
             )
         (self.tmp / "relations").mkdir(exist_ok=True)
         pq.write_table(relations, self.tmp / "relations" / "all.parquet")
-        self.counts[("relations", "train")] = relations.num_rows
-        self.has_relations = True
 
     def close(self) -> None:
-        """Write metadata and card, then move the folder into place."""
+        """Write metadata and card, then move the folder into place; files with no rows are
+        left out (a config with no rows, e.g. relations, is then not in the card)."""
         if not self.video_split:
             raise LayoutError("a dataset needs a videos config")
         for expert in self.meta.experts:
             if not (self.tmp / "features" / expert).exists():
                 raise LayoutError(f"expert {expert!r} is declared but no features were written")
-        for (config, split), rows in self.counts.items():
+        counts = row_counts(self.tmp, self.meta.experts)
+        for (config, split), rows in counts.items():
             if rows == 0:
-                folder = (
-                    "features/" + config[len("features.") :]
-                    if config.startswith("features.")
-                    else config
-                )
-                (self.tmp / folder / f"{split}.parquet").unlink(missing_ok=True)
+                (self.tmp / config_path(config, split)).unlink()
         (self.tmp / "rudder.json").write_text(self.meta.to_json(), encoding="utf-8")
-        card = render_card(self.meta, self.card, self.counts, self.has_relations)
+        card = render_card(self.meta, self.card, counts)
         (self.tmp / "README.md").write_text(card, encoding="utf-8")
         refresh_digests(self.tmp)
         swap_into_place(self.tmp, self.out_dir)
@@ -278,8 +262,12 @@ def _check_feature(expert: str, video_id: str, array: np.ndarray, dim: int, ndim
         )
 
 
-def replace_tables(root, folder: str, tables: dict[str, pa.Table]) -> None:
-    """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, all or nothing.
+def replace_tables(
+    root, folder: str, tables: dict[str, pa.Table], texts: dict[str, str] | None = None
+) -> None:
+    """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, and the text files
+    ``texts`` (``{relative path: content}``, e.g. ``rudder.json`` and ``README.md``), all or
+    nothing.
 
     Every new file is staged beside its target first; only when all are written are they
     renamed into place and the card's data digests refreshed, so a failure (or SIGTERM)
@@ -288,14 +276,19 @@ def replace_tables(root, folder: str, tables: dict[str, pa.Table]) -> None:
     """
     root = Path(root)
     staged = []
+
+    def stage(target: Path) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sweep(target)
+        staged.append((staging_path(target, "tmp"), target))
+        return staged[-1][0]
+
     with terminate_cleanly():
         try:
             for split, table in tables.items():
-                target = root / folder / f"{split}.parquet"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                sweep(target)
-                staged.append((staging_path(target, "tmp"), target))
-                pq.write_table(table, staged[-1][0])
+                pq.write_table(table, stage(root / folder / f"{split}.parquet"))
+            for relative, text in (texts or {}).items():
+                stage(root / relative).write_text(text, encoding="utf-8")
             with held_termination():
                 for tmp, target in staged:
                     os.replace(tmp, target)

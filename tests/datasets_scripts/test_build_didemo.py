@@ -138,3 +138,18 @@ def test_containers_merged_and_kept_count_checked(tmp_path, build, capsys):
     assert "None" not in rows["text"]
     videos = folder.videos("test").to_pydict()
     assert dict(zip(videos["video_id"], videos["duration"])) == {"a": 35.0, "b": 25.0}
+
+
+def test_non_utf8_release_files_are_named(tmp_path):
+    from datasets_scripts.build import read_id_list, read_json
+    from datasets_scripts.build_report import BuildError, Reporter
+
+    path = tmp_path / "val_data.json"
+    path.write_bytes('[{"description": "café"}]'.encode("cp1252"))
+    with pytest.raises(BuildError, match=r"val_data.json: not UTF-8 text \(byte 0xe9 at offset "
+                                         r"21\); re-save it as UTF-8"):
+        read_json(path, "it as JSON")
+    path = tmp_path / "val_list.txt"
+    path.write_bytes("v1\nvidéo\n".encode("cp1252"))
+    with pytest.raises(BuildError, match="val_list.txt: not UTF-8 text"):
+        read_id_list(path, Reporter())

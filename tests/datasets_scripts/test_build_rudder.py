@@ -2,6 +2,7 @@ import hashlib
 import pickle
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from rudder.data.layout import DatasetFolder
@@ -237,3 +238,140 @@ def test_text_features_cover_the_english_captions(tmp_path, build, loads):
     assert sorted(rows) == ["en-1", "en-4"]
     assert (rows["en-1"] == 1.0).all() and rows["en-1"].shape == (2, 3)
     assert (rows["en-4"] == 4.0).all() and rows["en-4"].shape == (1, 3)
+    card = (out / "README.md").read_text()
+    assert "- `text_features`: `caption_id` (string), `feature` (float32 (n, 3) per caption" in card
+
+
+def test_a_skipped_line_keeps_its_caption_id(tmp_path, build, capsys):
+    """Implicit ids number a video's lines before validation: a skipped line leaves a gap, so
+    relations and CE text-feature entries of the later lines still reach their own captions."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split", "duration"], [["v1", "train", 10],
+                                                                  ["v2", "train", 10]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"], [
+        ["v1", "cut the bottle", 0, 50, "caption"],  # ends after the video: skipped
+        ["v1", "fold the paper", 0, 5, "caption"],
+        ["v2", "cut a bottle", 0, 5, "caption"],
+    ])
+    (src / "relations.csv").write_text(
+        "caption_id_a,caption_id_b,label\nv1/en/0,v2/en/0,positive\nv1/en/1,v2/en/0,negative\n"
+    )
+    text = tmp_path / "text.pickle"
+    text.write_bytes(pickle.dumps({"v1": [np.zeros((1, 2), np.float32),
+                                          np.ones((1, 2), np.float32)],
+                                   "v2": [np.full((1, 2), 2.0, np.float32)]}))
+    code, out = build("rudder", src, "--text-features", text)
+    assert code == 0
+    assert "relations.csv, line 2: unknown caption id: 'v1/en/0'" in capsys.readouterr().err
+    folder = DatasetFolder(out)
+    captions = {r["caption_id"]: r["text"] for r in folder.captions("train").to_pylist()}
+    assert captions == {"v1/en/1": "fold the paper", "v2/en/0": "cut a bottle"}
+    relations = [tuple(r.values())[:3] for r in folder.relations().to_pylist()]
+    assert relations == [("v1/en/1", "v2/en/0", 0)]
+    features = pq.read_table(out / "text_features" / "train.parquet").to_pylist()
+    assert {r["caption_id"]: r["feature"] for r in features} == {
+        "v1/en/1": [[1.0, 1.0]], "v2/en/0": [[2.0, 2.0]]}
+
+
+def test_short_rows_leave_optional_columns_empty(tmp_path, build):
+    """A line that omits trailing optional cells (nouns, verbs) is read, with empty marks."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    (src / "captions_mr.tsv").write_text(
+        "video_id\ttext\tstart\tend\tkind\tnouns\tverbs\n"
+        "v1\tबाटली कापा\t0\t5\tcaption\tबाटली\n"
+        "v1\tकागद दुमडा\t0\t5\tcaption\n",
+        encoding="utf-8",
+    )
+    code, out = build("rudder", src)
+    assert code == 0
+    rows = DatasetFolder(out).captions("train").to_pylist()
+    assert [(r["nouns"], r["verbs"]) for r in rows] == [(["बाटली"], []), ([], [])]
+
+
+def test_no_empty_configs(tmp_path, build, capsys):
+    """A relations.csv with no valid row gives no relations config (datasets cannot load a
+    0-row one); a build where every caption is skipped stops with an error."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "caption"]])
+    (src / "relations.csv").write_text("caption_id_a,caption_id_b,label\nv1/en/0,nope,2\n")
+    code, out = build("rudder", src)
+    assert code == 0
+    assert "relations: no valid row was read" in capsys.readouterr().err
+    assert not (out / "relations").exists() and DatasetFolder(out).relations() is None
+    assert "config_name: relations" not in (out / "README.md").read_text()
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "song"]])
+    code, out = build("rudder", src, out=tmp_path / "no-captions")
+    assert code == 2 and not out.exists()
+    assert "error: rudder: no captions were read" in capsys.readouterr().err
+
+
+def _small_release(src):
+    src.mkdir(parents=True)
+    _tsv(src / "videos.tsv", ["video_id", "split"], [["v1", "train"]])
+    _tsv(src / "captions_en.tsv", ["video_id", "text", "start", "end", "kind"],
+         [["v1", "cut", 0, 5, "caption"]])
+    return src
+
+
+def test_overwrite_replaces_only_a_dataset_folder(tmp_path, build, capsys, monkeypatch):
+    """--overwrite never replaces the release itself, a folder holding it, or a folder that
+    is not a dataset; a built dataset it does replace."""
+    src = _small_release(tmp_path / "data" / "raw")
+    (src / "NOTES.txt").write_text("my notes")
+    before = sorted(p.name for p in src.iterdir())
+    for out in (src, tmp_path / "data"):
+        assert build("rudder", src, "--overwrite", out=out)[0] == 2
+        assert "the build would replace its own input" in capsys.readouterr().err
+    monkeypatch.chdir(src)
+    assert build("rudder", src, "--overwrite", out=".")[0] == 2
+    assert "--out . is or contains --src" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("x")
+    assert build("rudder", src, "--overwrite", out=other)[0] == 2
+    assert "is not a rudder dataset folder (no rudder.json)" in capsys.readouterr().err
+    assert (other / "keep.txt").is_file() and sorted(p.name for p in src.iterdir()) == before
+    code, out = build("rudder", src)
+    assert code == 0 and build("rudder", src, "--overwrite")[0] == 0
+
+
+def test_unreadable_inputs_give_one_line_errors(tmp_path, build, capsys):
+    src = _small_release(tmp_path / "src")
+    (src / "captions_en.tsv").write_bytes(
+        "\ufeffvideo_id\ttext\tstart\tend\tkind\nv1\tcut\t0\t5\tcaption\n".encode()
+    )
+    assert build("rudder", src)[0] == 0  # an Excel byte-order mark is accepted
+    (src / "captions_en.tsv").write_bytes(
+        "video_id\ttext\tstart\tend\tkind\nv1\tcafé\t0\t5\tcaption\n".encode("cp1252")
+    )
+    assert build("rudder", src, out=tmp_path / "a")[0] == 2
+    assert (f"error: {src / 'captions_en.tsv'}: not UTF-8 text (byte 0xe9 at offset 35); "
+            "re-save it as UTF-8") in capsys.readouterr().err
+    _small_release(tmp_path / "src2")
+    (tmp_path / "src2" / "features").mkdir()
+    (tmp_path / "src2" / "features" / "audio.h5").write_bytes(b"not hdf5")
+    assert build("rudder", tmp_path / "src2", out=tmp_path / "b")[0] == 2
+    assert "audio.h5: cannot be read as HDF5" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x")
+    assert build("rudder", _small_release(tmp_path / "src3"), out=tmp_path / "a-file" / "o")[0] == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'a-file'}: ") and len(err.splitlines()) == 1
+
+
+def test_bad_option_values_are_refused(tmp_path, build, capsys):
+    src = _small_release(tmp_path / "src")
+    with pytest.raises(SystemExit):
+        build("rudder", src, "--machine-translated", "marathi")
+    assert "invalid choice: 'marathi'" in capsys.readouterr().err
+    from datasets_scripts.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["translate", str(tmp_path), "--from", "mr", "--to", "ta", "--batch-size", "0"])
+    assert "'0' is not a positive integer" in capsys.readouterr().err

@@ -1,3 +1,6 @@
+import http.server
+import socket
+import threading
 import time
 
 import pytest
@@ -20,11 +23,19 @@ def dataset(tmp_path, build):
 
 
 @pytest.fixture
-def online(monkeypatch, tmp_path):
-    """No offline flag, no token anywhere, the network check replaced."""
+def hub_online(monkeypatch):
+    """huggingface_hub out of offline mode (tests/conftest.py turns it on)."""
     from huggingface_hub import constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+@pytest.fixture
+def online(monkeypatch, tmp_path, hub_online):
+    """No offline flag, no token anywhere, the network check replaced."""
+    from huggingface_hub import constants
+
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
@@ -55,6 +66,31 @@ def test_card_problems_are_named(dataset):
         publish(dataset, "me/x", dry_run=True)
     with pytest.raises(PublishError, match="use USER/NAME"):
         publish(dataset, "no-slash", dry_run=True)
+
+
+def test_card_data_files_forms(dataset):
+    """A config without files is refused; a list of paths or a glob is what the Hub accepts."""
+    card = dataset / "README.md"
+    text = card.read_text()
+    videos = "  - split: test\n    path: videos/test.parquet\n"
+    assert videos in text
+    card.write_text(text.replace(videos, "  - split: test\n    path: [videos/test.parquet]\n"))
+    assert publish_module.validate_card(dataset) == ["captions", "videos"]
+    card.write_text(text.replace(videos, "  - split: test\n    path: videos/*.parquet\n"))
+    assert publish_module.validate_card(dataset) == ["captions", "videos"]
+    card.write_text(text.replace("  data_files:\n" + videos, "  data_files: []\n"))
+    with pytest.raises(PublishError, match="config 'videos' has no data_files"):
+        publish(dataset, "me/x", dry_run=True)
+
+
+def test_card_metadata(dataset):
+    """A licence 'other' is named (license_name) and spelled out under Licence; a dataset in
+    one language is not tagged multilingual."""
+    front = publish_module.card_front_matter(dataset)
+    assert (front["license"], front["license_name"]) == ("other", "charades-sta-terms")
+    assert front["language"] == ["en"] and "multilingual" not in front["tags"]
+    licence = (dataset / "README.md").read_text().split("## Licence")[1]
+    assert "Charades: non-commercial research use" in licence
 
 
 def test_upload_calls_the_hub_client(dataset, online, monkeypatch, capsys):
@@ -107,3 +143,80 @@ def test_unreachable_endpoint_fails_fast():
     with pytest.raises(PublishError, match="cannot reach http://127.0.0.1:9"):
         publish_module.check_reachable("http://127.0.0.1:9", timeout=3)
     assert time.monotonic() - started < 5
+
+
+@pytest.fixture(params=["silent", "close"])
+def stuck_endpoint(request):
+    """A local endpoint that accepts connections, then never answers ("silent": a stuck
+    proxy or captive portal) or closes them without a word ("close")."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:  # the server socket was closed
+                return
+            if request.param == "close":
+                connection.close()
+            else:
+                held.append(connection)
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    server.close()
+    for connection in held:
+        connection.close()
+
+
+def test_check_reachable_needs_an_answer(stuck_endpoint, hub_online):
+    started = time.monotonic()
+    with pytest.raises(PublishError, match=f"cannot reach {stuck_endpoint}"):
+        publish_module.check_reachable(stuck_endpoint, timeout=1)
+    assert time.monotonic() - started < 3
+
+
+def test_hub_calls_time_out_with_a_clear_error(dataset, online, stuck_endpoint, monkeypatch):
+    """create_repo/upload_folder on a connection that hangs or drops: a PublishError that
+    names the endpoint and says a rerun resumes, within the timeouts (no raw traceback)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", stuck_endpoint)
+    started = time.monotonic()
+    expected = f"lost the connection to {stuck_endpoint} .* rerun the command: it resumes"
+    with pytest.raises(PublishError, match=expected):
+        publish(dataset, "me/x", token="hf_x", timeout=1, transfer_timeout=1)
+    assert time.monotonic() - started < 15  # without timeouts: forever
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """A forward proxy that answers every request itself."""
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def proxy(monkeypatch, hub_online):
+    from huggingface_hub import close_session
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_port}")
+    close_session()  # the Hub's session reads the proxy settings when it is made
+    yield
+    close_session()
+    server.shutdown()
+    server.server_close()
+
+
+def test_check_reachable_goes_through_the_proxy(proxy):
+    """A host only the proxy can reach passes the check (a direct connection cannot)."""
+    publish_module.check_reachable("http://hub.example.invalid", timeout=2)

@@ -176,3 +176,50 @@ def test_bad_languages(dataset, tmp_path):
         translate_dataset(
             dataset, "mr", ["mr"], backend=FakeBackend(), cache_path=tmp_path / "c.sqlite"
         )
+
+
+def test_text_features_config_survives_a_translation(tmp_path, build, loads):
+    """The rewritten card keeps every config of the folder, text_features included."""
+    import pickle
+
+    import numpy as np
+
+    from datasets_scripts.publish import validate_card
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "videos.tsv").write_text("video_id\tsplit\nv1\ttrain\n")
+    for lang, caption in (("mr", "बाटली"), ("en", "bottle")):
+        (src / f"captions_{lang}.tsv").write_text(
+            f"video_id\ttext\tstart\tend\tkind\nv1\t{caption}\t0\t5\tcaption\n"
+        )
+    text = tmp_path / "text.pickle"
+    text.write_bytes(pickle.dumps({"v1": [np.ones((2, 3), np.float32)]}))
+    code, out = build("rudder", src, "--text-features", text)
+    assert code == 0
+    translate_dataset(out, "mr", ["ta"], backend=FakeBackend(), cache_path=tmp_path / "c.sqlite")
+    assert validate_card(out) == ["captions", "videos", "text_features"]
+    assert "| text_features | train | 1 |" in (out / "README.md").read_text()
+    assert loads(out, "text_features")["train"].num_rows == 1
+
+
+def test_a_failure_before_the_commit_changes_nothing(dataset, tmp_path, monkeypatch):
+    """Captions, rudder.json and the card are committed together: an interruption while the
+    card is made leaves all three as they were, and the rerun records the translation."""
+    import datasets_scripts.translate as translate_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    before = _snapshot(dataset)
+    with monkeypatch.context() as patch:
+        patch.setattr(translate_module, "render_card", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            translate_dataset(dataset, "mr", ["ta"], backend=FakeBackend(),
+                              cache_path=tmp_path / "c.sqlite")
+    assert _snapshot(dataset) == before
+    assert translate_dataset(dataset, "mr", ["ta"], backend=FakeBackend(),
+                             cache_path=tmp_path / "c.sqlite") == {"ta": 4}
+    folder = DatasetFolder(dataset)
+    assert folder.meta.languages == ["mr", "ta", "en"] and folder.meta.extra["translations"]
+    assert "Machine translations added" in (dataset / "README.md").read_text()
