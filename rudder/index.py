@@ -236,15 +236,17 @@ class VideoIndex:
     def pattern_groups(self):
         """Per availability pattern: (member videos, present columns of ``flat``, the pattern
         as floats), built on the first batch search; :meth:`group_matrix` gives the rows."""
-        if self._groups is None:
+        groups = self._groups  # read and published once: concurrent searches see all or none
+        if groups is None:
             patterns, group = torch.unique(self.available, dim=0, return_inverse=True)
-            self._groups = []
+            groups = []
             for g, pattern in enumerate(patterns):
                 members = torch.nonzero(group == g).squeeze(1)
                 experts = torch.nonzero(pattern).squeeze(1)
                 columns = (experts.unsqueeze(1) * self.dim + torch.arange(self.dim)).reshape(-1)
-                self._groups.append((members, columns, pattern.float()))
-        return self._groups
+                groups.append((members, columns, pattern.float()))
+            self._groups = groups
+        return groups
 
     def group_matrix(self, members: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
         """The embeddings of ``members`` over ``columns`` (a copy)."""
@@ -253,15 +255,17 @@ class VideoIndex:
     def _packed_groups(self, chunk_size: int):
         """:meth:`pattern_groups` with each group's rows packed (:func:`pack_rows`) in chunks
         of at most ``chunk_size`` videos: (members, columns, pattern, [(start, packed)])."""
-        if self._packed is None or self._packed[0] != chunk_size:
+        cached = self._packed  # read and published once, as in pattern_groups
+        if cached is None or cached[0] != chunk_size:
             packed = []
             for members, columns, pattern in self.pattern_groups():
                 starts = range(0, len(members), chunk_size)
                 rows = [self.group_matrix(members[s : s + chunk_size], columns) for s in starts]
                 chunks = [(s, pack_rows(r)) for s, r in zip(starts, rows, strict=True)]
                 packed.append((members, columns, pattern, chunks))
-            self._packed = (chunk_size, packed)
-        return self._packed[1]
+            cached = (chunk_size, packed)
+            self._packed = cached
+        return cached[1]
 
     def _search_groups(self, weighted, weights, k, chunk_size):
         """Exact top-k by availability pattern: inside a group the denominator is one number

@@ -2,6 +2,8 @@
 ties, the oneDNN and plain products, caching, faiss."""
 
 import math
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -365,3 +367,35 @@ def test_embeddings_too_large_for_float16_use_the_float32_scan(encoded):
     index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, 1000 * videos, available)
     sims = CollaborativeExperts.similarity(text, logits, 1000 * videos, available)
     assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
+
+
+def test_concurrent_first_batch_searches_agree():
+    # The first batch search builds the per-pattern groups; threads racing it must neither
+    # see a partly built list nor leave one cached (it dropped or doubled whole groups).
+    g = torch.Generator().manual_seed(0)
+    videos = torch.randn(1000, 7, 2, generator=g)
+    available = torch.rand(1000, 7, generator=g) > 0.5
+    available[~available.any(1), 0] = True
+    text, logits = videos[:4].clone(), torch.zeros(4, 7)
+    ids, experts = [str(i) for i in range(1000)], list("abcdefg")
+    sims = CollaborativeExperts.similarity(text, logits, videos, available)
+    expected = reference_topk(sims, 10)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so the threads interleave
+    try:
+        for _ in range(12):
+            index = VideoIndex(ids, experts, videos, available, prefilter=False)
+            found = [None] * 3
+
+            def search(i, index=index, found=found):
+                found[i] = index.search(text, logits, k=10).indices
+
+            threads = [threading.Thread(target=search, args=(i,)) for i in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            found.append(index.search(text, logits, k=10).indices)  # the cached groups
+            assert all(torch.equal(f, expected) for f in found)
+    finally:
+        sys.setswitchinterval(interval)
