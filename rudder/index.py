@@ -93,7 +93,8 @@ def products(query: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 
 
 _U_HALF, _U_F32 = 2.0**-11, 2.0**-24  # unit roundoffs of float16 and float32
-HALF_SAFE = 256.0  # larger entries could overflow float16 (max 65504) in products
+HALF_SAFE = 256.0  # embeddings with larger entries get no float16 copies
+HALF_MAX = 65504.0  # the largest finite float16
 
 
 def fits_half(x: torch.Tensor) -> bool:
@@ -111,7 +112,8 @@ def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> to
     ``(2u + u^2) |t| |v| + 2^-24 sqrt(D) (|t| + |v|)``; the float32 sum of ``D`` terms
     ``gamma_D (1+u)^2 |t| |v|`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
     Eq. 3.5) and the float16 output ``u |s'| + 2^-25``. With ``u = 2^-11``:
-    ``(3u + 6u^2 + 1.1 D u32) |t| |v| + 2^-24 (sqrt(D) (|t| + |v|) + 1)``.
+    ``(3u + 6u^2 + 1.1 D u32) |t| |v| + 2^-24 (sqrt(D) (|t| + |v|) + 1)``. It assumes no
+    overflow, which :meth:`VideoIndex._half_safe` checks before stage 1.
     """
     relative = (3 * _U_HALF + 6 * _U_HALF**2 + 1.1 * dim * _U_F32) * text_norm * video_norm
     absolute = 2.0**-24 * (dim**0.5 * (text_norm + video_norm) + 1)
@@ -161,6 +163,7 @@ class VideoIndex:
         self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
+        self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
         self._groups = None  # per availability pattern, for batch searches (pattern_groups)
         self._packed = None  # (chunk size, the groups' packed rows), for batch searches
 
@@ -173,6 +176,13 @@ class VideoIndex:
             norm = float(matrix.norm(dim=1).max()) if len(rows) else 0.0
             copies.append((None if len(rows) == len(self) else rows, matrix.half(), norm))
         return copies
+
+    def _half_safe(self, text: torch.Tensor) -> bool:
+        """Whether no float16 number of stage 1 can overflow for the query ``text`` (1, E, D):
+        by Cauchy-Schwarz ``|<t_e, v_e>| <= |t_e| max_v |v_e|``, and an entry of ``t_e`` is at
+        most ``|t_e|``; both must stay within half float16's range (room for the rounding)."""
+        norms = text[0].float().norm(dim=1)
+        return bool((torch.maximum(norms, norms * self._half_norms) <= HALF_MAX / 2).all())
 
     def __len__(self) -> int:
         return len(self.video_ids)
@@ -220,7 +230,8 @@ class VideoIndex:
         """Exact top-``k`` videos of each query (ties: lower video index first).
 
         One query (the interactive case) goes through the two-stage search when the index
-        has its float16 copies and ``prefilter`` is on; a batch of queries goes through the
+        has its float16 copies, ``prefilter`` is on and no float16 product can overflow
+        (:meth:`_half_safe`); otherwise, and for a batch of queries, it goes through the
         float32 scan by availability pattern (chunks of at most ``chunk_size`` videos), where
         one matrix product serves every query of the batch.
         """
@@ -229,8 +240,11 @@ class VideoIndex:
             raise SearchIndexError(f"k must be at least 1, got {k}")
         k = min(k, len(self))
         weighted, weights = mixture_query(text_emb, text_logits)
-        if prefilter and self._half is not None and len(weighted) == 1 and fits_half(text_emb):
-            return SearchResult(*self._search_two_stage(text_emb.float(), weighted, weights, k))
+        two_stage = prefilter and self._half is not None and len(weighted) == 1
+        if two_stage and self._half_safe(text_emb):
+            found = self._search_two_stage(text_emb.float(), weighted, weights, k)
+            if found is not None:
+                return SearchResult(*found)
         return SearchResult(*self._search_groups(weighted, weights, k, chunk_size))
 
     def pattern_groups(self):
@@ -304,8 +318,10 @@ class VideoIndex:
             raise SearchIndexError("this index was built with prefilter=False")
         if len(text) != 1:
             raise SearchIndexError("stage 1 takes one query; batches use the float32 scan")
-        if not fits_half(text):
-            raise SearchIndexError(f"query entries must be finite and below {HALF_SAFE}")
+        if not self._half_safe(text):
+            raise SearchIndexError(
+                f"query too large for float16: |t_e| * max |v_e| must stay below {HALF_MAX / 2}"
+            )
         approx = torch.zeros(len(self))
         bound = torch.zeros(())
         for e, (rows, matrix, norm) in enumerate(self._half):
@@ -320,8 +336,11 @@ class VideoIndex:
     def _search_two_stage(self, text, weighted, weights, k):
         """The k best stage-1 scores are >= tau, so their exact scores are >= tau - b; a video
         with approx < tau - 2b has exact < tau - b and cannot be in the top k. Every other
-        video is scored exactly in float32 (4096 at a time) and the top k of those returned."""
+        video is scored exactly in float32 (4096 at a time) and the top k of those returned.
+        None if a stage-1 score is not finite (then nothing can be pruned safely)."""
         approx, bound = self.approximate(text, weights)
+        if not torch.isfinite(approx).all():
+            return None
         tau = approx.topk(k, dim=1).values[:, -1:]
         query, video = torch.nonzero(approx >= tau - 2 * bound.unsqueeze(1), as_tuple=True)
         exact = torch.full_like(approx, -torch.inf)

@@ -399,3 +399,35 @@ def test_concurrent_first_batch_searches_agree():
             assert all(torch.equal(f, expected) for f in found)
     finally:
         sys.setswitchinterval(interval)
+
+
+def overflow_index(d=64):
+    """Entries 40 (below HALF_SAFE) whose dot products over ``d`` reach 102400, past
+    float16's 65504: video 0 scores about -101894 and video 1 scores 102400."""
+    videos = torch.zeros(2, 2, d)
+    videos[0, 0], videos[0, 1], videos[1, 1] = 40.0, -40.0, 40.0
+    available = torch.tensor([[True, True], [False, True]])
+    index = VideoIndex(["v0", "v1"], ["a", "b"], videos, available)
+    return index, torch.full((1, 2, d), 40.0), torch.tensor([[-3.0, 3.0]])
+
+
+def test_query_that_would_overflow_float16_uses_the_float32_scan():
+    index, text, logits = overflow_index()
+    assert index._half is not None  # the entries fit; the products do not
+    found = index.search(text, logits, k=1)
+    assert found.indices.tolist() == [[1]]
+    torch.testing.assert_close(found.scores, torch.tensor([[102400.0]]))
+    with pytest.raises(SearchIndexError, match="too large for float16"):
+        index.approximate(text, torch.softmax(logits, -1))
+    small = text / 8  # |t_e| max |v_e| = 40 * 320 = 12800: stage 1 stays in range
+    approx, _ = index.approximate(small, torch.softmax(logits, -1))
+    assert torch.isfinite(approx).all() and approx.argmax() == 1
+    assert index.search(small, logits, k=2).indices.tolist() == [[1, 0]]
+
+
+def test_non_finite_stage_one_scores_fall_back_to_the_float32_scan(encoded, monkeypatch):
+    videos, available, text, logits, sims, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    approx = torch.full((1, len(videos)), torch.nan)
+    monkeypatch.setattr(index, "approximate", lambda *args: (approx, torch.zeros(1)))
+    assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
