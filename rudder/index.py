@@ -23,6 +23,7 @@ agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.index
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -50,14 +51,21 @@ class SearchResult:
 def mixture_query(
     text_emb: torch.Tensor, text_logits: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(concat_e(w_e t_e) (Q, E*D), w (Q, E))`` with ``w = softmax(logits)``."""
+    """``(concat_e(w_e t_e) (Q, E*D), w (Q, E))`` with ``w = softmax(logits)``; a query
+    whose mixture is not finite (NaN or infinite embeddings, NaN logits) is refused."""
     if text_emb.dim() != 3 or text_logits.shape != text_emb.shape[:2]:
         raise SearchIndexError(
             f"expected text embeddings (Q, E, D) and logits (Q, E), got "
             f"{tuple(text_emb.shape)} and {tuple(text_logits.shape)}"
         )
     weights = torch.softmax(text_logits.float(), dim=-1)
-    weighted = (text_emb.float() * weights.unsqueeze(-1)).reshape(len(text_emb), -1)
+    weighted = (text_emb.float() * weights.unsqueeze(-1)).flatten(1)
+    bad = torch.nonzero(~torch.isfinite(weighted).all(1))
+    if len(bad):
+        raise SearchIndexError(
+            f"query row {int(bad[0])}: its text embeddings or logits are not finite "
+            "(NaN or inf); check the text encoder's output"
+        )
     return weighted, weights
 
 
@@ -98,8 +106,8 @@ HALF_MAX = 65504.0  # the largest finite float16
 
 
 def fits_half(x: torch.Tensor) -> bool:
-    """Finite with every entry at most ``HALF_SAFE`` in magnitude."""
-    return bool(torch.isfinite(x).all()) and (x.numel() == 0 or float(x.abs().max()) <= HALF_SAFE)
+    """Every entry (finite) at most ``HALF_SAFE`` in magnitude."""
+    return float(x.abs().max()) <= HALF_SAFE
 
 
 def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> torch.Tensor:
@@ -122,6 +130,9 @@ def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> to
 
 class VideoIndex:
     """Per-expert video embeddings ``(N, E, D)`` with availability ``(N, E)``, searchable.
+
+    At least one video, unique video ids, and finite embeddings wherever an expert is
+    available (the rows of missing experts are ignored and stored as zeros).
 
     Besides the float32 embeddings, each expert keeps a float16 copy of the rows of the
     videos that have it, for the exact two-stage search of one query (see
@@ -152,20 +163,39 @@ class VideoIndex:
                 f"{len(video_ids)} video ids and {len(experts)} experts for embeddings "
                 f"{tuple(embeddings.shape)}"
             )
+        if len(video_ids) == 0:
+            raise SearchIndexError("an index needs at least one video; the collection is empty")
         if not available.any(1).all():
             raise SearchIndexError("every video in an index needs at least one available expert")
         self.video_ids = list(video_ids)
         self.experts = list(experts)
         self.available = available
         self.key = key
-        masked = embeddings.float() * available.unsqueeze(-1)
+        masked = torch.where(available.unsqueeze(-1), embeddings.float(), 0.0)  # NaN-proof
+        self._check_videos(masked)
         self.embeddings = masked
-        self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
+        self.flat = masked.flatten(1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
         self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
         self._groups = None  # per availability pattern, for batch searches (pattern_groups)
         self._packed = None  # (chunk size, the groups' packed rows), for batch searches
+
+    def _check_videos(self, masked: torch.Tensor) -> None:
+        """Refuse repeated video ids and NaN or infinite embeddings of available experts."""
+        repeated = [v for v, count in Counter(self.video_ids).items() if count > 1]
+        if repeated:
+            raise SearchIndexError(
+                f"video id {repeated[0]!r} is repeated ({len(repeated)} repeated ids in all); "
+                "each video must be indexed once"
+            )
+        bad = torch.nonzero(~torch.isfinite(masked).all(2))
+        if len(bad):
+            video, expert = bad[0].tolist()
+            raise SearchIndexError(
+                f"video {self.video_ids[video]!r}: its {self.experts[expert]!r} embedding is not "
+                "finite (NaN or inf); check its features or mark the expert unavailable"
+            )
 
     def _half_copies(self):
         """Per expert: (rows of the videos that have it, None if all; float16 rows; max norm)."""

@@ -431,3 +431,75 @@ def test_non_finite_stage_one_scores_fall_back_to_the_float32_scan(encoded, monk
     approx = torch.full((1, len(videos)), torch.nan)
     monkeypatch.setattr(index, "approximate", lambda *args: (approx, torch.zeros(1)))
     assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
+
+
+def small_index(n=20, seed=0, embeddings=None, ids=None):
+    """``n`` unit videos over experts a and b, every third one without b."""
+    g = torch.Generator().manual_seed(seed)
+    videos = torch.nn.functional.normalize(torch.randn(n, 2, 4, generator=g), dim=-1)
+    available = torch.ones(n, 2, dtype=torch.bool)
+    available[::3, 1] = False
+    videos = videos if embeddings is None else embeddings(videos)
+    ids = [f"v{i}" for i in range(n)] if ids is None else ids
+    return VideoIndex(ids, ["a", "b"], videos, available), videos
+
+
+def test_empty_query_batch_gives_empty_results():
+    index, _ = small_index()
+    found = index.search(torch.zeros(0, 2, 4), torch.zeros(0, 2), k=3)
+    assert found.scores.shape == found.indices.shape == (0, 3)
+    assert index.scores(torch.zeros(0, 2, 4), torch.zeros(0, 2)).shape == (0, 20)
+
+
+def test_empty_index_is_rejected():
+    with pytest.raises(SearchIndexError, match="at least one video"):
+        VideoIndex([], ["a", "b"], torch.zeros(0, 2, 4), torch.zeros(0, 2, dtype=torch.bool))
+
+
+def test_repeated_video_ids_are_rejected():
+    ids = [f"v{i}" for i in range(19)] + ["v4"]
+    with pytest.raises(SearchIndexError, match="'v4' is repeated"):
+        small_index(ids=ids)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_non_finite_embeddings_of_available_experts_are_rejected(value):
+    def spoil(videos):
+        videos = videos.clone()
+        videos[4, 1, 2] = value  # video 4 has expert b
+        return videos
+
+    with pytest.raises(SearchIndexError, match="video 'v4': its 'b' embedding is not finite"):
+        small_index(embeddings=spoil)
+
+
+def test_nan_in_a_missing_experts_row_is_ignored():
+    def spoil(videos):
+        videos = videos.clone()
+        videos[3, 1] = math.nan  # video 3 lacks expert b
+        return videos
+
+    clean, videos = small_index()
+    spoilt, _ = small_index(embeddings=spoil)
+    text, logits = videos[:2], torch.zeros(2, 2)
+    assert torch.equal(spoilt.scores(text, logits), clean.scores(text, logits))
+    assert spoilt._half is not None  # the two-stage search stays on
+    for found, expected in zip(
+        (spoilt.search(text, logits, k=5), spoilt.search(text[:1], logits[:1], k=5)),
+        (clean.search(text, logits, k=5), clean.search(text[:1], logits[:1], k=5)),
+        strict=True,
+    ):
+        assert torch.equal(found.indices, expected.indices)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_non_finite_queries_are_rejected_naming_the_row(batch):
+    index, videos = small_index()
+    text, logits = videos[:batch].clone(), torch.zeros(batch, 2)
+    text[batch - 1, 0, 1] = math.nan
+    with pytest.raises(SearchIndexError, match=f"query row {batch - 1}: .* not finite"):
+        index.search(text, logits, k=3)
+    logits[batch - 1, 1] = math.nan
+    text[batch - 1, 0, 1] = 0.0
+    with pytest.raises(SearchIndexError, match=f"query row {batch - 1}: .* not finite"):
+        index.scores(text, logits)
