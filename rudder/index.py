@@ -31,7 +31,7 @@ import torch
 from rudder.atomic import replacing
 from rudder.checkpoints import read_plain
 from rudder.errors import RudderError
-from rudder.topk import chunk_topk, merge_topk, sorted_by_score
+from rudder.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
 
 INDEX_VERSION = 1
 
@@ -67,6 +67,12 @@ def mixture_query(
             "(NaN or inf); check the text encoder's output"
         )
     return weighted, weights
+
+
+def check_k(k: int) -> None:
+    """Refuse a number of results below 1."""
+    if k < 1:
+        raise SearchIndexError(f"k must be at least 1, got {k}")
 
 
 PACK_BATCH = 128  # the query batch size oneDNN lays packed rows out for (any size works)
@@ -266,8 +272,7 @@ class VideoIndex:
         one matrix product serves every query of the batch.
         """
         self._check_query(text_emb)
-        if k < 1:
-            raise SearchIndexError(f"k must be at least 1, got {k}")
+        check_k(k)
         k = min(k, len(self))
         weighted, weights = mixture_query(text_emb, text_logits)
         two_stage = prefilter and self._half is not None and len(weighted) == 1
@@ -314,9 +319,8 @@ class VideoIndex:
     def _search_groups(self, weighted, weights, k, chunk_size):
         """Exact top-k by availability pattern: inside a group the denominator is one number
         per query, so the top k + 1 numerators (products over the present experts only) are
-        the top k + 1 scores and only those are divided; in a row where the (k+1)-th score
-        equals the k-th (a tie across the k-th place) the ties are settled by
-        :func:`rudder.topk.fill_ties` on the divided row."""
+        the top k + 1 scores and only those are divided; a tie across the k-th place is
+        settled on the divided row (:func:`rudder.topk.settle_kth_ties`)."""
         tiny = torch.finfo(torch.float32).tiny
         best = None
         for members, columns, pattern, chunks in self._packed_groups(chunk_size):
@@ -325,13 +329,12 @@ class VideoIndex:
             for start, packed in chunks:
                 numerator = products(query, packed)
                 values, positions = numerator.topk(min(k + 1, numerator.shape[1]), dim=1)
-                scores = values / denominator
-                if scores.shape[1] > k:
-                    crossing = scores[:, k] == scores[:, k - 1]
-                    scores, positions = scores[:, :k].clone(), positions[:, :k].clone()
-                    if crossing.any():
-                        full = chunk_topk(numerator[crossing] / denominator[crossing], k)
-                        scores[crossing], positions[crossing] = full
+                scores, positions = settle_kth_ties(
+                    values / denominator,
+                    positions,
+                    k,
+                    lambda rows, n=numerator, d=denominator: n[rows] / d[rows],
+                )
                 found = (scores, members[positions + start])
                 best = found if best is None else merge_topk(best, found, k)
         return sorted_by_score(*best)

@@ -503,3 +503,40 @@ def test_non_finite_queries_are_rejected_naming_the_row(batch):
     text[batch - 1, 0, 1] = 0.0
     with pytest.raises(SearchIndexError, match=f"query row {batch - 1}: .* not finite"):
         index.scores(text, logits)
+
+
+@pytest.mark.parametrize("blas_threshold", [1, 1000])  # faiss's BLAS and direct paths
+def test_faiss_breaks_ties_across_the_kth_place_like_the_exact_search(blas_threshold):
+    pytest.importorskip("faiss")
+    # Scores 0.9 at video 6, 0.5 at videos 1, 3, 5, 7 and 0.1 elsewhere: the top 3 are 6, 1, 3.
+    videos = torch.full((9, 1, 1), 0.1)
+    videos[[1, 3, 5, 7], 0, 0] = 0.5
+    videos[6, 0, 0] = 0.9
+    index = VideoIndex(
+        [str(i) for i in range(9)], ["a"], videos, torch.ones(9, 1, dtype=torch.bool)
+    )
+    search = FaissSearch(index, blas_threshold=blas_threshold).search
+    assert search(torch.ones(1, 1, 1), torch.zeros(1, 1), k=3).indices.tolist() == [[6, 1, 3]]
+    # Many exact ties (entries in halves, weights 1/2) over several availability groups.
+    g = torch.Generator().manual_seed(0)
+    videos = torch.randint(-2, 3, (300, 2, 3), generator=g) / 2
+    available = torch.rand(300, 2, generator=g) > 0.3
+    available[~available.any(1), 0] = True
+    text = torch.randint(-2, 3, (30, 2, 3), generator=g) / 2
+    index = VideoIndex([str(i) for i in range(300)], ["a", "b"], videos, available)
+    search = FaissSearch(index, blas_threshold=blas_threshold).search
+    for k in (1, 3, 10, 40):
+        expected = index.search(text, torch.zeros(30, 2), k=k)
+        found = search(text, torch.zeros(30, 2), k=k)
+        assert torch.equal(found.indices, expected.indices)
+        assert torch.equal(found.scores, expected.scores)
+
+
+def test_faiss_checks_k_and_takes_an_empty_batch():
+    pytest.importorskip("faiss")
+    index, videos = small_index()
+    search = FaissSearch(index).search
+    with pytest.raises(SearchIndexError, match="k must be at least 1, got 0"):
+        search(videos[:1], torch.zeros(1, 2), k=0)
+    found = search(torch.zeros(0, 2, 4), torch.zeros(0, 2), k=3)
+    assert found.scores.shape == found.indices.shape == (0, 3)
