@@ -401,9 +401,10 @@ class VideoIndex:
     @classmethod
     def load(cls, path) -> VideoIndex:
         state = read_plain(path, error=SearchIndexError)
-        if state.get("version") != INDEX_VERSION:
+        version = state.get("version") if isinstance(state, dict) else None
+        if version != INDEX_VERSION:
             raise SearchIndexError(
-                f"{path}: index version {state.get('version')} is not {INDEX_VERSION}; "
+                f"{path}: index version {version} is not {INDEX_VERSION}; "
                 "delete the file to rebuild it"
             )
         return cls(

@@ -540,3 +540,22 @@ def test_faiss_checks_k_and_takes_an_empty_batch():
         search(videos[:1], torch.zeros(1, 2), k=0)
     found = search(torch.zeros(0, 2, 4), torch.zeros(0, 2), k=3)
     assert found.scores.shape == found.indices.shape == (0, 3)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "not_an_index"])
+def test_unreadable_cache_entry_is_rebuilt_with_a_warning(tmp_path, caplog, damage):
+    from rudder.data.loader import build_vocabulary
+
+    folder = write_dataset(tmp_path / "d")
+    model = small_model(vocab_size=len(build_vocabulary(folder, ["en"])))
+    first = load_or_build(model, folder, cache_dir=tmp_path / "cache")
+    [path] = (tmp_path / "cache").glob("*.pt")
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:500])
+    else:
+        torch.save([1, 2], path)
+    with caplog.at_level("WARNING", logger="rudder.index_cache"):
+        again = load_or_build(model, folder, cache_dir=tmp_path / "cache")
+    assert "rebuilding it" in caplog.text and str(path) in caplog.text
+    assert torch.equal(again.embeddings, first.embeddings)
+    assert torch.equal(VideoIndex.load(path).embeddings, first.embeddings)  # written anew
