@@ -23,6 +23,7 @@ agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.index
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -30,7 +31,7 @@ import torch
 from rudder.atomic import replacing
 from rudder.checkpoints import read_plain
 from rudder.errors import RudderError
-from rudder.topk import chunk_topk, merge_topk, sorted_by_score
+from rudder.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
 
 INDEX_VERSION = 1
 
@@ -50,15 +51,28 @@ class SearchResult:
 def mixture_query(
     text_emb: torch.Tensor, text_logits: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(concat_e(w_e t_e) (Q, E*D), w (Q, E))`` with ``w = softmax(logits)``."""
+    """``(concat_e(w_e t_e) (Q, E*D), w (Q, E))`` with ``w = softmax(logits)``; a query
+    whose mixture is not finite (NaN or infinite embeddings, NaN logits) is refused."""
     if text_emb.dim() != 3 or text_logits.shape != text_emb.shape[:2]:
         raise SearchIndexError(
             f"expected text embeddings (Q, E, D) and logits (Q, E), got "
             f"{tuple(text_emb.shape)} and {tuple(text_logits.shape)}"
         )
     weights = torch.softmax(text_logits.float(), dim=-1)
-    weighted = (text_emb.float() * weights.unsqueeze(-1)).reshape(len(text_emb), -1)
+    weighted = (text_emb.float() * weights.unsqueeze(-1)).flatten(1)
+    bad = torch.nonzero(~torch.isfinite(weighted).all(1))
+    if len(bad):
+        raise SearchIndexError(
+            f"query row {int(bad[0])}: its text embeddings or logits are not finite "
+            "(NaN or inf); check the text encoder's output"
+        )
     return weighted, weights
+
+
+def check_k(k: int) -> None:
+    """Refuse a number of results below 1."""
+    if k < 1:
+        raise SearchIndexError(f"k must be at least 1, got {k}")
 
 
 PACK_BATCH = 128  # the query batch size oneDNN lays packed rows out for (any size works)
@@ -93,12 +107,13 @@ def products(query: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 
 
 _U_HALF, _U_F32 = 2.0**-11, 2.0**-24  # unit roundoffs of float16 and float32
-HALF_SAFE = 256.0  # larger entries could overflow float16 (max 65504) in products
+HALF_SAFE = 256.0  # embeddings with larger entries get no float16 copies
+HALF_MAX = 65504.0  # the largest finite float16
 
 
 def fits_half(x: torch.Tensor) -> bool:
-    """Finite with every entry at most ``HALF_SAFE`` in magnitude."""
-    return bool(torch.isfinite(x).all()) and (x.numel() == 0 or float(x.abs().max()) <= HALF_SAFE)
+    """Every entry (finite) at most ``HALF_SAFE`` in magnitude."""
+    return float(x.abs().max()) <= HALF_SAFE
 
 
 def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> torch.Tensor:
@@ -111,7 +126,8 @@ def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> to
     ``(2u + u^2) |t| |v| + 2^-24 sqrt(D) (|t| + |v|)``; the float32 sum of ``D`` terms
     ``gamma_D (1+u)^2 |t| |v|`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
     Eq. 3.5) and the float16 output ``u |s'| + 2^-25``. With ``u = 2^-11``:
-    ``(3u + 6u^2 + 1.1 D u32) |t| |v| + 2^-24 (sqrt(D) (|t| + |v|) + 1)``.
+    ``(3u + 6u^2 + 1.1 D u32) |t| |v| + 2^-24 (sqrt(D) (|t| + |v|) + 1)``. It assumes no
+    overflow, which :meth:`VideoIndex._half_safe` checks before stage 1.
     """
     relative = (3 * _U_HALF + 6 * _U_HALF**2 + 1.1 * dim * _U_F32) * text_norm * video_norm
     absolute = 2.0**-24 * (dim**0.5 * (text_norm + video_norm) + 1)
@@ -120,6 +136,9 @@ def half_error_bound(text_norm: torch.Tensor, video_norm: float, dim: int) -> to
 
 class VideoIndex:
     """Per-expert video embeddings ``(N, E, D)`` with availability ``(N, E)``, searchable.
+
+    At least one video, unique video ids, and finite embeddings wherever an expert is
+    available (the rows of missing experts are ignored and stored as zeros).
 
     Besides the float32 embeddings, each expert keeps a float16 copy of the rows of the
     videos that have it, for the exact two-stage search of one query (see
@@ -150,19 +169,39 @@ class VideoIndex:
                 f"{len(video_ids)} video ids and {len(experts)} experts for embeddings "
                 f"{tuple(embeddings.shape)}"
             )
+        if len(video_ids) == 0:
+            raise SearchIndexError("an index needs at least one video; the collection is empty")
         if not available.any(1).all():
             raise SearchIndexError("every video in an index needs at least one available expert")
         self.video_ids = list(video_ids)
         self.experts = list(experts)
         self.available = available
         self.key = key
-        masked = embeddings.float() * available.unsqueeze(-1)
+        masked = torch.where(available.unsqueeze(-1), embeddings.float(), 0.0)  # NaN-proof
+        self._check_videos(masked)
         self.embeddings = masked
-        self.flat = masked.reshape(len(masked), -1)  # (N, E*D), a view of the same memory
+        self.flat = masked.flatten(1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
+        self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
         self._groups = None  # per availability pattern, for batch searches (pattern_groups)
         self._packed = None  # (chunk size, the groups' packed rows), for batch searches
+
+    def _check_videos(self, masked: torch.Tensor) -> None:
+        """Refuse repeated video ids and NaN or infinite embeddings of available experts."""
+        repeated = [v for v, count in Counter(self.video_ids).items() if count > 1]
+        if repeated:
+            raise SearchIndexError(
+                f"video id {repeated[0]!r} is repeated ({len(repeated)} repeated ids in all); "
+                "each video must be indexed once"
+            )
+        bad = torch.nonzero(~torch.isfinite(masked).all(2))
+        if len(bad):
+            video, expert = bad[0].tolist()
+            raise SearchIndexError(
+                f"video {self.video_ids[video]!r}: its {self.experts[expert]!r} embedding is not "
+                "finite (NaN or inf); check its features or mark the expert unavailable"
+            )
 
     def _half_copies(self):
         """Per expert: (rows of the videos that have it, None if all; float16 rows; max norm)."""
@@ -173,6 +212,13 @@ class VideoIndex:
             norm = float(matrix.norm(dim=1).max()) if len(rows) else 0.0
             copies.append((None if len(rows) == len(self) else rows, matrix.half(), norm))
         return copies
+
+    def _half_safe(self, text: torch.Tensor) -> bool:
+        """Whether no float16 number of stage 1 can overflow for the query ``text`` (1, E, D):
+        by Cauchy-Schwarz ``|<t_e, v_e>| <= |t_e| max_v |v_e|``, and an entry of ``t_e`` is at
+        most ``|t_e|``; both must stay within half float16's range (room for the rounding)."""
+        norms = text[0].float().norm(dim=1)
+        return bool((torch.maximum(norms, norms * self._half_norms) <= HALF_MAX / 2).all())
 
     def __len__(self) -> int:
         return len(self.video_ids)
@@ -220,31 +266,36 @@ class VideoIndex:
         """Exact top-``k`` videos of each query (ties: lower video index first).
 
         One query (the interactive case) goes through the two-stage search when the index
-        has its float16 copies and ``prefilter`` is on; a batch of queries goes through the
+        has its float16 copies, ``prefilter`` is on and no float16 product can overflow
+        (:meth:`_half_safe`); otherwise, and for a batch of queries, it goes through the
         float32 scan by availability pattern (chunks of at most ``chunk_size`` videos), where
         one matrix product serves every query of the batch.
         """
         self._check_query(text_emb)
-        if k < 1:
-            raise SearchIndexError(f"k must be at least 1, got {k}")
+        check_k(k)
         k = min(k, len(self))
         weighted, weights = mixture_query(text_emb, text_logits)
-        if prefilter and self._half is not None and len(weighted) == 1 and fits_half(text_emb):
-            return SearchResult(*self._search_two_stage(text_emb.float(), weighted, weights, k))
+        two_stage = prefilter and self._half is not None and len(weighted) == 1
+        if two_stage and self._half_safe(text_emb):
+            found = self._search_two_stage(text_emb.float(), weighted, weights, k)
+            if found is not None:
+                return SearchResult(*found)
         return SearchResult(*self._search_groups(weighted, weights, k, chunk_size))
 
     def pattern_groups(self):
         """Per availability pattern: (member videos, present columns of ``flat``, the pattern
         as floats), built on the first batch search; :meth:`group_matrix` gives the rows."""
-        if self._groups is None:
+        groups = self._groups  # read and published once: concurrent searches see all or none
+        if groups is None:
             patterns, group = torch.unique(self.available, dim=0, return_inverse=True)
-            self._groups = []
+            groups = []
             for g, pattern in enumerate(patterns):
                 members = torch.nonzero(group == g).squeeze(1)
                 experts = torch.nonzero(pattern).squeeze(1)
                 columns = (experts.unsqueeze(1) * self.dim + torch.arange(self.dim)).reshape(-1)
-                self._groups.append((members, columns, pattern.float()))
-        return self._groups
+                groups.append((members, columns, pattern.float()))
+            self._groups = groups
+        return groups
 
     def group_matrix(self, members: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
         """The embeddings of ``members`` over ``columns`` (a copy)."""
@@ -253,22 +304,23 @@ class VideoIndex:
     def _packed_groups(self, chunk_size: int):
         """:meth:`pattern_groups` with each group's rows packed (:func:`pack_rows`) in chunks
         of at most ``chunk_size`` videos: (members, columns, pattern, [(start, packed)])."""
-        if self._packed is None or self._packed[0] != chunk_size:
+        cached = self._packed  # read and published once, as in pattern_groups
+        if cached is None or cached[0] != chunk_size:
             packed = []
             for members, columns, pattern in self.pattern_groups():
                 starts = range(0, len(members), chunk_size)
                 rows = [self.group_matrix(members[s : s + chunk_size], columns) for s in starts]
                 chunks = [(s, pack_rows(r)) for s, r in zip(starts, rows, strict=True)]
                 packed.append((members, columns, pattern, chunks))
-            self._packed = (chunk_size, packed)
-        return self._packed[1]
+            cached = (chunk_size, packed)
+            self._packed = cached
+        return cached[1]
 
     def _search_groups(self, weighted, weights, k, chunk_size):
         """Exact top-k by availability pattern: inside a group the denominator is one number
         per query, so the top k + 1 numerators (products over the present experts only) are
-        the top k + 1 scores and only those are divided; in a row where the (k+1)-th score
-        equals the k-th (a tie across the k-th place) the ties are settled by
-        :func:`rudder.topk.fill_ties` on the divided row."""
+        the top k + 1 scores and only those are divided; a tie across the k-th place is
+        settled on the divided row (:func:`rudder.topk.settle_kth_ties`)."""
         tiny = torch.finfo(torch.float32).tiny
         best = None
         for members, columns, pattern, chunks in self._packed_groups(chunk_size):
@@ -277,13 +329,12 @@ class VideoIndex:
             for start, packed in chunks:
                 numerator = products(query, packed)
                 values, positions = numerator.topk(min(k + 1, numerator.shape[1]), dim=1)
-                scores = values / denominator
-                if scores.shape[1] > k:
-                    crossing = scores[:, k] == scores[:, k - 1]
-                    scores, positions = scores[:, :k].clone(), positions[:, :k].clone()
-                    if crossing.any():
-                        full = chunk_topk(numerator[crossing] / denominator[crossing], k)
-                        scores[crossing], positions[crossing] = full
+                scores, positions = settle_kth_ties(
+                    values / denominator,
+                    positions,
+                    k,
+                    lambda rows, n=numerator, d=denominator: n[rows] / d[rows],
+                )
                 found = (scores, members[positions + start])
                 best = found if best is None else merge_topk(best, found, k)
         return sorted_by_score(*best)
@@ -300,8 +351,10 @@ class VideoIndex:
             raise SearchIndexError("this index was built with prefilter=False")
         if len(text) != 1:
             raise SearchIndexError("stage 1 takes one query; batches use the float32 scan")
-        if not fits_half(text):
-            raise SearchIndexError(f"query entries must be finite and below {HALF_SAFE}")
+        if not self._half_safe(text):
+            raise SearchIndexError(
+                f"query too large for float16: |t_e| * max |v_e| must stay below {HALF_MAX / 2}"
+            )
         approx = torch.zeros(len(self))
         bound = torch.zeros(())
         for e, (rows, matrix, norm) in enumerate(self._half):
@@ -316,8 +369,12 @@ class VideoIndex:
     def _search_two_stage(self, text, weighted, weights, k):
         """The k best stage-1 scores are >= tau, so their exact scores are >= tau - b; a video
         with approx < tau - 2b has exact < tau - b and cannot be in the top k. Every other
-        video is scored exactly in float32 (4096 at a time) and the top k of those returned."""
+        video is scored exactly in float32 (4096 at a time) and the top k of those returned.
+        None if a stage-1 score is not finite (then nothing can be pruned safely)."""
         approx, bound = self.approximate(text, weights)
+        # One NaN or inf entry makes the sum non-finite (20x faster than checking each entry).
+        if not torch.isfinite(approx.sum()):
+            return None
         tau = approx.topk(k, dim=1).values[:, -1:]
         query, video = torch.nonzero(approx >= tau - 2 * bound.unsqueeze(1), as_tuple=True)
         exact = torch.full_like(approx, -torch.inf)
@@ -345,9 +402,10 @@ class VideoIndex:
     @classmethod
     def load(cls, path) -> VideoIndex:
         state = read_plain(path, error=SearchIndexError)
-        if state.get("version") != INDEX_VERSION:
+        version = state.get("version") if isinstance(state, dict) else None
+        if version != INDEX_VERSION:
             raise SearchIndexError(
-                f"{path}: index version {state.get('version')} is not {INDEX_VERSION}; "
+                f"{path}: index version {version} is not {INDEX_VERSION}; "
                 "delete the file to rebuild it"
             )
         return cls(

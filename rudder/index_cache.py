@@ -9,13 +9,16 @@ stale embeddings.
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import torch
 
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
-from rudder.index import INDEX_VERSION, VideoIndex
+from rudder.index import INDEX_VERSION, SearchIndexError, VideoIndex
 from rudder.paths import cache_dir
+
+log = logging.getLogger(__name__)
 
 
 def model_fingerprint(model: torch.nn.Module) -> str:
@@ -92,15 +95,20 @@ def load_or_build(
     """The cached index of ``dataset`` for ``model``, built and saved on a cache miss.
 
     ``model_key`` identifies the weights (a checkpoint fingerprint); by default a hash of
-    the weights themselves (:func:`model_fingerprint`).
+    the weights themselves (:func:`model_fingerprint`). An entry that cannot be read is
+    rebuilt, with a warning.
     """
     splits = list(splits or present_splits(dataset))
     key = index_key(model_key or model_fingerprint(model), dataset, splits, max_frames)
     path = Path(cache_dir or default_cache_dir()) / f"{key}.pt"
     if path.is_file():
-        index = VideoIndex.load(path)
-        if index.key == key:
-            return index
+        try:
+            index = VideoIndex.load(path)
+        except SearchIndexError as error:
+            log.warning("unusable index cache entry, rebuilding it: %s", error)
+        else:
+            if index.key == key:
+                return index
     index = build_index(model, dataset, splits, max_frames, batch_size, key)
     index.save(path)
     return index

@@ -40,6 +40,22 @@ def chunk_topk(scores: torch.Tensor, k: int, offset: int = 0) -> tuple[torch.Ten
     return values, columns + offset
 
 
+def settle_kth_ties(
+    scores: torch.Tensor, columns: torch.Tensor, k: int, full_rows
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k from the ``k + 1`` best ``scores`` (and their ``columns``) of each row,
+    as a top-k routine (``torch.topk``, faiss) found them, choosing arbitrarily among ties.
+    Where the (k+1)-th score equals the k-th (a tie across the k-th place) the row is redone
+    by :func:`chunk_topk` on ``full_rows(crossing)``, the full score rows of those rows."""
+    if scores.shape[1] <= k:
+        return scores, columns
+    crossing = scores[:, k] == scores[:, k - 1]
+    scores, columns = scores[:, :k].clone(), columns[:, :k].clone()
+    if crossing.any():
+        scores[crossing], columns[crossing] = chunk_topk(full_rows(crossing), k)
+    return scores, columns
+
+
 def fill_ties(scores: torch.Tensor, kth: torch.Tensor, k: int) -> torch.Tensor:
     """Columns ``(r, k)`` of the k best of each row of ``scores`` whose k-th best value is
     ``kth`` ``(r, 1)``: every column above ``kth`` (NaN included, as ``topk`` ranks it first),

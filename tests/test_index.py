@@ -2,6 +2,8 @@
 ties, the oneDNN and plain products, caching, faiss."""
 
 import math
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -365,3 +367,195 @@ def test_embeddings_too_large_for_float16_use_the_float32_scan(encoded):
     index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, 1000 * videos, available)
     sims = CollaborativeExperts.similarity(text, logits, 1000 * videos, available)
     assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
+
+
+def test_concurrent_first_batch_searches_agree():
+    # The first batch search builds the per-pattern groups; threads racing it must neither
+    # see a partly built list nor leave one cached (it dropped or doubled whole groups).
+    g = torch.Generator().manual_seed(0)
+    videos = torch.randn(1000, 7, 2, generator=g)
+    available = torch.rand(1000, 7, generator=g) > 0.5
+    available[~available.any(1), 0] = True
+    text, logits = videos[:4].clone(), torch.zeros(4, 7)
+    ids, experts = [str(i) for i in range(1000)], list("abcdefg")
+    sims = CollaborativeExperts.similarity(text, logits, videos, available)
+    expected = reference_topk(sims, 10)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so the threads interleave
+    try:
+        for _ in range(12):
+            index = VideoIndex(ids, experts, videos, available, prefilter=False)
+            found = [None] * 3
+
+            def search(i, index=index, found=found):
+                found[i] = index.search(text, logits, k=10).indices
+
+            threads = [threading.Thread(target=search, args=(i,)) for i in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            found.append(index.search(text, logits, k=10).indices)  # the cached groups
+            assert all(torch.equal(f, expected) for f in found)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def overflow_index(d=64):
+    """Entries 40 (below HALF_SAFE) whose dot products over ``d`` reach 102400, past
+    float16's 65504: video 0 scores about -101894 and video 1 scores 102400."""
+    videos = torch.zeros(2, 2, d)
+    videos[0, 0], videos[0, 1], videos[1, 1] = 40.0, -40.0, 40.0
+    available = torch.tensor([[True, True], [False, True]])
+    index = VideoIndex(["v0", "v1"], ["a", "b"], videos, available)
+    return index, torch.full((1, 2, d), 40.0), torch.tensor([[-3.0, 3.0]])
+
+
+def test_query_that_would_overflow_float16_uses_the_float32_scan():
+    index, text, logits = overflow_index()
+    assert index._half is not None  # the entries fit; the products do not
+    found = index.search(text, logits, k=1)
+    assert found.indices.tolist() == [[1]]
+    torch.testing.assert_close(found.scores, torch.tensor([[102400.0]]))
+    with pytest.raises(SearchIndexError, match="too large for float16"):
+        index.approximate(text, torch.softmax(logits, -1))
+    small = text / 8  # |t_e| max |v_e| = 40 * 320 = 12800: stage 1 stays in range
+    approx, _ = index.approximate(small, torch.softmax(logits, -1))
+    assert torch.isfinite(approx).all() and approx.argmax() == 1
+    assert index.search(small, logits, k=2).indices.tolist() == [[1, 0]]
+
+
+def test_non_finite_stage_one_scores_fall_back_to_the_float32_scan(encoded, monkeypatch):
+    videos, available, text, logits, sims, experts = encoded
+    index = VideoIndex([f"v{i}" for i in range(len(videos))], experts, videos, available)
+    approx = torch.full((1, len(videos)), torch.nan)
+    monkeypatch.setattr(index, "approximate", lambda *args: (approx, torch.zeros(1)))
+    assert torch.equal(one_by_one(index, text, logits, 5)[1], reference_topk(sims, 5))
+
+
+def small_index(n=20, seed=0, embeddings=None, ids=None):
+    """``n`` unit videos over experts a and b, every third one without b."""
+    g = torch.Generator().manual_seed(seed)
+    videos = torch.nn.functional.normalize(torch.randn(n, 2, 4, generator=g), dim=-1)
+    available = torch.ones(n, 2, dtype=torch.bool)
+    available[::3, 1] = False
+    videos = videos if embeddings is None else embeddings(videos)
+    ids = [f"v{i}" for i in range(n)] if ids is None else ids
+    return VideoIndex(ids, ["a", "b"], videos, available), videos
+
+
+def test_empty_query_batch_gives_empty_results():
+    index, _ = small_index()
+    found = index.search(torch.zeros(0, 2, 4), torch.zeros(0, 2), k=3)
+    assert found.scores.shape == found.indices.shape == (0, 3)
+    assert index.scores(torch.zeros(0, 2, 4), torch.zeros(0, 2)).shape == (0, 20)
+
+
+def test_empty_index_is_rejected():
+    with pytest.raises(SearchIndexError, match="at least one video"):
+        VideoIndex([], ["a", "b"], torch.zeros(0, 2, 4), torch.zeros(0, 2, dtype=torch.bool))
+
+
+def test_repeated_video_ids_are_rejected():
+    ids = [f"v{i}" for i in range(19)] + ["v4"]
+    with pytest.raises(SearchIndexError, match="'v4' is repeated"):
+        small_index(ids=ids)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_non_finite_embeddings_of_available_experts_are_rejected(value):
+    def spoil(videos):
+        videos = videos.clone()
+        videos[4, 1, 2] = value  # video 4 has expert b
+        return videos
+
+    with pytest.raises(SearchIndexError, match="video 'v4': its 'b' embedding is not finite"):
+        small_index(embeddings=spoil)
+
+
+def test_nan_in_a_missing_experts_row_is_ignored():
+    def spoil(videos):
+        videos = videos.clone()
+        videos[3, 1] = math.nan  # video 3 lacks expert b
+        return videos
+
+    clean, videos = small_index()
+    spoilt, _ = small_index(embeddings=spoil)
+    text, logits = videos[:2], torch.zeros(2, 2)
+    assert torch.equal(spoilt.scores(text, logits), clean.scores(text, logits))
+    assert spoilt._half is not None  # the two-stage search stays on
+    for found, expected in zip(
+        (spoilt.search(text, logits, k=5), spoilt.search(text[:1], logits[:1], k=5)),
+        (clean.search(text, logits, k=5), clean.search(text[:1], logits[:1], k=5)),
+        strict=True,
+    ):
+        assert torch.equal(found.indices, expected.indices)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_non_finite_queries_are_rejected_naming_the_row(batch):
+    index, videos = small_index()
+    text, logits = videos[:batch].clone(), torch.zeros(batch, 2)
+    text[batch - 1, 0, 1] = math.nan
+    with pytest.raises(SearchIndexError, match=f"query row {batch - 1}: .* not finite"):
+        index.search(text, logits, k=3)
+    logits[batch - 1, 1] = math.nan
+    text[batch - 1, 0, 1] = 0.0
+    with pytest.raises(SearchIndexError, match=f"query row {batch - 1}: .* not finite"):
+        index.scores(text, logits)
+
+
+@pytest.mark.parametrize("blas_threshold", [1, 1000])  # faiss's BLAS and direct paths
+def test_faiss_breaks_ties_across_the_kth_place_like_the_exact_search(blas_threshold):
+    pytest.importorskip("faiss")
+    # Scores 0.9 at video 6, 0.5 at videos 1, 3, 5, 7 and 0.1 elsewhere: the top 3 are 6, 1, 3.
+    videos = torch.full((9, 1, 1), 0.1)
+    videos[[1, 3, 5, 7], 0, 0] = 0.5
+    videos[6, 0, 0] = 0.9
+    index = VideoIndex(
+        [str(i) for i in range(9)], ["a"], videos, torch.ones(9, 1, dtype=torch.bool)
+    )
+    search = FaissSearch(index, blas_threshold=blas_threshold).search
+    assert search(torch.ones(1, 1, 1), torch.zeros(1, 1), k=3).indices.tolist() == [[6, 1, 3]]
+    # Many exact ties (entries in halves, weights 1/2) over several availability groups.
+    g = torch.Generator().manual_seed(0)
+    videos = torch.randint(-2, 3, (300, 2, 3), generator=g) / 2
+    available = torch.rand(300, 2, generator=g) > 0.3
+    available[~available.any(1), 0] = True
+    text = torch.randint(-2, 3, (30, 2, 3), generator=g) / 2
+    index = VideoIndex([str(i) for i in range(300)], ["a", "b"], videos, available)
+    search = FaissSearch(index, blas_threshold=blas_threshold).search
+    for k in (1, 3, 10, 40):
+        expected = index.search(text, torch.zeros(30, 2), k=k)
+        found = search(text, torch.zeros(30, 2), k=k)
+        assert torch.equal(found.indices, expected.indices)
+        assert torch.equal(found.scores, expected.scores)
+
+
+def test_faiss_checks_k_and_takes_an_empty_batch():
+    pytest.importorskip("faiss")
+    index, videos = small_index()
+    search = FaissSearch(index).search
+    with pytest.raises(SearchIndexError, match="k must be at least 1, got 0"):
+        search(videos[:1], torch.zeros(1, 2), k=0)
+    found = search(torch.zeros(0, 2, 4), torch.zeros(0, 2), k=3)
+    assert found.scores.shape == found.indices.shape == (0, 3)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "not_an_index"])
+def test_unreadable_cache_entry_is_rebuilt_with_a_warning(tmp_path, caplog, damage):
+    from rudder.data.loader import build_vocabulary
+
+    folder = write_dataset(tmp_path / "d")
+    model = small_model(vocab_size=len(build_vocabulary(folder, ["en"])))
+    first = load_or_build(model, folder, cache_dir=tmp_path / "cache")
+    [path] = (tmp_path / "cache").glob("*.pt")
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:500])
+    else:
+        torch.save([1, 2], path)
+    with caplog.at_level("WARNING", logger="rudder.index_cache"):
+        again = load_or_build(model, folder, cache_dir=tmp_path / "cache")
+    assert "rebuilding it" in caplog.text and str(path) in caplog.text
+    assert torch.equal(again.embeddings, first.embeddings)
+    assert torch.equal(VideoIndex.load(path).embeddings, first.embeddings)  # written anew
