@@ -543,8 +543,13 @@ def test_faiss_checks_k_and_takes_an_empty_batch():
 
 
 @pytest.mark.parametrize("damage", ["truncate", "not_an_index"])
-def test_unreadable_cache_entry_is_rebuilt_with_a_warning(tmp_path, caplog, damage):
+def test_unreadable_cache_entry_is_rebuilt_with_a_warning(tmp_path, caplog, monkeypatch, damage):
+    import logging
+
     from rudder.data.loader import build_vocabulary
+
+    # a training run earlier in the session stops "rudder" records at its own handlers
+    monkeypatch.setattr(logging.getLogger("rudder"), "propagate", True)
 
     folder = write_dataset(tmp_path / "d")
     model = small_model(vocab_size=len(build_vocabulary(folder, ["en"])))
