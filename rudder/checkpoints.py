@@ -4,10 +4,13 @@ Checkpoints (and the app's index cache) hold only tensors and plain values: dict
 numbers, strings, None. :func:`read_plain` refuses any file that asks to build another
 object (a crafted pickle that would run code) before anything in it runs, and reports a
 truncated or corrupt file; every reader of a ``.pt`` file in rudder goes through it.
+:func:`restore_scaler` and :func:`restore_generator` put saved training state back when a
+run resumes, also on another device type.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import re
@@ -17,6 +20,8 @@ import torch
 
 from rudder.atomic import replacing
 from rudder.errors import RudderError, RunError
+
+log = logging.getLogger(__name__)
 
 # 2: plain values only, read with weights_only=True (1 pickled arbitrary objects).
 CHECKPOINT_VERSION = 2
@@ -80,3 +85,27 @@ def load_checkpoint(path, map_location="cpu") -> dict:
             f"{CHECKPOINT_VERSION}); train the run again"
         )
     return state
+
+
+def restore_scaler(scaler: torch.amp.GradScaler, saved: dict) -> None:
+    """Load a GradScaler's saved state, unless the run changed device between its AMP and
+    no-AMP sides (``device`` may change on resume): a disabled scaler saved ``{}``, and an
+    enabled one then starts from its initial scale."""
+    if saved or not scaler.is_enabled():
+        scaler.load_state_dict(saved)
+    else:
+        log.warning("resumed with mixed precision after a run without it: the loss scale "
+                    "starts from its initial value")
+
+
+def restore_generator(generator: torch.Generator, saved: torch.Tensor, seed: int) -> None:
+    """Set a generator's saved state; a state of another device type (a CUDA generator's
+    seed and offset vs the CPU's Mersenne Twister) cannot be carried over, so the generator
+    restarts from ``seed`` and the resumed run is no longer bit-identical to an
+    uninterrupted one (said in the log)."""
+    try:
+        generator.set_state(saved)
+    except RuntimeError:
+        generator.manual_seed(seed)
+        log.warning("resumed on another device type: the loss's random draws restart from "
+                    "seed %d, so this run will differ from one that was never interrupted", seed)

@@ -14,7 +14,14 @@ from tqdm import tqdm
 
 from rudder import losses, models
 from rudder.batch_supervision import BatchSupervision
-from rudder.checkpoints import CHECKPOINT_VERSION, atomic_torch_save, link_or_copy, load_checkpoint
+from rudder.checkpoints import (
+    CHECKPOINT_VERSION,
+    atomic_torch_save,
+    link_or_copy,
+    load_checkpoint,
+    restore_generator,
+    restore_scaler,
+)
 from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
@@ -309,26 +316,3 @@ class Trainer:
             write_metrics(self.run_dir, summary)
         return result
 
-
-def restore_scaler(scaler: torch.amp.GradScaler, saved: dict) -> None:
-    """Load a GradScaler's saved state, unless the run changed device between its AMP and
-    no-AMP sides (``device`` may change on resume): a disabled scaler saved ``{}``, and an
-    enabled one then starts from its initial scale."""
-    if saved or not scaler.is_enabled():
-        scaler.load_state_dict(saved)
-    else:
-        log.warning("resumed with mixed precision after a run without it: the loss scale "
-                    "starts from its initial value")
-
-
-def restore_generator(generator: torch.Generator, saved: torch.Tensor, seed: int) -> None:
-    """Set a generator's saved state; a state of another device type (a CUDA generator's
-    seed and offset vs the CPU's Mersenne Twister) cannot be carried over, so the generator
-    restarts from ``seed`` and the resumed run is no longer bit-identical to an
-    uninterrupted one (said in the log)."""
-    try:
-        generator.set_state(saved)
-    except RuntimeError:
-        generator.manual_seed(seed)
-        log.warning("resumed on another device type: the loss's random draws restart from "
-                    "seed %d, so this run will differ from one that was never interrupted", seed)

@@ -12,7 +12,12 @@ import pytest
 import torch
 
 from rudder import evaluate, train
-from rudder.checkpoints import CHECKPOINT_VERSION, load_checkpoint
+from rudder.checkpoints import (
+    CHECKPOINT_VERSION,
+    load_checkpoint,
+    restore_generator,
+    restore_scaler,
+)
 from rudder.errors import RunError
 from rudder.runs import load_run
 
@@ -154,8 +159,6 @@ def test_a_run_resumes_on_another_device_type(run_copy):
 
 
 def test_restore_generator_and_scaler_across_devices():
-    from rudder.trainer import restore_generator, restore_scaler
-
     generator = torch.Generator().manual_seed(3)
     saved = generator.get_state()
     expected = torch.rand(2, generator=generator)
