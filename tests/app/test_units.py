@@ -12,8 +12,11 @@ from app.engine import SearchEngine
 from app.escaping import cap_query, html_text, markdown_text
 from app.results_tab import plot_runs, runs_table
 from app.search_tab import SearchTab
+from rudder.data.layout import LayoutError
 from rudder.models import CollaborativeExperts
 from rudder.text import tokenize
+
+from .conftest import build_app_dataset
 
 
 def test_escaping():
@@ -52,6 +55,14 @@ def test_collection_reads_every_split(collection, media_dir, script_caption):
     assert collection.media_path("../secret") is None  # never outside the media folder
     with pytest.raises(KeyError, match="no caption 'nope'"):
         collection.caption("nope")
+
+
+def test_a_dataset_without_video_tables_is_a_clear_error(tmp_path):
+    folder = build_app_dataset(tmp_path / "novids")
+    for table in (folder.root / "videos").glob("*.parquet"):
+        table.unlink()
+    with pytest.raises(LayoutError, match=f"{folder.root}: no split has videos"):
+        Collection(folder)
 
 
 def test_candidates_follow_the_noun_verb_heuristic(collection):
