@@ -283,6 +283,15 @@ class AnnotationStore:
         with self._connect() as db:
             return self._labelled(db, dataset, annotator, caption_id_a)
 
+    def labelled_pairs(self, dataset: str, annotator: str) -> list[tuple[str, str]]:
+        """``(caption_id_a, caption_id_b)`` of every current label of one annotator."""
+        with self._connect() as db:
+            return db.execute(
+                "SELECT caption_id_a, caption_id_b FROM current_labels"
+                " WHERE dataset = ? AND annotator = ?",
+                (dataset, annotator),
+            ).fetchall()
+
     def counts_by_query(self, dataset: str, annotator: str) -> dict[str, int]:
         """Number of current labels per query caption for one annotator."""
         with self._connect() as db:
