@@ -260,6 +260,6 @@ def cmd_import_relations(args) -> int:
     table = read_manual(args.files, caption_ids(args.dataset), args.annotator)
     print(f"{table.num_rows} manual relations read from {len(args.files)} file(s)")
     if not args.dry_run:
-        merged = write_relations(args.dataset, table)
+        merged = write_relations(args.dataset, table, rule=args.resolve)
         print(f"the dataset now has {merged.num_rows} relations")
     return 0

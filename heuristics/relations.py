@@ -18,7 +18,13 @@ caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 de
   absent).
 
 Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
-video heuristic (annotator ``video-heuristic``) replaces all its earlier rows.
+video heuristic (annotator ``video-heuristic``) replaces all its earlier rows. Training
+needs one label per ordered pair, so the merged rows are then resolved (:func:`resolve`):
+a manual label overrides a different ``video-heuristic`` one, and annotators who disagree
+are settled by the rule ``--resolve`` names: ``refuse`` (the default: an error naming the
+pair and the annotators), ``majority`` (the label most annotators gave; a tie is refused)
+or ``annotator:NAME`` (NAME's label where NAME labelled the pair). The losing rows are
+dropped; the exported files keep every annotator's labels.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from rudder.data.card import ensure_config
@@ -228,10 +235,53 @@ def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = N
     return pa.concat_tables([old.filter(pa.array(keep)), new])
 
 
-def write_relations(root, table: pa.Table, replace_annotator: str | None = None) -> pa.Table:
-    """Merge ``table`` into the dataset's relations and write them atomically."""
+RESOLVE_HELP = "refuse (default), majority or annotator:NAME"
+PAIR = ["caption_id_a", "caption_id_b"]
+
+
+def resolve(table: pa.Table, rule: str = "refuse") -> pa.Table:
+    """One label per ordered pair (module docstring): the rows that lose are dropped."""
+    if rule not in ("refuse", "majority") and not rule.startswith("annotator:"):
+        raise RelationError(f"unknown --resolve rule {rule!r}; use {RESOLVE_HELP}")
+    rows = table.to_pandas()
+    disagree = rows.groupby(PAIR)["label"].transform("nunique") > 1
+    if not disagree.any():
+        return table
+    manual = (rows["annotator"] != VIDEO_ANNOTATOR).groupby([rows[c] for c in PAIR])
+    lose = disagree & (rows["annotator"] == VIDEO_ANNOTATOR) & manual.transform("any")
+    if rule == "majority":
+        voters = rows[disagree & ~lose]
+        votes = voters.groupby([*PAIR, "label"])["annotator"].transform("size")
+        most = votes.groupby([voters[c] for c in PAIR]).transform("max")
+        lose |= (votes < most).reindex(rows.index, fill_value=False)
+    elif rule.startswith("annotator:"):
+        named = rows[disagree & (rows["annotator"] == rule.partition(":")[2])]
+        winner = named.set_index(PAIR)["label"]
+        chosen = winner.reindex(pd.MultiIndex.from_frame(rows[PAIR])).to_numpy()
+        lose |= disagree & ~np.isnan(chosen) & (rows["label"].to_numpy() != chosen)
+    rows = rows[~lose]
+    left = rows[rows.groupby(PAIR)["label"].transform("nunique") > 1]
+    if len(left):
+        a, b = left.iloc[0][PAIR]
+        first = left[(left["caption_id_a"] == a) & (left["caption_id_b"] == b)]
+        names = {int(label): label_name for label_name, label in PAIR_LABELS.items()}
+        says = ", ".join(f"{n} {names[int(x)]}" for n, x in zip(first["annotator"], first["label"]))
+        count = len(left.drop_duplicates(PAIR))
+        raise RelationError(
+            f"annotators disagree on the pair (query {a}, candidate {b}): {says} "
+            f"({count} pair(s) disagree; nothing was written); rerun import-relations with "
+            "--resolve majority or --resolve annotator:NAME"
+        )
+    return pa.Table.from_pandas(rows, schema=RELATIONS_SCHEMA, preserve_index=False)
+
+
+def write_relations(
+    root, table: pa.Table, replace_annotator: str | None = None, rule: str = "refuse"
+) -> pa.Table:
+    """Merge ``table`` into the dataset's relations, resolve them (:func:`resolve`) and
+    write them atomically."""
     folder = DatasetFolder(root)
-    merged = merge(folder.relations(), table, replace_annotator)
+    merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
     replace_tables(folder.root, "relations", {"all": merged})
     ensure_config(folder.root, "relations", [{"split": "train", "path": "relations/all.parquet"}])
     return merged
