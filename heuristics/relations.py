@@ -12,10 +12,11 @@ caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 de
   implicit: a pair without a relation falls back to the caption heuristic).
 - manual annotations (:func:`read_manual`): the app's export (JSON lines
   ``{"caption_id_a", "caption_id_b", "label", "annotator", "time"}``) or a CSV with header
-  ``caption_id_a,caption_id_b,label[,annotator][,time]``; ``label`` is a name
+  ``caption_id_a,caption_id_b,label[,annotator][,time][,dataset]``; ``label`` is a name
   (negative/partial/positive/description) or its number. For a pair annotated several
   times by one annotator the latest ``time`` wins (file order when times are equal or
-  absent).
+  absent). Records whose ``dataset`` names another dataset than the target's
+  ``rudder.json`` name are skipped (and counted), so an export of several datasets imports.
 
 Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
 video heuristic (annotator ``video-heuristic``) replaces all its earlier rows. Training
@@ -187,14 +188,23 @@ def _rows(path: Path):
             yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
 
 
-def read_manual(paths, known_captions: set, default_annotator: str = "manual") -> pa.Table:
-    """Manual relations from annotation files (module docstring), validated against the dataset."""
+def read_manual(
+    paths, known_captions: set, default_annotator: str = "manual", dataset: str | None = None
+) -> tuple[pa.Table, int]:
+    """Manual relations from annotation files (module docstring), validated against the
+    dataset, and how many records were skipped because their ``dataset`` field names
+    another dataset than ``dataset`` (an export of several datasets; records without the
+    field are kept)."""
     latest: dict[tuple[str, str, str], tuple] = {}
+    skipped = 0
     for order, path in enumerate(Path(p) for p in paths):
         if not path.is_file():
             raise RelationError(f"{path}: no such annotation file")
         for line, record in _rows(path):
             where = f"{path}:{line}"
+            if dataset is not None and record.get("dataset", dataset) != dataset:
+                skipped += 1
+                continue
             missing = [k for k in ("caption_id_a", "caption_id_b", "label") if k not in record]
             if missing:
                 raise RelationError(f"{where}: missing field(s) {missing}")
@@ -211,7 +221,7 @@ def read_manual(paths, known_captions: set, default_annotator: str = "manual") -
             if key not in latest or stamp >= latest[key][0]:
                 latest[key] = (stamp, _label(record["label"], where))
     keys = sorted(latest)
-    return pa.table(
+    table = pa.table(
         {
             "caption_id_a": pa.array([k[0] for k in keys], pa.string()),
             "caption_id_b": pa.array([k[1] for k in keys], pa.string()),
@@ -219,6 +229,7 @@ def read_manual(paths, known_captions: set, default_annotator: str = "manual") -
             "annotator": pa.array([k[2] for k in keys], pa.string()),
         }
     )
+    return table, skipped
 
 
 def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = None) -> pa.Table:
