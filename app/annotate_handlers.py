@@ -25,7 +25,7 @@ from .annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check
 from .candidates import CandidateRanker
 from .collection import Collection
 from .escaping import markdown_text, user_error
-from .export import agreement, export, relation_records
+from .export import agreement, relation_records, write_records
 
 SAME, ANY, ALL = "same", "any", "(all datasets)"
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
@@ -67,6 +67,7 @@ class AnnotateTab:
         # and every list of candidate ids (``limit`` ids a list, kept for the server's life).
         self._ranked = lru_cache(maxsize=512)(self._rank)
         self._candidate_ids: dict[tuple, frozenset] = {}
+        self._exports: tempfile.TemporaryDirectory | None = None
 
     # ----------------------------------------------------------- helpers
     def _collection(self, dataset: str) -> Collection:
@@ -378,20 +379,22 @@ class AnnotateTab:
         )
 
     def export(self, scope):
-        """-> (relations.jsonl path, relations.csv path, agreement table, status)."""
-        dataset = None if scope == ALL else scope
-        out = tempfile.mkdtemp(prefix="rudder-relations-")
-        jsonl, csv = export(self.store, out, dataset)
-        records = relation_records(self.store, dataset)
-        return str(jsonl), str(csv), self.agreement(scope), f"Exported {len(records)} labels."
+        """-> (relations.jsonl path, relations.csv path, agreement table, status).
+
+        The files go to one temporary folder of the app (removed with it), replaced
+        atomically by each export; the count and kappa are of the records written."""
+        records = relation_records(self.store, None if scope == ALL else scope)
+        jsonl, csv = write_records(records, self._export_dir())
+        return str(jsonl), str(csv), agreement_table(records), f"Exported {len(records)} labels."
+
+    def _export_dir(self) -> str:
+        with self._lock:
+            if self._exports is None:
+                self._exports = tempfile.TemporaryDirectory(prefix="rudder-relations-")
+            return self._exports.name
 
     def agreement(self, scope) -> pd.DataFrame:
-        records = relation_records(self.store, None if scope == ALL else scope)
-        table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
-        table["kappa"] = table["kappa"].map(
-            lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}"
-        )
-        return table
+        return agreement_table(relation_records(self.store, None if scope == ALL else scope))
 
     def whoami(self, request=None):
         """The Annotator field under ``--auth``: the logged-in user, read-only (unchanged
@@ -423,3 +426,10 @@ def _eligible(captions: pd.DataFrame, mode) -> np.ndarray:
     own = per_video.reindex(pd.MultiIndex.from_arrays([captions["video_id"], mode]))
     in_lang = captions["lang"].value_counts().reindex(mode)
     return (in_lang.fillna(0).to_numpy() - own.fillna(0).to_numpy()).astype(np.int64)
+
+
+def agreement_table(records: list[dict]) -> pd.DataFrame:
+    """The agreement rows of ``records`` (:func:`app.export.agreement`), kappa as text."""
+    table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
+    table["kappa"] = table["kappa"].map(lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}")
+    return table

@@ -1,5 +1,7 @@
 """The annotation tab's handlers across candidate-language modes ("same", "any")."""
 
+from pathlib import Path
+
 import pytest
 
 from app.annotate_handlers import ANY, SAME, AnnotateTab
@@ -52,3 +54,13 @@ def test_undo_shows_the_undone_pair_whatever_the_mode(tab):
     undone = tab.undo("asha", "app-test", SAME)
     assert "Undid partial for v000\\-mr / v015\\-hi" in undone[4]
     assert (undone[1], undone[3]) == ("v000-mr", "v015-hi")
+
+
+def test_exports_reuse_one_folder_and_report_what_they_wrote(tab):
+    tab.store.add("app-test", "asha", "v000-mr", "v001-mr", "partial")
+    first = tab.export("app-test")
+    tab.store.add("app-test", "ravi", "v000-mr", "v001-mr", "partial")
+    jsonl, _, kappa, status = tab.export("(all datasets)")
+    assert Path(first[0]).parent == Path(jsonl).parent  # no new temporary folder per click
+    assert Path(jsonl).read_text(encoding="utf-8").count("\n") == 2
+    assert status == "Exported 2 labels." and len(kappa) == 1
