@@ -135,22 +135,26 @@ def train_quick(runs_dir: Path, dataset: str, epochs: int, languages) -> Path:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     auth = parse_auth(args.auth)
+    from rudder.errors import RudderError, exit_on_error, one_line
+
+    from .annotations_db import AnnotationStore
+
     if args.export is not None:
-        from .annotations_db import AnnotationStore
         from .export import export
 
         if not args.db.is_file():
             raise SystemExit(f"error: annotation database {args.db} does not exist")
-        for path in export(AnnotationStore(args.db), args.export):
-            print(path)
+        with exit_on_error():
+            for path in export(AnnotationStore(args.db), args.export):
+                print(path)
         return
     if args.media is not None and not args.media.is_dir():
         raise SystemExit(f"error: --media {args.media} is not a folder")
 
-    from rudder.errors import RudderError, one_line
     from rudder.runs import encode_queries, load_run, resolve_dataset
 
     try:
+        AnnotationStore(args.db)  # a bad --db fails now, not after the model is loaded
         checkpoint = args.checkpoint
         if checkpoint is None:
             dataset = args.dataset or "sample"

@@ -17,6 +17,7 @@ import tempfile
 import threading
 from functools import lru_cache
 
+import numpy as np
 import pandas as pd
 
 from .annotate_html import candidate_html, other_captions_html, query_html
@@ -24,7 +25,7 @@ from .annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check
 from .candidates import CandidateRanker
 from .collection import Collection
 from .escaping import markdown_text, user_error
-from .export import agreement, export, relation_records
+from .export import agreement, relation_records, write_records
 
 SAME, ANY, ALL = "same", "any", "(all datasets)"
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
@@ -62,8 +63,11 @@ class AnnotateTab:
         self.alpha_n, self.alpha_v = alpha_n, alpha_v
         self._rankers: dict[str, CandidateRanker] = {}
         self._lock = threading.Lock()
-        # A query's candidate order depends only on the dataset: cache the recent ones.
+        # A query's candidate order depends only on the dataset: cache the recent tables,
+        # and every list of candidate ids (``limit`` ids a list, kept for the server's life).
         self._ranked = lru_cache(maxsize=512)(self._rank)
+        self._candidate_ids: dict[tuple, frozenset] = {}
+        self._exports: tempfile.TemporaryDirectory | None = None
 
     # ----------------------------------------------------------- helpers
     def _collection(self, dataset: str) -> Collection:
@@ -92,7 +96,51 @@ class AnnotateTab:
         return self._ranked(dataset, query_id, lang)
 
     def _rank(self, dataset: str, query_id: str, lang: str | None) -> pd.DataFrame:
-        return self._ranker(dataset).rank(query_id, lang, self.limit)
+        table = self._ranker(dataset).rank(query_id, lang, self.limit)
+        self._candidate_ids[dataset, query_id, lang] = frozenset(table["caption_id"])
+        return table
+
+    def candidate_ids(self, dataset: str, query_id: str, lang: str | None) -> frozenset:
+        """The ids of :meth:`candidates` for a query and a language (None: any)."""
+        ids = self._candidate_ids.get((dataset, query_id, lang))
+        if ids is None:
+            ids = frozenset(self._ranked(dataset, query_id, lang)["caption_id"])
+        return ids
+
+    def _open_started(self, dataset: str, annotator: str, cand_lang):
+        """The queries the annotator started whose candidate list in ``cand_lang`` mode still
+        holds unlabelled captions, in dataset order (a generator), decided from the store.
+
+        A list holds the first ``limit`` captions of other videos in the mode's language
+        (any language in ``any`` mode) in one fixed order, so the captions of one language
+        that any mode's list holds are a prefix of that language's list: in a one-language
+        mode a query is done once it has ``min(limit, eligible captions)`` labels in that
+        language. In ``any`` mode such a count may come from one-language lists, so those
+        queries are checked against their (cached) list when reached.
+        """
+        collection = self._collection(dataset)
+        captions = collection.captions
+        pairs = pd.DataFrame(self.store.labelled_pairs(dataset, annotator), columns=["a", "b"])
+        a = collection.row_of.reindex(pairs["a"]).to_numpy()
+        b = collection.row_of.reindex(pairs["b"]).to_numpy()
+        known = ~(np.isnan(a) | np.isnan(b))
+        a, b = a[known].astype(np.int64), b[known].astype(np.int64)
+        mode = _mode_languages(captions, cand_lang)
+        in_mode = np.ones(len(a), dtype=bool)
+        if mode is not None:
+            in_mode = captions["lang"].to_numpy()[b] == mode[a]
+        started = np.bincount(a, minlength=len(captions)) > 0
+        count = np.bincount(a[in_mode], minlength=len(captions))
+        open_ = started & (count < np.minimum(self.limit, _eligible(captions, mode)))
+        ids = captions["caption_id"].to_numpy()
+        order = np.argsort(a, kind="stable")
+        for q in np.flatnonzero(open_ if mode is not None else started):
+            if not open_[q]:  # any mode, as many labels as candidates: check the list
+                first, stop = np.searchsorted(a[order], [q, q + 1])
+                labelled = set(ids[b[order[first:stop]]])
+                if self.candidate_ids(dataset, ids[q], None) <= labelled:
+                    continue
+            yield ids[q]
 
     @staticmethod
     def annotator_of(annotator, request=None) -> str:
@@ -222,17 +270,12 @@ class AnnotateTab:
             return self.name_missing()
         collection = self._collection(dataset)
         counts = self.store.counts_by_query(dataset, annotator)
-        started = (
-            query_id
-            for query_id in counts
-            if query_id in collection.row_of.index
-            and counts[query_id] < len(self.candidates(dataset, query_id, cand_lang))
-        )
         untouched = (
             caption_id
             for caption_id in collection.captions["caption_id"]
             if caption_id not in counts
         )
+        started = self._open_started(dataset, annotator, cand_lang)
         for query_id in itertools.chain(started, untouched):
             result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
             if result[3]:
@@ -311,7 +354,8 @@ class AnnotateTab:
         )
 
     def undo(self, annotator, dataset, cand_lang=SAME, request=None):
-        """Undo the annotator's newest label in ``dataset`` and show that pair again."""
+        """Undo the annotator's newest label in ``dataset`` and show that pair again (from
+        the candidate list of its language when the current mode's list lacks it)."""
         annotator = self.annotator_of(annotator, request)
         if not annotator:
             return self.name_missing()
@@ -320,6 +364,10 @@ class AnnotateTab:
             return self.view(annotator, dataset, "", cand_lang, note="Nothing to undo.")
         query_id, candidate_id = undone["caption_id_a"], undone["caption_id_b"]
         note = f"Undid {LABEL_NAMES[undone['label']]} for {query_id} / {candidate_id}"
+        shown = self.candidates(dataset, query_id, cand_lang)["caption_id"]
+        if not shown.eq(candidate_id).any() and candidate_id in self._collection(dataset).row_of:
+            # labelled in another language mode: the list of its own language holds it
+            cand_lang = self._collection(dataset).caption(candidate_id)["lang"]
         return self.view(
             annotator,
             dataset,
@@ -331,20 +379,22 @@ class AnnotateTab:
         )
 
     def export(self, scope):
-        """-> (relations.jsonl path, relations.csv path, agreement table, status)."""
-        dataset = None if scope == ALL else scope
-        out = tempfile.mkdtemp(prefix="rudder-relations-")
-        jsonl, csv = export(self.store, out, dataset)
-        records = relation_records(self.store, dataset)
-        return str(jsonl), str(csv), self.agreement(scope), f"Exported {len(records)} labels."
+        """-> (relations.jsonl path, relations.csv path, agreement table, status).
+
+        The files go to one temporary folder of the app (removed with it), replaced
+        atomically by each export; the count and kappa are of the records written."""
+        records = relation_records(self.store, None if scope == ALL else scope)
+        jsonl, csv = write_records(records, self._export_dir())
+        return str(jsonl), str(csv), agreement_table(records), f"Exported {len(records)} labels."
+
+    def _export_dir(self) -> str:
+        with self._lock:
+            if self._exports is None:
+                self._exports = tempfile.TemporaryDirectory(prefix="rudder-relations-")
+            return self._exports.name
 
     def agreement(self, scope) -> pd.DataFrame:
-        records = relation_records(self.store, None if scope == ALL else scope)
-        table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
-        table["kappa"] = table["kappa"].map(
-            lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}"
-        )
-        return table
+        return agreement_table(relation_records(self.store, None if scope == ALL else scope))
 
     def whoami(self, request=None):
         """The Annotator field under ``--auth``: the logged-in user, read-only (unchanged
@@ -355,3 +405,31 @@ class AnnotateTab:
         if not name:
             return gr.update()
         return gr.update(value=name, interactive=False, label="Annotator (logged in)")
+
+
+def _mode_languages(captions: pd.DataFrame, cand_lang):
+    """Per caption as a query, the language of its candidates in ``cand_lang`` mode (an
+    object array); None in ``any`` mode."""
+    if cand_lang == ANY:
+        return None
+    if cand_lang == SAME:
+        return captions["lang"].to_numpy()
+    return np.full(len(captions), cand_lang, dtype=object)
+
+
+def _eligible(captions: pd.DataFrame, mode) -> np.ndarray:
+    """Per caption as a query, how many captions of other videos (in the ``mode`` language
+    of :func:`_mode_languages`, any language for None) can be its candidates."""
+    if mode is None:
+        return len(captions) - captions.groupby("video_id")["lang"].transform("size").to_numpy()
+    per_video = captions.groupby(["video_id", "lang"]).size()
+    own = per_video.reindex(pd.MultiIndex.from_arrays([captions["video_id"], mode]))
+    in_lang = captions["lang"].value_counts().reindex(mode)
+    return (in_lang.fillna(0).to_numpy() - own.fillna(0).to_numpy()).astype(np.int64)
+
+
+def agreement_table(records: list[dict]) -> pd.DataFrame:
+    """The agreement rows of ``records`` (:func:`app.export.agreement`), kappa as text."""
+    table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
+    table["kappa"] = table["kappa"].map(lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}")
+    return table

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rudder.errors import RudderError
 from rudder.labels import PAIR_LABELS, PairLabel
 
 LABEL_NAMES = {int(label): label.text for label in PairLabel}
@@ -55,12 +56,13 @@ CREATE TABLE IF NOT EXISTS claims (
 );
 CREATE INDEX IF NOT EXISTS claims_pair ON claims (dataset, annotator, caption_id_a, caption_id_b);
 """
+LABEL_COLUMNS = ("dataset", "annotator", "caption_id_a", "caption_id_b", "label", "time", "undone")
 CLAIM_SECONDS = 600.0
 MAX_NAME = 100
 
 
-class AnnotationError(ValueError):
-    """An annotator name, label or caption id the store cannot accept."""
+class AnnotationError(RudderError):
+    """An annotator name, label, caption id or database file the store cannot accept."""
 
 
 def check_annotator(name: str) -> str:
@@ -92,9 +94,37 @@ class AnnotationStore:
         self.claim_seconds = claim_seconds
         self.clock = time.time
         self._local = threading.local()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
+        try:
+            with self._connect() as db:
+                self._use_wal(db)
+                db.executescript(SCHEMA)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(labels)")}
+        except sqlite3.Error as error:
+            raise AnnotationError(
+                f"{self.path}: not an annotation database ({error}); "
+                "pass --db a new or existing annotation file"
+            ) from None
+        missing = [c for c in LABEL_COLUMNS if c not in columns]
+        if missing:
+            raise AnnotationError(
+                f"{self.path}: its 'labels' table lacks column(s) {missing}, so it is not an "
+                "annotation database; pass --db a new or existing annotation file"
+            )
+
+    def _use_wal(self, db) -> None:
+        """Switch the file to WAL. While another process sets up a new file, SQLite answers
+        'database is locked' at once instead of waiting (the busy handler is not called for
+        this switch), so it is retried until ``busy_timeout``."""
+        deadline, delay = time.monotonic() + self.busy_timeout, 0.005
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.2)
 
     @contextmanager
     def _connect(self):
@@ -252,6 +282,15 @@ class AnnotationStore:
         """Caption ids the annotator currently has a label for against ``caption_id_a``."""
         with self._connect() as db:
             return self._labelled(db, dataset, annotator, caption_id_a)
+
+    def labelled_pairs(self, dataset: str, annotator: str) -> list[tuple[str, str]]:
+        """``(caption_id_a, caption_id_b)`` of every current label of one annotator."""
+        with self._connect() as db:
+            return db.execute(
+                "SELECT caption_id_a, caption_id_b FROM current_labels"
+                " WHERE dataset = ? AND annotator = ?",
+                (dataset, annotator),
+            ).fetchall()
 
     def counts_by_query(self, dataset: str, annotator: str) -> dict[str, int]:
         """Number of current labels per query caption for one annotator."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rudder.data.layout import DatasetFolder
+from rudder.data.layout import DatasetFolder, LayoutError
 from rudder.index_cache import present_splits
 
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv")
@@ -25,8 +25,14 @@ class Collection:
         self.folder = folder
         self.name = folder.meta.name
         self.media_dir = Path(media_dir).resolve() if media_dir else None
+        splits = present_splits(folder)
+        if not splits:
+            raise LayoutError(
+                f"{folder.root}: no split has videos (videos/<split>.parquet); build the "
+                "dataset with python -m datasets_scripts build"
+            )
         captions, videos = [], []
-        for split in present_splits(folder):
+        for split in splits:
             videos.append(folder.videos(split).to_pandas())
             table = folder.captions(split).to_pandas()
             table["split"] = split

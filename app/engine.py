@@ -182,8 +182,9 @@ class SearchEngine:
             & (segment["start"].to_numpy() == table["start"].to_numpy())
             & (segment["end"].to_numpy() == table["end"].to_numpy())
         )
+        is_match = table["row"].isin(match["row"]).to_numpy()
         table["tier"] = np.select(
-            [aligned, display, table["row"].isin(match["row"]).to_numpy()], [3, 2, 1], 0
+            [display & is_match, aligned, display, is_match], [4, 3, 2, 1], 0
         )
         shown = _first_per_video(table, ["tier", "closeness"])
         return dict(zip(shown["video_id"], shown["row"].astype(int)))

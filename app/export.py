@@ -49,7 +49,6 @@ def relation_records(store: AnnotationStore, dataset: str | None = None) -> list
     ]
 
 
-
 def write_jsonl(records: list[dict], path) -> Path:
     """Write records as JSONL (atomically)."""
     text = "".join(
@@ -69,7 +68,11 @@ def write_csv(records: list[dict], path) -> Path:
 
 def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple[Path, Path]:
     """Write ``relations.jsonl`` and ``relations.csv`` of ``dataset`` (or all) into ``out_dir``."""
-    records = relation_records(store, dataset)
+    return write_records(relation_records(store, dataset), out_dir)
+
+
+def write_records(records: list[dict], out_dir) -> tuple[Path, Path]:
+    """Write ``relations.jsonl`` and ``relations.csv`` of ``records`` into ``out_dir``."""
     out_dir = Path(out_dir)
     return write_jsonl(records, out_dir / "relations.jsonl"), write_csv(
         records, out_dir / "relations.csv"

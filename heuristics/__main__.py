@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", type=Path, required=True)
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--annotator", default="manual", help="annotator of rows that name none")
+    p.add_argument(
+        "--resolve",
+        default="refuse",
+        help="when annotators give one ordered pair different labels: refuse (default), "
+        "majority or annotator:NAME (manual labels always override video-heuristic ones)",
+    )
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(run=commands.cmd_import_relations)
     return parser

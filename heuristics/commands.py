@@ -255,11 +255,16 @@ def cmd_video_relations(args) -> int:
 
 
 def cmd_import_relations(args) -> int:
+    from rudder.data.layout import DatasetFolder
+
     from .relations import caption_ids, read_manual, write_relations
 
-    table = read_manual(args.files, caption_ids(args.dataset), args.annotator)
+    name = DatasetFolder(args.dataset).meta.name
+    table, skipped = read_manual(args.files, caption_ids(args.dataset), args.annotator, name)
     print(f"{table.num_rows} manual relations read from {len(args.files)} file(s)")
+    if skipped:
+        print(f"{skipped} record(s) of datasets other than {name!r} skipped")
     if not args.dry_run:
-        merged = write_relations(args.dataset, table)
+        merged = write_relations(args.dataset, table, rule=args.resolve)
         print(f"the dataset now has {merged.num_rows} relations")
     return 0

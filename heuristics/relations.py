@@ -12,13 +12,20 @@ caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 de
   implicit: a pair without a relation falls back to the caption heuristic).
 - manual annotations (:func:`read_manual`): the app's export (JSON lines
   ``{"caption_id_a", "caption_id_b", "label", "annotator", "time"}``) or a CSV with header
-  ``caption_id_a,caption_id_b,label[,annotator][,time]``; ``label`` is a name
+  ``caption_id_a,caption_id_b,label[,annotator][,time][,dataset]``; ``label`` is a name
   (negative/partial/positive/description) or its number. For a pair annotated several
   times by one annotator the latest ``time`` wins (file order when times are equal or
-  absent).
+  absent). Records whose ``dataset`` names another dataset than the target's
+  ``rudder.json`` name are skipped (and counted), so an export of several datasets imports.
 
 Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
-video heuristic (annotator ``video-heuristic``) replaces all its earlier rows.
+video heuristic (annotator ``video-heuristic``) replaces all its earlier rows. Training
+needs one label per ordered pair, so the merged rows are then resolved (:func:`resolve`):
+a manual label overrides a different ``video-heuristic`` one, and annotators who disagree
+are settled by the rule ``--resolve`` names: ``refuse`` (the default: an error naming the
+pair and the annotators), ``majority`` (the label most annotators gave; a tie is refused)
+or ``annotator:NAME`` (NAME's label where NAME labelled the pair). The losing rows are
+dropped; the exported files keep every annotator's labels.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from rudder.data.card import ensure_config
@@ -180,14 +188,23 @@ def _rows(path: Path):
             yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
 
 
-def read_manual(paths, known_captions: set, default_annotator: str = "manual") -> pa.Table:
-    """Manual relations from annotation files (module docstring), validated against the dataset."""
+def read_manual(
+    paths, known_captions: set, default_annotator: str = "manual", dataset: str | None = None
+) -> tuple[pa.Table, int]:
+    """Manual relations from annotation files (module docstring), validated against the
+    dataset, and how many records were skipped because their ``dataset`` field names
+    another dataset than ``dataset`` (an export of several datasets; records without the
+    field are kept)."""
     latest: dict[tuple[str, str, str], tuple] = {}
+    skipped = 0
     for order, path in enumerate(Path(p) for p in paths):
         if not path.is_file():
             raise RelationError(f"{path}: no such annotation file")
         for line, record in _rows(path):
             where = f"{path}:{line}"
+            if dataset is not None and record.get("dataset", dataset) != dataset:
+                skipped += 1
+                continue
             missing = [k for k in ("caption_id_a", "caption_id_b", "label") if k not in record]
             if missing:
                 raise RelationError(f"{where}: missing field(s) {missing}")
@@ -204,7 +221,7 @@ def read_manual(paths, known_captions: set, default_annotator: str = "manual") -
             if key not in latest or stamp >= latest[key][0]:
                 latest[key] = (stamp, _label(record["label"], where))
     keys = sorted(latest)
-    return pa.table(
+    table = pa.table(
         {
             "caption_id_a": pa.array([k[0] for k in keys], pa.string()),
             "caption_id_b": pa.array([k[1] for k in keys], pa.string()),
@@ -212,6 +229,7 @@ def read_manual(paths, known_captions: set, default_annotator: str = "manual") -
             "annotator": pa.array([k[2] for k in keys], pa.string()),
         }
     )
+    return table, skipped
 
 
 def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = None) -> pa.Table:
@@ -228,10 +246,53 @@ def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = N
     return pa.concat_tables([old.filter(pa.array(keep)), new])
 
 
-def write_relations(root, table: pa.Table, replace_annotator: str | None = None) -> pa.Table:
-    """Merge ``table`` into the dataset's relations and write them atomically."""
+RESOLVE_HELP = "refuse (default), majority or annotator:NAME"
+PAIR = ["caption_id_a", "caption_id_b"]
+
+
+def resolve(table: pa.Table, rule: str = "refuse") -> pa.Table:
+    """One label per ordered pair (module docstring): the rows that lose are dropped."""
+    if rule not in ("refuse", "majority") and not rule.startswith("annotator:"):
+        raise RelationError(f"unknown --resolve rule {rule!r}; use {RESOLVE_HELP}")
+    rows = table.to_pandas()
+    disagree = rows.groupby(PAIR)["label"].transform("nunique") > 1
+    if not disagree.any():
+        return table
+    manual = (rows["annotator"] != VIDEO_ANNOTATOR).groupby([rows[c] for c in PAIR])
+    lose = disagree & (rows["annotator"] == VIDEO_ANNOTATOR) & manual.transform("any")
+    if rule == "majority":
+        voters = rows[disagree & ~lose]
+        votes = voters.groupby([*PAIR, "label"])["annotator"].transform("size")
+        most = votes.groupby([voters[c] for c in PAIR]).transform("max")
+        lose |= (votes < most).reindex(rows.index, fill_value=False)
+    elif rule.startswith("annotator:"):
+        named = rows[disagree & (rows["annotator"] == rule.partition(":")[2])]
+        winner = named.set_index(PAIR)["label"]
+        chosen = winner.reindex(pd.MultiIndex.from_frame(rows[PAIR])).to_numpy()
+        lose |= disagree & ~np.isnan(chosen) & (rows["label"].to_numpy() != chosen)
+    rows = rows[~lose]
+    left = rows[rows.groupby(PAIR)["label"].transform("nunique") > 1]
+    if len(left):
+        a, b = left.iloc[0][PAIR]
+        first = left[(left["caption_id_a"] == a) & (left["caption_id_b"] == b)]
+        names = {int(label): label_name for label_name, label in PAIR_LABELS.items()}
+        says = ", ".join(f"{n} {names[int(x)]}" for n, x in zip(first["annotator"], first["label"]))
+        count = len(left.drop_duplicates(PAIR))
+        raise RelationError(
+            f"annotators disagree on the pair (query {a}, candidate {b}): {says} "
+            f"({count} pair(s) disagree; nothing was written); rerun import-relations with "
+            "--resolve majority or --resolve annotator:NAME"
+        )
+    return pa.Table.from_pandas(rows, schema=RELATIONS_SCHEMA, preserve_index=False)
+
+
+def write_relations(
+    root, table: pa.Table, replace_annotator: str | None = None, rule: str = "refuse"
+) -> pa.Table:
+    """Merge ``table`` into the dataset's relations, resolve them (:func:`resolve`) and
+    write them atomically."""
     folder = DatasetFolder(root)
-    merged = merge(folder.relations(), table, replace_annotator)
+    merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
     replace_tables(folder.root, "relations", {"all": merged})
     ensure_config(folder.root, "relations", [{"split": "train", "path": "relations/all.parquet"}])
     return merged

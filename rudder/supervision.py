@@ -273,10 +273,19 @@ class RelationTable:
         unique, first = np.unique(keys, return_index=True)
         conflict = np.flatnonzero((keys[1:] == keys[:-1]) & (labels[1:] != labels[:-1]))
         if conflict.size:
-            key = int(keys[conflict[0]])
+            both = conflict[:1] + np.array([0, 1])
+            key = int(keys[both[0]])
             a, b = self._id_of(key // self.num_captions), self._id_of(key % self.num_captions)
-            raise ValueError(f"RelationTable: the pair (query {a}, candidate {b}) is listed with "
-                             "different labels; keep one row per ordered pair")
+            rows = np.flatnonzero(keep)[order][both]
+            names = (relations.column("annotator").take(rows).to_pylist()
+                     if "annotator" in relations.column_names else ["", ""])
+            listed = " and ".join(f"row {r}" + (f" ({n})" if n else "") + f" label {x}"
+                                  for r, n, x in zip(rows, names, labels[both]))
+            raise ValueError(
+                f"RelationTable: the relations table (the dataset's relations/all.parquet) gives "
+                f"the pair (query {a}, candidate {b}) different labels: {listed}; keep one row "
+                "per ordered pair (python -m heuristics import-relations --resolve majority or "
+                "--resolve annotator:NAME writes one)")
         self._keys_sorted = unique
         self._labels = labels[first].astype(np.int8)
 

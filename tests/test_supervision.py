@@ -331,7 +331,9 @@ def test_relation_table_reads_each_direction_of_an_asymmetric_pair():
 
 
 def test_relation_table_errors():
-    with pytest.raises(ValueError, match=r"pair \(query c1, candidate c0\) is listed with diff"):
+    with pytest.raises(ValueError, match=r"relations/all.parquet\) gives the pair \(query c1, "
+                       r"candidate c0\) different labels: row 2 \(ann\) label 1 and row 0 "
+                       r"\(ann\) label 2; .*import-relations --resolve"):
         RelationTable(["c0", "c1"], relations([("c1", "c0", 2), ("c0", "c1", 1), ("c1", "c0", 1)]))
     with pytest.raises(ValueError, match=r"row 1: label 5 not in 0..3"):
         RelationTable(["c0", "c1"], relations([("c0", "c1", 2), ("c1", "c0", 5)]))

@@ -172,6 +172,17 @@ def test_export_flag(tmp_path, capsys):
         cli.main(["--db", str(tmp_path / "missing.sqlite"), "--export", str(tmp_path / "out")])
 
 
+def test_a_bad_db_is_one_line_naming_it_before_the_model_loads(patched, tmp_path, capsys):
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not sqlite", encoding="utf-8")
+    for argv in (["--db", str(bad)], ["--db", str(bad), "--export", str(tmp_path / "out")]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2
+        assert f"error: {bad}: not an annotation database" in capsys.readouterr().err
+    assert patched.calls == []  # no model trained or loaded
+
+
 @pytest.mark.slow
 def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
     """Today's default (Marathi, Hindi, English only) maps every Tamil word to <unk>."""

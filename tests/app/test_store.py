@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,37 @@ def test_bad_input_is_refused(tmp_path):
     with pytest.raises(AnnotationError, match="both caption ids"):
         store.add("ds", "a", "", "c", "positive")
     assert label_code("description") == 3 and label_code(0) == 0
+
+
+def test_a_new_file_being_set_up_elsewhere_is_waited_for(tmp_path):
+    # another process creating the file holds a write lock; switching to WAL then fails at
+    # once ("database is locked") instead of waiting, unless the store retries
+    path = tmp_path / "a.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE setup (x)")
+    other.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.3, other.execute, ["COMMIT"])
+    timer.start()
+    try:
+        store = AnnotationStore(path, busy_timeout=10)
+    finally:
+        timer.join()
+        other.close()
+    store.add("ds", "asha", "q", "c", "partial")
+    assert len(store.current("ds")) == 1
+
+
+def test_a_file_that_is_not_an_annotation_database_is_named(tmp_path):
+    (tmp_path / "text.sqlite").write_text("not sqlite", encoding="utf-8")
+    with sqlite3.connect(tmp_path / "other.sqlite") as db:
+        db.execute("CREATE TABLE labels (name TEXT)")
+    for path, reason in (
+        (tmp_path, "unable to open"),
+        (tmp_path / "text.sqlite", "file is not a database"),
+        (tmp_path / "other.sqlite", "no such column"),
+    ):
+        with pytest.raises(AnnotationError, match=f"{path}: not an annotation database .*{reason}"):
+            AnnotationStore(path)
 
 
 WRITER = textwrap.dedent("""

@@ -2,18 +2,23 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from app.candidates import CandidateRanker
 from app.collection import Collection
-from app.engine import SearchEngine
+from app.engine import SearchEngine, word_overlap
 from app.escaping import cap_query, html_text, markdown_text
 from app.results_tab import plot_runs, runs_table
 from app.search_tab import SearchTab
+from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.models import CollaborativeExperts
 from rudder.text import tokenize
+
+from ..factories import caption, write_dataset
+from .conftest import build_app_dataset, random_model
 
 
 def test_escaping():
@@ -52,6 +57,14 @@ def test_collection_reads_every_split(collection, media_dir, script_caption):
     assert collection.media_path("../secret") is None  # never outside the media folder
     with pytest.raises(KeyError, match="no caption 'nope'"):
         collection.caption("nope")
+
+
+def test_a_dataset_without_video_tables_is_a_clear_error(tmp_path):
+    folder = build_app_dataset(tmp_path / "novids")
+    for table in (folder.root / "videos").glob("*.parquet"):
+        table.unlink()
+    with pytest.raises(LayoutError, match=f"{folder.root}: no split has videos"):
+        Collection(folder)
 
 
 def test_candidates_follow_the_noun_verb_heuristic(collection):
@@ -131,6 +144,34 @@ def test_best_caption_is_the_closest_among_equal_matches(collection, model_and_v
     finally:
         collection.captions = collection.captions.iloc[:-1]
         collection._by_video = collection.captions.groupby("video_id", sort=False).indices
+
+
+def test_shown_caption_holds_most_query_words_among_captions_of_one_segment(tmp_path):
+    """MSR-VTT-like: every caption spans the whole video; the one holding most of the
+    query's words is shown, even when another caption is closer in the model's space."""
+    texts = ["a man folds a paper boat", "someone is cutting clay", "a person paints a car",
+             "kids play with a bottle", "a woman is cooking food"]
+    videos = [f"m{i}" for i in range(8)]
+    rows = [caption(f"{v}-en-{j}", v, "en", t, start=0.0, end=10.0)
+            for v in videos for j, t in enumerate(texts)]
+    features = {"scene": (ExpertInfo(16), videos, np.random.default_rng(0).normal(size=(8, 16)))}
+    write_dataset(tmp_path / "ds", dict(zip(videos, ["train"] * 6 + ["validation", "test"])),
+                  rows, features, languages=("en",), name="one-segment")
+    folder = DatasetFolder(tmp_path / "ds")
+    model, vocab = random_model(folder, seed=0, langs=("en",))
+    engine = SearchEngine(model, vocab, Collection(folder), cache_dir=tmp_path / "index",
+                          train_langs=("en",))
+    caption_embs, _ = engine.embed_texts(texts, ["en"] * len(texts))
+    closer_elsewhere = 0
+    for query in ("man boat", "folds paper", "cutting", "paints car", "bottle kids",
+                  "woman food", "clay someone"):
+        overlap = word_overlap(query, "en", texts)
+        for hit in engine.search(query, "en", k=8, display_lang="en"):
+            assert overlap[texts.index(hit.caption)] == overlap.max(), (query, hit.caption)
+        query_emb, logits = engine.embed_texts([query], ["en"])
+        closeness = ((caption_embs * query_emb).sum(-1) * torch.softmax(logits, -1)).sum(-1)
+        closer_elsewhere += int(overlap[int(closeness.argmax())] < overlap.max())
+    assert closer_elsewhere > 0  # the closest caption is not always the best match
 
 
 def expected_segment(collection, video_id, query) -> int | None:

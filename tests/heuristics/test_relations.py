@@ -85,13 +85,13 @@ def test_read_manual_csv_and_jsonl(tmp_path):
     ]
     jsonl.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     known = {"c1", "c2", "c3"}
-    assert rows(read_manual([csv_path], known)) == [
+    assert rows(read_manual([csv_path], known)[0]) == [
         ("c1", "c3", 1, "ann1"),
         ("c1", "c3", 3, "ann2"),
         ("c3", "c1", 0, "manual"),
     ]
     # the export's later time wins over the CSV row (no time) and over the older export row
-    assert rows(read_manual([csv_path, jsonl], known))[0] == ("c1", "c3", 2, "ann1")
+    assert rows(read_manual([csv_path, jsonl], known)[0])[0] == ("c1", "c3", 2, "ann1")
 
 
 @pytest.mark.parametrize(
@@ -183,3 +183,55 @@ def test_video_sets_errors(tmp_path):
     path.write_text("video_id,objects,actions\nv1,paper,cut\nv1,card,fold\n", encoding="utf-8")
     with pytest.raises(RelationError, match=r"s.csv:3: video 'v1' listed twice"):
         read_video_sets(path)
+
+
+def test_disagreeing_annotators_are_resolved_on_import(tiny_dataset, sets_path, tmp_path, capsys):
+    """App export -> import-relations -> the RelationTable training loads, with annotators
+    who disagree on a directed pair that the video heuristic also labels (c1 -> c3 partial)."""
+    from app.annotations_db import AnnotationStore
+    from app.export import export
+
+    assert main(["video-relations", "--dataset", str(tiny_dataset), "--sets", str(sets_path)]) == 0
+    store = AnnotationStore(tmp_path / "labels.sqlite")
+    for annotator, label in (("asha", "positive"), ("ravi", "negative"), ("mina", "positive")):
+        store.add("tiny", annotator, "c1", "c3", label)
+    store.add("tiny", "asha", "c2", "c4", "partial")
+    jsonl, _ = export(store, tmp_path / "out")
+    before = DatasetFolder(tiny_dataset).relations()
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl)]) == 2
+    error = capsys.readouterr().err
+    assert "pair (query c1, candidate c3): asha positive, mina positive, ravi negative" in error
+    assert "--resolve majority or --resolve annotator:NAME" in error
+    assert DatasetFolder(tiny_dataset).relations().equals(before)
+
+    def imported(*flags):
+        assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl), *flags]) == 0
+        table = DatasetFolder(tiny_dataset).relations()
+        ids = ["c1", "c2", "c3", "c4"]
+        return RelationTable(ids, table).lookup_positions([0, 1], [2, 3]).tolist()
+
+    assert imported("--resolve", "majority") == [[2, -1], [1, 1]]
+    assert imported("--resolve", "annotator:ravi") == [[0, -1], [1, 1]]
+    store.add("tiny", "ravi", "c2", "c4", "negative")
+    jsonl, _ = export(store, tmp_path / "out")
+    assert imported("--resolve", "annotator:ravi") == [[0, -1], [1, 0]]
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl),
+                 "--resolve", "majority"]) == 2
+    assert "(query c2, candidate c4): asha partial, ravi negative" in capsys.readouterr().err
+
+
+def test_an_export_of_several_datasets_imports_the_targets_records(tiny_dataset, tmp_path, capsys):
+    from app.annotations_db import AnnotationStore
+    from app.export import export
+
+    store = AnnotationStore(tmp_path / "labels.sqlite")
+    store.add("tiny", "asha", "c1", "c3", "partial")
+    store.add("other", "asha", "v000-mr", "v001-mr", "positive")  # ids tiny does not have
+    store.add("other", "asha", "c1", "c3", "negative")  # same ids, another dataset
+    jsonl, csv_path = export(store, tmp_path / "out")
+    for path in (jsonl, csv_path):
+        assert main(["import-relations", "--dataset", str(tiny_dataset), str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "1 manual relations read" in out
+        assert "2 record(s) of datasets other than 'tiny' skipped" in out
+        assert rows(DatasetFolder(tiny_dataset).relations()) == [("c1", "c3", 1, "asha")]
