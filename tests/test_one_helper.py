@@ -16,8 +16,9 @@ OTHER_JOBS = {
     "files together (all splits or none), under held_termination",
     ("rudder/data/sample.py", "os.rename"): "publishes the sample once: never over a copy "
     "another process finished first",
-    ("app/annotate_handlers.py", "tempfile.mkdtemp"): "a fresh folder Gradio serves the export "
-    "files from, nothing is replaced",
+    ("app/annotate_handlers.py", "tempfile.TemporaryDirectory"): "the app's folder Gradio "
+    "serves the export files from, removed with the app; the files in it are written by "
+    "rudder.atomic",
 }
 
 
