@@ -12,6 +12,8 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from rudder.errors import RunError, exit_on_error
+
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
 # Tamil and Telugu captions (on 40% of the sample's videos) are learnt in two epochs.
@@ -78,7 +80,7 @@ def parse_auth(value: str | None) -> tuple[str, str] | None:
         return None
     user, sep, password = value.partition(":")
     if not sep or not user or not password:
-        raise SystemExit("error: --auth must look like user:pass (both non-empty)")
+        raise RunError("--auth must look like user:pass (both non-empty)")
     return user, password
 
 
@@ -134,59 +136,63 @@ def train_quick(runs_dir: Path, dataset: str, epochs: int, languages) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    auth = parse_auth(args.auth)
-    from rudder.errors import RudderError, exit_on_error, one_line
+    with exit_on_error():  # every user error: one "error:" line, exit code 2
+        auth = parse_auth(args.auth)
+        if args.export is not None:
+            _export(args.db, args.export)
+            return
+        demo = _build(args)
+    from .ui import launch_app
 
+    launch_app(demo, host=args.host, port=args.port, auth=auth)
+
+
+def _export(db: Path, out: Path) -> None:
     from .annotations_db import AnnotationStore
+    from .export import export
 
-    if args.export is not None:
-        from .export import export
+    if not db.is_file():
+        raise RunError(f"annotation database {db} does not exist")
+    for path in export(AnnotationStore(db), out):
+        print(path)
 
-        if not args.db.is_file():
-            raise SystemExit(f"error: annotation database {args.db} does not exist")
-        with exit_on_error():
-            for path in export(AnnotationStore(args.db), args.export):
-                print(path)
-        return
-    if args.media is not None and not args.media.is_dir():
-        raise SystemExit(f"error: --media {args.media} is not a folder")
 
+def _build(args):
+    """The app for ``args``: its dataset, model (trained first if there is none) and store."""
     from rudder.runs import encode_queries, load_run, resolve_dataset
 
-    try:
-        AnnotationStore(args.db)  # a bad --db fails now, not after the model is loaded
-        checkpoint = args.checkpoint
-        if checkpoint is None:
-            dataset = args.dataset or "sample"
-            languages = resolve_dataset(dataset).meta.languages
-            checkpoint = newest_run_for(args.runs, dataset, languages) or train_quick(
-                args.runs, dataset, args.quick_epochs, languages
-            )
-        run = load_run(checkpoint, dataset=args.dataset)
-        extra = [resolve_dataset(spec) for spec in args.annotate]
-        from .ui import build_app, launch_app
+    from .annotations_db import AnnotationStore
+    from .ui import build_app
 
-        print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
-        demo = build_app(
-            run.model,
-            run.vocab,
-            run.dataset,
-            db_path=args.db,
-            runs_dir=args.runs,
-            media_dir=args.media,
-            encode=partial(encode_queries, run),
-            model_key=run.fingerprint,
-            max_words=run.config.data.max_words,
-            max_frames=run.config.data.max_frames,
-            annotate_datasets=extra,
-            description=f"Model: {run.run_dir.name}.",
-            train_langs=run.config.data.caption_langs,
-            check_words=not run.config.data.text_encoder,
+    if args.media is not None and not args.media.is_dir():
+        raise RunError(f"--media {args.media} is not a folder")
+    AnnotationStore(args.db)  # a bad --db fails now, not after the model is loaded
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        dataset = args.dataset or "sample"
+        languages = resolve_dataset(dataset).meta.languages
+        checkpoint = newest_run_for(args.runs, dataset, languages) or train_quick(
+            args.runs, dataset, args.quick_epochs, languages
         )
-    except RudderError as error:
-        print(f"error: {one_line(error)}", file=sys.stderr)
-        raise SystemExit(2) from None
-    launch_app(demo, host=args.host, port=args.port, auth=auth)
+    run = load_run(checkpoint, dataset=args.dataset)
+    extra = [resolve_dataset(spec) for spec in args.annotate]
+    print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
+    return build_app(
+        run.model,
+        run.vocab,
+        run.dataset,
+        db_path=args.db,
+        runs_dir=args.runs,
+        media_dir=args.media,
+        encode=partial(encode_queries, run),
+        model_key=run.fingerprint,
+        max_words=run.config.data.max_words,
+        max_frames=run.config.data.max_frames,
+        annotate_datasets=extra,
+        description=f"Model: {run.run_dir.name}.",
+        train_langs=run.config.data.caption_langs,
+        check_words=not run.config.data.text_encoder,
+    )
 
 
 if __name__ == "__main__":

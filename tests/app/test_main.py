@@ -9,14 +9,25 @@ import torch
 
 import app.__main__ as cli
 from app.annotations_db import AnnotationStore
+from rudder.errors import RunError
 
 
 def test_auth_flag():
     assert cli.parse_auth("asha:s3:cret") == ("asha", "s3:cret")
     assert cli.parse_auth(None) is None
     for bad in ("asha", ":pw", "asha:"):
-        with pytest.raises(SystemExit, match="user:pass"):
+        with pytest.raises(RunError, match="user:pass"):
             cli.parse_auth(bad)
+
+
+@pytest.mark.parametrize("argv", [["--auth", "asha"], ["--media", "/no/such/folder"],
+                                  ["--db", "/no/such.sqlite", "--export", "/tmp/x"]])
+def test_a_user_error_is_one_line_and_exit_code_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
 
 
 FIVE = ["mr", "hi", "ta", "te", "en"]
@@ -133,7 +144,7 @@ def test_no_checkpoint_trains_a_quick_one_then_serves_on_localhost(patched, tmp_
     }
 
 
-def test_flags_reach_the_server(patched, tmp_path):
+def test_flags_reach_the_server(patched, tmp_path, capsys):
     run = fake_run(tmp_path / "runs", "r", "sample", age=0)
     media = tmp_path / "media"
     media.mkdir()
@@ -158,8 +169,9 @@ def test_flags_reach_the_server(patched, tmp_path):
     assert patched.calls[0][1] == (run,)
     assert patched.calls[1][2]["media_dir"] == media
     assert patched.calls[2][2] == {"host": "0.0.0.0", "port": 9000, "auth": ("u", "p")}
-    with pytest.raises(SystemExit, match="is not a folder"):
+    with pytest.raises(SystemExit):
         cli.main(["--media", str(tmp_path / "nope")])
+    assert "is not a folder" in capsys.readouterr().err
 
 
 def test_export_flag(tmp_path, capsys):
@@ -168,8 +180,9 @@ def test_export_flag(tmp_path, capsys):
     cli.main(["--db", str(tmp_path / "l.sqlite"), "--export", str(tmp_path / "out")])
     assert (tmp_path / "out" / "relations.jsonl").read_text(encoding="utf-8").count("\n") == 1
     assert "relations.csv" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="does not exist"):
+    with pytest.raises(SystemExit):
         cli.main(["--db", str(tmp_path / "missing.sqlite"), "--export", str(tmp_path / "out")])
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_a_bad_db_is_one_line_naming_it_before_the_model_loads(patched, tmp_path, capsys):
