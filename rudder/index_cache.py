@@ -31,8 +31,10 @@ def model_fingerprint(model: torch.nn.Module) -> str:
 
 
 def index_key(model_key: str, dataset: DatasetFolder, splits, max_frames: int) -> str:
-    """Cache key: index format, model, dataset fingerprint, splits and frame cap."""
-    text = f"v{INDEX_VERSION}|{model_key}|{dataset.fingerprint()}|{','.join(splits)}|{max_frames}"
+    """Cache key: index format, model, dataset fingerprint and content digests (features
+    rewritten at the same sizes), splits and frame cap."""
+    data = f"{dataset.fingerprint()}|{dataset.content_digests()}"
+    text = f"v{INDEX_VERSION}|{model_key}|{data}|{','.join(splits)}|{max_frames}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -130,13 +130,13 @@ def test_ensure_config_adds_relations_to_the_card(tmp_path):
     assert loaded["train"][0]["label"] == 1
 
 
-def test_fingerprint_sees_new_values_of_the_same_size(tmp_path):
-    """The fingerprint keys the index cache and guards resuming: features rewritten with
-    other values (same shapes, so the same file sizes) must change it."""
+def test_content_digests_see_new_values_of_the_same_size(tmp_path):
+    """The app's index cache is keyed by the content digests: features rewritten with other
+    values (same shapes, so the same file sizes) change them, not the fingerprint."""
     _write(tmp_path / "ds")
-    before = DatasetFolder(tmp_path / "ds").fingerprint()
+    before = DatasetFolder(tmp_path / "ds").content_digests()
     _write(tmp_path / "same")
-    assert DatasetFolder(tmp_path / "same").fingerprint() == before
+    assert DatasetFolder(tmp_path / "same").content_digests() == before
     _write(tmp_path / "other", scene_values=tuple(range(12))[::-1])
 
     def sizes(name):
@@ -144,7 +144,9 @@ def test_fingerprint_sees_new_values_of_the_same_size(tmp_path):
                 for p in (tmp_path / name).rglob("*.parquet")}
 
     assert sizes("other") == sizes("ds")  # the change does not show in the file sizes
-    assert DatasetFolder(tmp_path / "other").fingerprint() != before
+    other = DatasetFolder(tmp_path / "other")
+    assert other.content_digests() != before
+    assert other.fingerprint() == DatasetFolder(tmp_path / "ds").fingerprint()
 
 
 def test_load_dataset_sees_a_rewrite_in_place(tmp_path):

@@ -102,6 +102,13 @@ class ExpertInfo:
     dim: int
     variable_length: bool = False
 
+    @property
+    def arrow_type(self) -> pa.DataType:
+        """The ``feature`` column's type: ``fixed_size_list<float32, dim>``, or a list of
+        those (one per frame) for a variable-length expert."""
+        item = pa.list_(pa.float32(), self.dim)
+        return pa.list_(item) if self.variable_length else item
+
 
 @dataclass
 class DatasetMeta:
@@ -170,7 +177,11 @@ class DatasetFolder:
         path = self.root / folder / f"{split}.parquet"
         if not path.is_file():
             return None
-        return pq.read_table(path, columns=columns)
+        try:
+            return pq.read_table(path, columns=columns)
+        except (pa.ArrowException, OSError) as error:
+            raise LayoutError(f"{path}: cannot read the table ({error}); rebuild the dataset "
+                              "folder (python -m datasets_scripts build)") from None
 
     def _read_required(self, folder: str, split: str, columns=None) -> pa.Table:
         table = self._read(folder, split, columns)
@@ -210,18 +221,20 @@ class DatasetFolder:
         return pq.read_table(path) if path.is_file() else None
 
     def fingerprint(self) -> str:
-        """SHA-256 over the file names, sizes, metadata and the card's data digests:
-        identifies the data of a run (and keys the app's index cache).
-
-        The card's digests hash the files' bytes and every rudder writer refreshes them
-        (:mod:`rudder.data.card`), so features rewritten with other values of the same shapes
-        (same file sizes) change the fingerprint; reading them here costs nothing at any
-        scale. A parquet file changed by hand, outside rudder's writers, changes it only
-        through its size."""
+        """SHA-256 over the file names, sizes and metadata: identifies the data of a run
+        (resume checks, experiment keys), the same on every machine that builds the same
+        data. It does not see values rewritten at the same sizes; :meth:`content_digests`
+        does, where the content matters (the app's index cache)."""
         digest = hashlib.sha256()
         for path in sorted(self.root.rglob("*.parquet")):
             digest.update(str(path.relative_to(self.root)).encode())
             digest.update(str(path.stat().st_size).encode())
         digest.update((self.root / "rudder.json").read_bytes())
-        digest.update(json.dumps(card_digests(self.root), sort_keys=True).encode())
         return digest.hexdigest()[:16]
+
+    def content_digests(self) -> str:
+        """The card's data digests, one line: SHA-256 of every config's file bytes, kept
+        fresh by every rudder writer (:mod:`rudder.data.card`), so free to read at any scale;
+        empty for a folder without a card. Bytes depend on the writer's pyarrow version, so
+        these are for caches on one machine, not for identities shared between machines."""
+        return json.dumps(card_digests(self.root), sort_keys=True)

@@ -136,7 +136,7 @@ class DatasetWriter:
         self._stream_by_split(
             self.tmp / "text_features",
             "caption_id",
-            pa.list_(pa.list_(pa.float32(), dim)),
+            info.arrow_type,
             batches,
             splits_of,
             lambda ids, arrays, kind: _feature_column("text_features", ids, arrays, info, kind),
@@ -153,11 +153,10 @@ class DatasetWriter:
         info = self.meta.experts.get(expert)
         if info is None:
             raise LayoutError(f"expert {expert!r} is not declared in the metadata")
-        item = pa.list_(pa.float32(), info.dim)
         self._stream_by_split(
             self.tmp / "features" / expert,
             "video_id",
-            pa.list_(item) if info.variable_length else item,
+            info.arrow_type,
             batches,
             lambda ids: self._splits_of(ids, f"features.{expert}"),
             lambda ids, features, kind: _feature_column(expert, ids, features, info, kind),

@@ -7,10 +7,11 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from rudder.data.classes import ClassIndex, video_class_sets
-from rudder.data.layout import DatasetFolder, LayoutError, parse_expert
+from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError, parse_expert
 from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
 from rudder.devices import upload
 from rudder.text import Vocabulary, tokenize
@@ -141,9 +142,14 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         shape = (num_videos, 1, info.dim) if info.variable_length else (num_videos, info.dim)
         masks = torch.zeros(num_videos, 1, dtype=torch.bool) if info.variable_length else None
         return torch.zeros(shape), masks, present
+    path = folder.root / "features" / expert / f"{split}.parquet"
+    _check_feature_table(table, info, path, f"experts.{expert}.dim")
     ids = table.column("video_id").to_numpy(zero_copy_only=False)
     rows = np.array([row_of.get(v, -1) for v in ids], dtype=np.int64)
     keep = np.flatnonzero(rows >= 0)
+    if len(ids) and not len(keep):
+        raise LayoutError(f"{path}: none of its {len(ids)} video ids is a {split!r} video (e.g. "
+                          f"{ids[0]!r}); it belongs to another split or dataset")
     column = table.column("feature").combine_chunks()
     if info.variable_length:
         offsets = column.offsets.to_numpy()
@@ -168,10 +174,35 @@ def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
         finite_rows = torch.isfinite(feats.reshape(num_videos, -1)).all(1)
         if not finite_rows.all():
             bad = int(torch.nonzero(~finite_rows)[0])
-            raise LayoutError(f"features.{expert} ({split}): video {list(row_of)[bad]!r} has NaN "
-                              "or inf values")
+            raise LayoutError(f"{path}: video {list(row_of)[bad]!r} has NaN or inf values; "
+                              "fix its features or drop its row (the expert is then missing "
+                              "for it)")
     present[rows[keep]] = True
     return feats, masks, present
+
+
+def _check_feature_table(table, info: ExpertInfo, path, declared: str) -> None:
+    """A features table has string ``video_id`` keys and a ``feature`` column of exactly the
+    type ``rudder.json`` declares, with no null row: a wider vector would otherwise be read
+    as several rows of other videos' values."""
+    if "video_id" not in table.column_names or "feature" not in table.column_names:
+        raise LayoutError(f"{path}: expected columns video_id and feature, got "
+                          f"{table.column_names}; rebuild the dataset folder")
+    if not pa.types.is_string(table.schema.field("video_id").type):
+        raise LayoutError(f"{path}: video_id is {table.schema.field('video_id').type}, not "
+                          "string; rebuild the dataset folder")
+    check_feature_type(table.schema.field("feature").type, info, path, declared)
+    if table.column("feature").null_count:
+        raise LayoutError(f"{path}: {table.column('feature').null_count} feature row(s) are "
+                          "null; drop those rows (the expert is then missing there)")
+
+
+def check_feature_type(found: pa.DataType, info: ExpertInfo, path, declared: str) -> None:
+    """Refuse a ``feature`` column whose type is not the one ``rudder.json`` declares."""
+    if found != info.arrow_type:
+        raise LayoutError(f"{path}: feature is {found}, but rudder.json declares {declared} = "
+                          f"{info.dim} ({info.arrow_type}); rebuild the features or correct "
+                          f"{declared} in rudder.json")
 
 
 def _float_matrix(fixed_size_lists, dim: int) -> np.ndarray:
@@ -337,6 +368,9 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
     ``max_words``), or the encoder's output (its own length)."""
     if isinstance(text_encoder, DatasetTextFeatures):
         file = folder.text_features_file(split)
+        check_feature_type(file.schema_arrow.field("feature").type,
+                           ExpertInfo(text_encoder.dim, variable_length=True),
+                           folder.root / "text_features" / f"{split}.parquet", "text_features_dim")
         wanted = [captions["caption_id"][i] for i in keep]
         try:
             return store_from_parquet(file, wanted, text_encoder.dim, owner, slot, shape, max_words)
