@@ -59,5 +59,47 @@ def test_a_nan_feature_is_reported_with_its_video(tiny_dataset, tmp_path):
     column = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
     pq.write_table(table.set_column(1, "feature", column), path)
     bad = table.column("video_id")[3].as_py()
-    with pytest.raises(LayoutError, match=rf"features.object \(train\): video '{bad}' has NaN"):
+    with pytest.raises(LayoutError, match=rf"object/train.parquet: video '{bad}' has NaN .*fix "):
         load_videos(DatasetFolder(copy), "train", ["object"])
+
+
+def _rewrite(tiny_dataset, tmp_path, expert, change):
+    """A copy of the dataset whose ``expert`` train file is ``change(table)``."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_dataset, copy)
+    path = copy / "features" / expert / "train.parquet"
+    pq.write_table(change(pq.read_table(path)), path)
+    return DatasetFolder(copy)
+
+
+def test_a_feature_size_other_than_rudder_json_is_refused(tiny_dataset, tmp_path):
+    """Twice the declared size reshapes without error into other videos' values."""
+    from rudder.data.layout import LayoutError
+
+    def doubled(table):
+        values = np.array(table.column("feature").to_pylist(), np.float32)
+        wide = np.concatenate([values, values], axis=1)
+        column = pa.FixedSizeListArray.from_arrays(pa.array(wide.reshape(-1)), wide.shape[1])
+        return table.set_column(1, "feature", column)
+
+    folder = _rewrite(tiny_dataset, tmp_path, "object", doubled)
+    dim = folder.meta.experts["object"].dim
+    with pytest.raises(LayoutError, match=rf"object/train.parquet: feature is .*\[{2 * dim}\], "
+                       rf"but rudder.json declares experts.object.dim = {dim}"):
+        load_videos(folder, "train", ["object"])
+
+
+def test_a_features_file_of_another_split_is_refused(tiny_dataset, tmp_path):
+    def renamed(table):
+        return table.set_column(0, "video_id", pa.array([f"x{i}" for i in range(len(table))]))
+
+    from rudder.data.layout import LayoutError
+
+    folder = _rewrite(tiny_dataset, tmp_path, "object", renamed)
+    with pytest.raises(LayoutError, match=r"object/train.parquet: none of its \d+ video ids is a "
+                       r"'train' video"):
+        load_videos(folder, "train", ["object"])

@@ -153,3 +153,15 @@ def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path)
     assert run.config.model.text_input_dim == 7
     with pytest.raises(ValueError, match="cannot encode free text"):
         encode_queries(run, ["cut the bottle"], ["en"])
+    meta_file = out / "rudder.json"  # a declared size the stored vectors do not have
+    meta_file.write_text(meta_file.read_text().replace('"text_features_dim": 7',
+                                                       '"text_features_dim": 14'))
+    from rudder.data.layout import LayoutError
+    from rudder.data.loader import load_split
+    from rudder.text.caption_features import DatasetTextFeatures
+
+    folder = DatasetFolder(out)
+    with pytest.raises(LayoutError, match=r"text_features/train.parquet: feature is .*\[7\]>, "
+                       r"but rudder.json declares text_features_dim = 14"):
+        load_split(folder, "train", list(folder.meta.experts), None, ["en"],
+                   text_encoder=DatasetTextFeatures(folder))
