@@ -36,8 +36,8 @@ from rudder.metric_names import SELECTION_METRICS
 from rudder.models import MODELS, ModelConfig
 from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
-__all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "from_dict",
-           "load_yaml", "parse_yaml", "to_dict"]
+__all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "dump_yaml",
+           "from_dict", "load_yaml", "parse_yaml", "to_dict"]
 
 
 @dataclass
@@ -421,9 +421,21 @@ _CoreSchemaLoader.add_implicit_resolver(
 _CoreSchemaLoader.add_constructor("tag:yaml.org,2002:int", _CoreSchemaLoader.construct_yaml_int)
 
 
+class _CoreSchemaDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper that quotes every string :class:`_CoreSchemaLoader` would read
+    as something else ("09", "1e3", "-.5"), so :func:`dump_yaml` round-trips."""
+
+    yaml_implicit_resolvers = _CoreSchemaLoader.yaml_implicit_resolvers
+
+
 def parse_yaml(text: str):
     """``text`` parsed as YAML with the 1.2 core schema's scalars (see the module)."""
     return yaml.load(text, Loader=_CoreSchemaLoader)  # a SafeLoader: builds no objects
+
+
+def dump_yaml(data) -> str:
+    """``data`` as YAML that :func:`parse_yaml` reads back equal (keys in their order)."""
+    return yaml.dump(data, Dumper=_CoreSchemaDumper, sort_keys=False, allow_unicode=True)
 
 
 def load_yaml(path) -> dict:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rudder.atomic import atomic_savez, atomic_write_text
-from rudder.config import load_yaml, to_dict
+from rudder.config import dump_yaml, load_yaml, to_dict
 from rudder.errors import RunError
 
 if TYPE_CHECKING:
@@ -147,10 +147,7 @@ def write_metrics(result_dir, summary: dict) -> Path:
 
 
 def write_config(run_dir, config: TrainConfig) -> None:
-    import yaml
-
-    text = yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True)
-    atomic_write_text(config_file(run_dir), text)
+    atomic_write_text(config_file(run_dir), dump_yaml(to_dict(config)))
 
 
 def read_config(run_dir) -> dict:

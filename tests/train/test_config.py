@@ -153,3 +153,24 @@ def test_unknown_keys_suggest_the_nearest_one():
 def test_a_string_field_given_another_type_says_to_quote_it():
     with pytest.raises(ConfigError, match=r"name=True is not valid; expected a string \(quote"):
         from_dict({"name": True})
+
+
+def test_a_saved_config_reads_back_equal():
+    """config.yaml is written for the YAML 1.2 reader: strings it would read as numbers are
+    quoted ('09' was saved bare and came back as 9, failing --resume)."""
+    from rudder.config import TrainConfig, dump_yaml, parse_yaml, to_dict
+
+    for name in ("09", "1e3", "-.5", "0o7", "0x1F", "yes", "off", "1:30", "true", "null", "x"):
+        data = to_dict(TrainConfig())
+        data["name"], data["optim"]["lr"] = name, 1e-05
+        assert parse_yaml(dump_yaml(data)) == data
+
+
+def test_a_run_config_file_round_trips(tmp_path):
+    from rudder.config import TrainConfig, to_dict
+    from rudder.run_layout import read_config, write_config
+
+    config = from_dict({"name": "09", "data": {"dataset": "1e3"}})
+    write_config(tmp_path, config)
+    assert read_config(tmp_path) == to_dict(config)
+    assert from_dict(read_config(tmp_path)) == config != TrainConfig()
