@@ -109,7 +109,7 @@ class OptimConfig:
     scheduler: str = "step"  # step | cosine | none
     step_size: int = 10
     gamma: float = 0.5
-    grad_clip: float | None = None  # the largest gradient norm; null: no clipping
+    grad_clip: float | None = None  # the largest gradient norm; 0 or null: no clipping
     # "fused" (one kernel per step; torch's fused Adam/AdamW/SGD run on CPU and CUDA),
     # "foreach" (multi-tensor ops), or "loop" (one parameter at a time). On 2 CPU threads
     # at CE's MSR-VTT shapes fused Adam takes ~24 ms a step against ~80 ms for foreach.
@@ -226,7 +226,7 @@ RULES: dict[str, Rule] = {
     "optim.scheduler": Rule(choices=SCHEDULERS.keys()),
     "optim.step_size": _at_least(1),
     "optim.gamma": _fraction(),
-    "optim.grad_clip": Rule(low=0.0, low_open=True),  # null: no clipping
+    "optim.grad_clip": _at_least(0.0),  # 0 or null: no clipping
     "optim.implementation": Rule(choices=IMPLEMENTATIONS.keys()),
     "model.name": Rule(choices=MODELS.keys()),
     "data.subword_buckets": _at_least(0),
@@ -368,17 +368,23 @@ def from_dict(data: dict) -> TrainConfig:
     return config
 
 
-def _check_text_side(config: TrainConfig) -> None:
-    """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are
-    ordered; n-gram hashing is trained, so it excludes frozen embeddings."""
-    data = config.data
-    if data.subword_buckets and config.model.freeze_embeddings:
+def check_new_run(config: TrainConfig) -> None:
+    """Refuse settings a new run cannot train well, which older runs (read, evaluated or
+    resumed through :func:`from_dict`) may still hold: n-gram hashing with frozen
+    embeddings (the n-gram rows share the frozen table, so they never learn; with word
+    vectors they start at zero and every unseen word embeds as zero)."""
+    if config.data.subword_buckets and config.model.freeze_embeddings:
         raise ConfigError(
             "data.subword_buckets and model.freeze_embeddings exclude each other: the n-gram "
-            "rows share the frozen embedding table, so they would never learn (with "
-            "data.word_vectors they start at zero and every unseen word would embed as zero); "
-            "set data.subword_buckets: 0 or model.freeze_embeddings: false"
+            "rows share the frozen embedding table, so they would never learn; set "
+            "data.subword_buckets: 0 or model.freeze_embeddings: false"
         )
+
+
+def _check_text_side(config: TrainConfig) -> None:
+    """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are
+    ordered."""
+    data = config.data
     if data.word_vectors is not None:
         check_languages([k for k in data.word_vectors if k != "all"], where="data.word_vectors")
         if data.text_encoder:

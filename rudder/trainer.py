@@ -22,7 +22,7 @@ from rudder.checkpoints import (
     restore_generator,
     restore_scaler,
 )
-from rudder.config import ConfigError, TrainConfig, to_dict
+from rudder.config import ConfigError, TrainConfig, check_new_run, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
@@ -53,6 +53,8 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
+        if not resume:
+            check_new_run(config)
         self.device = pick_device(config.device)
         if ctx.enabled and self.device.type == "cuda":
             self.device = torch.device("cuda", ctx.local_rank)

@@ -51,7 +51,6 @@ def test_yaml_errors_name_the_file(tmp_path):
     ("supervision.alpha_v", -0.5, "in [0.0, 1.0]"),
     ("optim.momentum", 1.0, "in [0.0, 1.0)"),
     ("supervision.rho", 0.0, "in (0.0, 1.0]"),
-    ("optim.grad_clip", 0.0, "> 0.0"),  # it was taken as "no clipping"; null says that
     ("epochs", True, "an integer >= 1"),
     ("amp", 1, "true or false"),
     ("selection", "t2v.R7", "one of ['t2v.gmean_r5_r10_r50'"),

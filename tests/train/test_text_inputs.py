@@ -108,8 +108,6 @@ def test_text_side_config_is_checked():
         ("data.word_vectors=[v.vec]", "expected a mapping of strings to strings"),
         ("data.subword_min_n=7", "subword_min_n=7 is larger than data.subword_max_n=6"),
         ("data.subword_buckets=-1", "data.subword_buckets=-1 is not valid"),
-        (("data.subword_buckets=64", "model.freeze_embeddings=true"),
-         "data.subword_buckets and model.freeze_embeddings exclude each other"),
     ):
         changed = to_dict(TrainConfig())
         for assignment in (override,) if isinstance(override, str) else override:
@@ -120,6 +118,25 @@ def test_text_side_config_is_checked():
     apply_override(data, "data.text_encoder=bundled")
     with pytest.raises(ConfigError, match="exclude each other"):
         from_dict(data)
+
+
+def test_subword_hashing_with_frozen_embeddings_is_refused_for_new_runs_only(
+        train_tiny, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train_tiny(tmp_path / "new", "--set", "data.subword_buckets=64",
+                   "--set", "model.freeze_embeddings=true")
+    assert "exclude each other" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    train_tiny(tmp_path / "old", "--epochs", "1", "--set", "data.subword_buckets=64")
+    saved = tmp_path / "old" / "config.yaml"  # as a run trained before the rule holds it
+    saved.write_text(saved.read_text().replace("freeze_embeddings: false",
+                                               "freeze_embeddings: true"))
+    for checkpoint in (tmp_path / "old" / "checkpoints").glob("*.pt"):
+        state = torch.load(checkpoint, weights_only=True)
+        state["config"]["model"]["freeze_embeddings"] = True
+        torch.save(state, checkpoint)
+    assert load_run(tmp_path / "old").config.model.freeze_embeddings  # still readable
+    train.main(["--output-dir", str(tmp_path / "old"), "--resume", "--epochs", "2"])
 
 
 def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path):
