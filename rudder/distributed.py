@@ -129,14 +129,16 @@ def shard(batch: torch.Tensor, ctx: DistContext) -> torch.Tensor:
 class _GatherRows(torch.autograd.Function):
     """All-gather of equal ``(rows, cols)`` blocks along dim 0 whose backward hands each
     process the sum over processes of the gradient of its own block, as
-    ``torch.distributed.nn.functional.all_gather`` (deprecated in torch 2.13) does, through
-    the stable ``all_gather_into_tensor`` and ``all_reduce``."""
+    ``torch.distributed.nn.functional.all_gather`` does (deprecated in torch 2.13), through
+    ``all_gather_single`` (torch 2.13's name; ``all_gather_into_tensor`` before) and
+    ``all_reduce``."""
 
     @staticmethod
     def forward(ctx, block: torch.Tensor) -> torch.Tensor:
         ctx.rows = len(block)
         gathered = block.new_empty(len(block) * dist.get_world_size(), *block.shape[1:])
-        dist.all_gather_into_tensor(gathered, block.contiguous())
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        gather(gathered, block.contiguous())
         return gathered
 
     @staticmethod
