@@ -62,6 +62,9 @@ def _entry_files(root: Path, card: Path, name: str, entry) -> set[str]:
                            "a path (use {split: ..., path: FILE})")
     found = set()
     for pattern in paths:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise PublishError(f"{card}: config {name!r} lists {pattern!r}; data_files paths "
+                               "are relative to the folder, inside it")
         matches = {p.relative_to(root).as_posix() for p in root.glob(pattern) if p.is_file()}
         if not matches:
             raise PublishError(f"{card}: config {name!r} lists {pattern!r}, which is not in {root}")

@@ -81,6 +81,10 @@ def test_card_data_files_forms(dataset):
     card.write_text(text.replace("  data_files:\n" + videos, "  data_files: []\n"))
     with pytest.raises(PublishError, match="config 'videos' has no data_files"):
         publish(dataset, "me/x", dry_run=True)
+    for outside in (dataset / "videos" / "test.parquet", "../videos/test.parquet"):
+        card.write_text(text.replace(videos, f"  - split: test\n    path: {outside}\n"))
+        with pytest.raises(PublishError, match="paths are relative to the folder, inside it"):
+            publish(dataset, "me/x", dry_run=True)
 
 
 def test_card_metadata(dataset):
