@@ -69,9 +69,6 @@ class BatchSupervision:
                 texts = train.caption_texts[train.caption_mask.numpy()]
                 self.text_weights = distinct_text_weights(texts)
         self.relations = self.relation_pairs = self.kinds = None
-        if sup.relation_batches and not sup.manual_relations:
-            raise ConfigError(
-                "supervision.relation_batches needs supervision.manual_relations=true")
         if sup.manual_relations:
             self._load_relations(folder)
         if sup.description_labels:

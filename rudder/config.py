@@ -372,13 +372,25 @@ def check_new_run(config: TrainConfig) -> None:
     """Refuse settings a new run cannot train well, which older runs (read, evaluated or
     resumed through :func:`from_dict`) may still hold: n-gram hashing with frozen
     embeddings (the n-gram rows share the frozen table, so they never learn; with word
-    vectors they start at zero and every unseen word embeds as zero)."""
+    vectors they start at zero and every unseen word embeds as zero), and relation-aware
+    batches without what they need: manual relations, one caption per video
+    (``caption_sampling: random``) and the videos' own captions as positives (``relevant``
+    sampling would replace the paired captions the batch was built around)."""
     if config.data.subword_buckets and config.model.freeze_embeddings:
         raise ConfigError(
             "data.subword_buckets and model.freeze_embeddings exclude each other: the n-gram "
             "rows share the frozen embedding table, so they would never learn; set "
             "data.subword_buckets: 0 or model.freeze_embeddings: false"
         )
+    sup = config.supervision
+    if sup.relation_batches:
+        needs = {"supervision.manual_relations": (sup.manual_relations, True),
+                 "data.caption_sampling": (config.data.caption_sampling, "random"),
+                 "supervision.positive_sampling": (sup.positive_sampling, "own")}
+        wrong = [f"{key}={want!r} (got {got!r})" for key, (got, want) in needs.items()
+                 if got != want]
+        if wrong:
+            raise ConfigError(f"supervision.relation_batches needs {', '.join(wrong)}")
 
 
 def _check_text_side(config: TrainConfig) -> None:

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from rudder.config import ConfigError, apply_override, from_dict, load_yaml
@@ -173,3 +175,23 @@ def test_a_run_config_file_round_trips(tmp_path):
     write_config(tmp_path, config)
     assert read_config(tmp_path) == to_dict(config)
     assert from_dict(read_config(tmp_path)) == config != TrainConfig()
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ({}, "supervision.manual_relations=True (got False)"),
+    ({"manual_relations": True, "positive_sampling": "relevant"},
+     "supervision.positive_sampling='own' (got 'relevant')"),
+    ({"manual_relations": True, "caption_sampling": "all"},
+     "data.caption_sampling='random' (got 'all')"),
+])
+def test_relation_batches_name_what_they_need(settings, named):
+    """Relevant positives replaced the paired captions (0 of 203 pairs left together);
+    caption_sampling=all failed only at the first epoch with a message naming no setting."""
+    from rudder.config import check_new_run
+
+    sampling = settings.pop("caption_sampling", "random")
+    config = from_dict({"supervision": {"relation_batches": True, **settings},
+                        "data": {"caption_sampling": sampling}})
+    with pytest.raises(ConfigError, match=rf"relation_batches needs .*{re.escape(named)}"):
+        check_new_run(config)
+    check_new_run(from_dict({"supervision": {"relation_batches": True, "manual_relations": True}}))
