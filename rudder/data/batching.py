@@ -20,8 +20,10 @@ def epoch_batches(
     holds the r-th caption (in a random order per video) of every video with more than r
     captions, and batches never cross rounds, so a batch holds each video at most once.
     Videos without a valid caption are skipped. A round's last batch may be smaller; a lone
-    leftover video joins the batch before it (a batch of one has no negative). The order
-    depends only on ``generator``.
+    leftover video joins the batch before it (a batch of one has no negative). A round that
+    holds one video only (it has more captions than any other) joins the latest earlier
+    batch without that video; only when every batch holds it (fewer videos than a batch) is
+    that caption left out. The order depends only on ``generator``.
 
     ``pairs`` (``random`` mode only) makes the sampler relation-aware: an ``(M, 4)`` long
     tensor of annotated caption pairs ``(video_a, slot_a, video_b, slot_b)`` between two
@@ -57,8 +59,20 @@ def epoch_batches(
     batches = []
     for videos, slots in rounds:
         videos = videos[torch.randperm(len(videos), generator=generator)]
-        batches += _chunks(videos, slots, batch_size)
+        if len(videos) == 1:
+            _join_earlier(batches, videos, slots)
+        else:
+            batches += _chunks(videos, slots, batch_size)
     return batches
+
+
+def _join_earlier(batches: list, video: torch.Tensor, slots: torch.Tensor) -> None:
+    """Add a round's lone video to the latest batch that does not hold it, if any."""
+    for i in range(len(batches) - 1, -1, -1):
+        videos, batch_slots = batches[i]
+        if not bool((videos == video).any()):
+            batches[i] = (torch.cat([videos, video]), torch.cat([batch_slots, slots[video]]))
+            return
 
 
 def _chunks(videos: torch.Tensor, slots: torch.Tensor, batch_size: int):

@@ -32,6 +32,19 @@ def test_all_mode_visits_every_caption_once_without_repeating_a_video_in_a_batch
         assert len(set(vids.tolist())) == len(vids)
 
 
+def test_all_mode_places_the_captions_of_a_video_richer_than_the_others():
+    """Video 0's third caption is alone in its round: it joins an earlier batch without
+    video 0 (it was never visited); with one batch per round there is none to join."""
+    mask = _mask()  # video 0 alone has a third caption
+    for seed in range(5):
+        batches = epoch_batches(mask, 2, torch.Generator().manual_seed(seed), "all")
+        pairs = [(v, s) for vids, slots in batches for v, s in zip(vids.tolist(), slots.tolist())]
+        assert sorted(pairs) == sorted(map(tuple, torch.nonzero(mask).tolist()))
+        assert all(len(set(vids.tolist())) == len(vids) for vids, _ in batches)
+    one_batch_a_round = epoch_batches(mask, 10, torch.Generator().manual_seed(0), "all")
+    assert sum(len(vids) for vids, _ in one_batch_a_round) == int(mask.sum()) - 1
+
+
 def test_order_depends_only_on_the_generator():
     mask = _mask()
     a = epoch_batches(mask, 2, torch.Generator().manual_seed(5), "all")
