@@ -9,9 +9,11 @@ Tamil and Telugu (marked machine-translated, as RUDDER's were) for a subset; RUD
 manual noun/verb annotations; a simulated manual ``relations`` table; and expert features that
 carry noisy evidence of each video's materials and actions with RUDDER's audio availability.
 
-The same :data:`SAMPLE_VERSION` and :data:`SAMPLE_SEED` always give byte-identical parquet
-files. Any change to the output (including :data:`FEATURE_NOISE`) bumps the version; the data
-is never tuned to favour a loss. ``python -m rudder.data.sample --out DIR`` writes a copy.
+The same :data:`SAMPLE_VERSION` and :data:`SAMPLE_SEED` always give the same tables, and
+byte-identical parquet files under one pyarrow version (a file's footer names the pyarrow
+that wrote it). Any change to the tables (including :data:`FEATURE_NOISE`) bumps the
+version; the data is never tuned to favour a loss. ``python -m rudder.data.sample --out
+DIR`` writes a copy.
 """
 
 from __future__ import annotations
