@@ -362,6 +362,20 @@ def _warn_unlabelled(folder, split, captions, keep, labelled: torch.Tensor) -> N
         " ".join(langs))
 
 
+def _check_pickle_alignment(folder, pickle) -> None:
+    """Refuse a CE pickle read at training time where entry k is not the k-th English
+    caption: MSR-VTT 1k-A's test sentences (JSFusion's, matched at build time), and any
+    dataset whose build stored its own alignment (the ``text_features`` config)."""
+    meta = folder.meta
+    jsfusion = meta.extra.get("source") == "msrvtt" and meta.extra.get("split") == "1k-A"
+    if meta.text_features_dim or jsfusion:
+        raise LayoutError(
+            f"{pickle.path} cannot be read at training time for {folder.root}: "
+            + ("MSR-VTT 1k-A's test captions are not entry k of their video"
+               if jsfusion else "its build matched the pickle's entries to the captions")
+            + "; build with --text-features PICKLE and train with data.text_encoder=dataset")
+
+
 def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
                  text_encoder) -> TokenStore:
     """Token features of the kept captions: the dataset's ``text_features`` config (cut to
@@ -381,6 +395,7 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
                 "data.caption_langs to the languages it covers)"
             ) from None
     if isinstance(text_encoder, CaptionFeatureFile):
+        _check_pickle_alignment(folder, text_encoder)
         other = sorted({captions["lang"][i] for i in keep} - {text_encoder.lang})
         if other:
             raise LayoutError(

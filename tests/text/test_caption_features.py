@@ -88,6 +88,22 @@ def test_pickle_entries_are_the_english_captions_in_release_order(tmp_path):
                    ["mr", "en"], text_encoder=encoder)
 
 
+def test_a_pickle_is_refused_where_entry_k_is_not_the_kth_caption(tmp_path):
+    """MSR-VTT 1k-A's test captions are JSFusion's sentences, matched to their entries only
+    at build time (--text-features); a pickle read at training time would take entry k."""
+    import json
+
+    folder = _english_and_marathi(tmp_path)
+    meta = json.loads((folder.root / "rudder.json").read_text())
+    meta["extra"] = {"source": "msrvtt", "split": "1k-A"}
+    (folder.root / "rudder.json").write_text(json.dumps(meta))
+    path = write_pickle(tmp_path / "w2v.pickle", {v: [np.ones((2, 3))] * 2 for v in ("v0", "v1")})
+    with pytest.raises(LayoutError, match=r"MSR-VTT 1k-A's test captions are not entry k.*"
+                       r"train with data.text_encoder=dataset"):
+        load_split(DatasetFolder(folder.root), "train", ["scene"], None, ["en"],
+                   text_encoder=CaptionFeatureFile(path))
+
+
 class _Python2Pickler(pickle._Pickler):
     """Writes bytes as Python 2 wrote its ``str``: a BINSTRING of the raw bytes."""
 
