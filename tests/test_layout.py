@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import subprocess
@@ -98,6 +99,18 @@ def test_bad_inputs_are_named(tmp_path):
         DatasetWriter(tmp_path / "ds", _meta(), Card("T", "d"))
     with pytest.raises(LayoutError, match="'<kind>@<lang>'"):
         parse_expert("Audio-MR")
+
+
+@pytest.mark.parametrize("expert", [{"dim": "256"}, {"dim": 0}, {"dim": 4, "variable_length": 1}])
+def test_a_bad_expert_entry_in_rudder_json_is_named(tmp_path, expert):
+    _write(tmp_path / "ds")
+    meta = tmp_path / "ds" / "rudder.json"
+    data = json.loads(meta.read_text())
+    data["experts"]["scene"] = expert
+    meta.write_text(json.dumps(data))
+    with pytest.raises(LayoutError, match=r"rudder.json: not a valid rudder.json .*experts.scene "
+                       r"needs an integer dim >= 1"):
+        DatasetFolder(tmp_path / "ds")
 
 
 def test_replace_tables_all_or_nothing(tmp_path):

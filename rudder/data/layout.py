@@ -139,6 +139,11 @@ class DatasetMeta:
         try:
             data = json.loads(text)
             experts = {k: ExpertInfo(**v) for k, v in data.get("experts", {}).items()}
+            for name, info in experts.items():
+                if not isinstance(info.dim, int) or isinstance(info.dim, bool) or info.dim < 1 \
+                        or not isinstance(info.variable_length, bool):
+                    raise TypeError(f"experts.{name} needs an integer dim >= 1 and a boolean "
+                                    f"variable_length, got {vars(info)}")
             return cls(
                 name=data["name"],
                 version=str(data["version"]),

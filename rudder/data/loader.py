@@ -133,8 +133,9 @@ def caption_ordinals(video_ids) -> np.ndarray:
 
 def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
     """Features of one expert for the split's videos, read from Arrow without Python lists:
-    fixed-size features as one (n, D) view of the column's float buffer; variable-length
-    ones subsampled to ``max_frames`` by index arithmetic before anything is copied."""
+    fixed-size features as one (n, D) view of the column's float buffer (a file of several
+    row groups is first combined into one buffer, a copy); variable-length ones subsampled
+    to ``max_frames`` by index arithmetic before anything else is copied."""
     info = folder.meta.experts[expert]
     table = folder.features(expert, split)
     present = np.zeros(num_videos, dtype=bool)
