@@ -156,6 +156,8 @@ def plan(
         )
     if seeds < 1:
         raise SuiteError(f"--seeds must be at least 1, got {seeds}")
+    if epochs is not None and epochs < 1:
+        raise SuiteError(f"--epochs must be at least 1, got {epochs}")
     fingerprints, base_keys = {}, {}
     for row in suite.rows:
         spec = row_config(row, dataset, epochs, seed=0).data.dataset

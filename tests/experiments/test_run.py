@@ -139,6 +139,12 @@ def test_real_dataset_suite_needs_dataset(capsys):
     assert "needs --dataset DIR" in err and "datasets_scripts build" in err
 
 
+def test_epochs_below_one_is_a_flag_error(capsys):
+    assert run.main(["rudder-table1", "--untuned", "--epochs", "0", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "--epochs must be at least 1, got 0" in err and ".yaml" not in err
+
+
 def test_unknown_suite_lists_the_suites(capsys):
     assert run.main(["nonsense", "--dry-run"]) == 2
     assert "rudder-table1" in capsys.readouterr().err
