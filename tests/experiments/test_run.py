@@ -170,6 +170,16 @@ def test_a_run_trained_with_other_settings_is_refused(finished, capsys):
         config_path.write_text(original)
 
 
+def test_a_changed_loss_default_makes_a_run_stale(finished, monkeypatch, capsys):
+    from rudder.losses.max_margin import MaxMargin
+
+    _, argv = finished
+    monkeypatch.setattr(MaxMargin.__init__, "__defaults__", (0.05,))  # was 0.2
+    assert run.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "2 run(s)" in err and "loss.params.margin: 0.2 in the run, 0.05 now" in err
+
+
 def test_fusion_is_redone_when_a_member_changes(finished):
     out, argv = finished
     fused = next((out / "runs" / "fusion").glob("avg-*/seed-0/metrics.json"))
