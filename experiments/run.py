@@ -260,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
     from .suite_report import write_report
 
-    written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
+    try:
+        written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
+    except (ValueError, OSError) as error:  # RudderError, SuiteError, the tables' checks
+        print(f"error: the report of suite {suite.name}: {one_line(error)}", file=sys.stderr)
+        return 2
     for path in written:
         print(f"written {path}")
     return 0
