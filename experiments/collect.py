@@ -18,8 +18,7 @@ import torch
 
 from rudder import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
-from rudder.inference import relevance_matrix
-from rudder.metric_names import RANK_AVERAGES, RECALLS
+from rudder.inference import relevance_matrix, split_metrics
 from rudder.run_layout import (
     metrics_file,
     predictions_file,
@@ -178,18 +177,36 @@ def _check_ranks(run_dir: Path, ranks: dict, pred) -> None:
             )
 
 
-def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path) -> Path:
+def saved_test(run_dir: Path, splits: EvalSplits):
+    """``(predictions, split, run)``: the run's saved test predictions (the similarities of its
+    ``best.pt`` when it was tested), its test split as :class:`EvalSplits` loads it (for the
+    relevance and caption languages), and the loaded run; the split must have the same caption
+    slots as the predictions."""
+    path = predictions_file(run_dir, "test")
+    pred = read_predictions(path)
+    run = load_run(run_dir)
+    split = splits.get(run)
+    same = np.array_equal(pred.caption_ids, np.asarray(split.data.caption_ids).astype(str))
+    if not same or not np.array_equal(pred.query_masks, split.data.caption_mask.numpy()):
+        raise RunError(
+            f"{path}: its test captions differ from the test split of {run.dataset.root} now; "
+            f"delete {run_dir} to train and test the run again"
+        )
+    return pred, split, run
+
+
+def fuse_seed(
+    member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path, splits: EvalSplits
+) -> Path:
     """Rank-fuse one seed's member runs into ``out_dir`` (test metrics and predictions, laid
     out as a run's).
 
-    Metrics come from :func:`rudder.evaluate.evaluate_runs` (it re-scores every member's
-    ``best.pt`` on the test split and fuses both directions with
-    :func:`rudder.fusion.fuse_directions`); the stored predictions come from the same function
-    on the members' saved test similarities, and must reproduce evaluate's R@K (checked).
+    The members' saved test similarities (the ones their rows' tables use) are fused in both
+    directions by :func:`rudder.fusion.fuse_directions` and scored by
+    :func:`rudder.inference.split_metrics` on the first member's test split, as
+    ``rudder.evaluate --fuse`` scores them (in float32). No checkpoint is re-scored.
     Cached: an ``out_dir`` with both files of these members is returned as is.
     """
-    from rudder.evaluate import evaluate_runs
-
     digest = hashlib.sha256(b"".join(metrics_file(d).read_bytes() for d in member_dirs))
     digest = digest.hexdigest()
     if (
@@ -198,22 +215,22 @@ def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path
         and read_metrics(out_dir).get("members_digest") == digest
     ):
         return out_dir
-    preds = [read_predictions(predictions_file(d, "test")) for d in member_dirs]
-    first = preds[0]
+    first, split, run = saved_test(member_dirs[0], splits)
+    preds = [first] + [read_predictions(predictions_file(d, "test")) for d in member_dirs[1:]]
     for d, p in zip(member_dirs, preds):
         if not np.array_equal(p.caption_ids, first.caption_ids):
             raise RunError(f"{d}: its test queries differ from {member_dirs[0]}; cannot fuse")
     q = hybrid_q if method == "hybrid" else None
     t2v, v2t = fusion.fuse_directions([p.sims for p in preds], first.query_masks, method, q)
-    result, _, _, _ = evaluate_runs(member_dirs, "test", None, "cpu", method, hybrid_q)
-    _check_fusion(member_dirs, method, t2v, v2t, first.query_masks, result)
+    t2v, v2t = (None if s is None else torch.as_tensor(s, dtype=torch.float32) for s in (t2v, v2t))
+    result = split_metrics(t2v, split.data, run.config.supervision.rho, v2t)
     write_predictions(
         predictions_file(out_dir, "test"),
-        t2v,
+        t2v.numpy(),
         first.query_masks,
         first.caption_ids,
         first.video_ids,
-        v2t,
+        None if v2t is None else v2t.numpy(),
     )
     summary = {
         "test": result,
@@ -224,28 +241,3 @@ def fuse_seed(member_dirs: list[Path], method: str, hybrid_q: int, out_dir: Path
     }
     write_metrics(out_dir, summary)
     return out_dir
-
-
-def _check_fusion(member_dirs, method, t2v, v2t, masks, result) -> None:
-    """The rank statistics of the fused saved similarities (ranked in float32, as saved and as
-    ``rudder.evaluate`` ranks them) must equal evaluate's fusion of the re-scored members."""
-    for d, scores in (("t2v", t2v), ("v2t", t2v if v2t is None else v2t)):
-        mine = metrics.metrics_from_ranks(metrics.query_ranks(scores.astype(np.float32), masks, d))
-        for key in (*RECALLS, *RANK_AVERAGES):
-            if not np.isclose(mine[key], result[d][key]):
-                raise RunError(
-                    f"fusion {method} of {member_dirs}: {d} {key} {mine[key]} from the saved "
-                    f"similarities differs from rudder.evaluate's {result[d][key]}"
-                )
-
-
-def run_sims(run_dir: Path, splits: EvalSplits) -> tuple[np.ndarray, EvalSplit, LoadedRun]:
-    """Test similarities recomputed from the run's ``best.pt`` (for the hard-negative plot)."""
-    from rudder.inference import similarity_matrix
-
-    run = load_run(run_dir)
-    split = splits.get(run)
-    sims = similarity_matrix(
-        run.model, split.data, torch.device("cpu"), run.config.data.eval_batch_size
-    )
-    return sims.numpy(), split, run

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rudder import metrics
 from rudder.data.batching import epoch_batches
 
 from .collect import RowResult
@@ -62,16 +63,22 @@ def hardest_negative_relevance(
     return np.concatenate(out) if out else np.empty(0)
 
 
+def recall_curve(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(K, R@K)`` for K = 1..max rank + 1 of ``(seeds, queries)`` ranks (NaN = masked query),
+    mean over seeds. Each point is :func:`rudder.metrics.recall_at`, the tables' rule: R@1
+    counts an untied first place only (rank == 0), R@K for K > 1 counts rank < K."""
+    ranks = ranks[:, ~np.isnan(ranks[0])]
+    ks = np.arange(1, int(np.max(ranks)) + 2)
+    return ks, np.stack([metrics.recall_at(ranks, k) for k in ks], axis=-1).mean(axis=0)
+
+
 def recall_curves(rows: Sequence[RowResult], path: Path, title: str = "") -> Path:
-    """R@K (K = 1..number of videos) per row, mean over seeds, both directions; log-K axis."""
+    """R@K curves (:func:`recall_curve`) per row, both directions; log-K axis."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, direction, name in zip(axes, ("t2v", "v2t"), ("text → video", "video → text")):
         for i, row in enumerate(rows):
-            ranks = row.ranks[direction]
-            ranks = ranks[:, ~np.isnan(ranks[0])]
-            ks = np.arange(1, int(np.nanmax(ranks)) + 2)
-            curve = 100 * (ranks[:, :, None] < ks).mean(axis=1).mean(axis=0)
+            ks, curve = recall_curve(row.ranks[direction])
             style = ("-", "--", ":")[(i // 10) % 3]  # ten colours, then the next line style
             ax.plot(ks, curve, label=row.label, linewidth=1.2, color=f"C{i % 10}", linestyle=style)
         ax.set_xscale("log")

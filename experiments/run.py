@@ -156,6 +156,8 @@ def plan(
         )
     if seeds < 1:
         raise SuiteError(f"--seeds must be at least 1, got {seeds}")
+    if epochs is not None and epochs < 1:
+        raise SuiteError(f"--epochs must be at least 1, got {epochs}")
     fingerprints, base_keys = {}, {}
     for row in suite.rows:
         spec = row_config(row, dataset, epochs, seed=0).data.dataset
@@ -258,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{len(jobs)}] done in {seconds:.0f} s", flush=True)
     from .suite_report import write_report
 
-    written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
+    try:
+        written = write_report(suite, jobs, args.output, command_line(argv), args.runs_dir)
+    except (ValueError, OSError) as error:  # RudderError, SuiteError, the tables' checks
+        print(f"error: the report of suite {suite.name}: {one_line(error)}", file=sys.stderr)
+        return 2
     for path in written:
         print(f"written {path}")
     return 0

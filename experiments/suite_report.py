@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import json
 import os
 import platform
 from pathlib import Path
@@ -11,12 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from rudder.atomic import atomic_write_text
-from rudder.run_layout import predictions_file, read_predictions
+from rudder.run_layout import env_file, predictions_file, read_predictions
 from rudder.runs import environment_record, resolve_dataset
 from rudder.selection import selection_score
 
 from . import plots, tables
-from .collect import EvalSplits, RowResult, fuse_seed, load_row, run_sims
+from .collect import EvalSplits, RowResult, fuse_seed, load_row, saved_test
 from .run import Job, run_timing
 from .suites import BEST, Suite
 
@@ -57,7 +58,9 @@ def collect_rows(
         triples = []
         for i, seed_job in enumerate(members[0]):
             dirs = [g[i].run_dir for g in members]
-            out = fuse_seed(dirs, method, fusion.hybrid_q, folder / f"seed-{seed_job.seed}")
+            out = fuse_seed(
+                dirs, method, fusion.hybrid_q, folder / f"seed-{seed_job.seed}", splits
+            )
             triples.append((seed_job.seed, out, dirs[0]))
         label = fusion.label(method)
         rows[label] = load_row(label, triples, splits)
@@ -105,8 +108,12 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
             "Machine",
             (
                 f"{cpu_model()}, {os.cpu_count()} cores (shared with other jobs); Python "
-                f"{env['python']}, torch {env['packages']['torch']}, git {str(env['git_sha'])[:10]}"
+                f"{env['python']}, torch {env['packages']['torch']}"
             ),
+        ),
+        (
+            "Code",
+            f"runs trained at {training_commits(jobs)}; report written at git {_short(env)}",
         ),
         (
             "Schedule",
@@ -149,6 +156,28 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
     return "\n".join(lines) + "\n"
 
 
+def training_commits(jobs: list[Job]) -> str:
+    """The git commit(s) the runs were trained at (their ``env.json``); with several, each
+    commit with its runs (``<run key>/seed-<s>``)."""
+    by_commit: dict[str, list[str]] = {}
+    for run_dir in dict.fromkeys(j.run_dir for j in jobs):
+        try:
+            env = json.loads(env_file(run_dir).read_text())
+        except (OSError, ValueError):  # missing or unreadable: the commit is unknown
+            env = {}
+        by_commit.setdefault(_short(env), []).append(f"{run_dir.parent.name}/{run_dir.name}")
+    if len(by_commit) == 1:
+        return f"git {next(iter(by_commit))}"
+    return "several commits: " + "; ".join(
+        f"git {commit} ({', '.join(runs)})" for commit, runs in by_commit.items()
+    )
+
+
+def _short(env: dict) -> str:
+    """The first 10 characters of ``env``'s git sha ("unknown" without one)."""
+    return str(env.get("git_sha") or "unknown")[:10]
+
+
 def _settings_text(suite: Suite, jobs: list[Job]) -> str:
     """The settings experiments.tune chose per row, or that none were tuned."""
     tuned = {j.row.label: j.settings for j in jobs if j.settings}
@@ -169,15 +198,16 @@ def _videos(job: Job) -> np.ndarray:
 def hard_negatives(
     suite: Suite, jobs: list[Job], splits: EvalSplits
 ) -> tuple[dict, np.ndarray | None]:
-    """Pooled hardest-negative relevance per row (all seeds), and the random-negative baseline."""
+    """Pooled hardest-negative relevance per row (all seeds), and the random-negative baseline,
+    on each run's saved test similarities (:func:`experiments.collect.saved_test`)."""
     values, baseline = {}, None
     for row in suite.rows:
         pooled = []
         for job in (j for j in jobs if j.row is row):
-            sims, split, run = run_sims(job.run_dir, splits)
+            pred, split, run = saved_test(job.run_dir, splits)
             if split.relevance is None:
                 return {}, None
-            masks = split.data.caption_mask.numpy()
+            sims, masks = pred.sims, pred.query_masks
             batch = run.config.data.batch_size
             pooled.append(
                 plots.hardest_negative_relevance(

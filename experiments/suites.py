@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rudder import losses
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
 from rudder.errors import RudderError
 
@@ -208,13 +209,18 @@ def row_config(
     settings: dict | None = None,
 ) -> TrainConfig:
     """The row's TrainConfig with the runner's overrides (dataset, epochs, seed, settings),
-    checked."""
+    checked. Its ``loss.params`` hold every loss parameter, at its current default where the
+    row leaves it out (those the run supplies, default ``None``, stay out), so the run's
+    ``config.yaml`` records them and :func:`config_changes` sees a changed default."""
     data = row_data(row, dataset, epochs, settings)
     apply_override(data, f"seed={int(seed)}")
     try:
-        return from_dict(data)
+        config = from_dict(data)
     except (RudderError, ValueError) as error:
         raise SuiteError(f"{row.path}: {error}") from None
+    defaults = {k: v for k, v in losses.defaults(config.loss.name).items() if v is not None}
+    config.loss.params = {**defaults, **config.loss.params}
+    return config
 
 
 def run_key(data: dict, dataset_fingerprint: str) -> str:
@@ -233,7 +239,8 @@ def run_key(data: dict, dataset_fingerprint: str) -> str:
 def config_changes(saved: dict, config: TrainConfig, prefix: str = "") -> list[str]:
     """Settings whose saved value (a run's ``config.yaml``) differs from ``config``'s, over the
     keys both have (fields added to TrainConfig later, or filled in by the trainer, are not
-    differences)."""
+    differences; nor are loss parameters that a run trained before :func:`row_config` wrote
+    them all left out of its config.yaml)."""
     current = to_dict(config) if isinstance(config, TrainConfig) else config
     changes = []
     for key in sorted(set(saved) & set(current)):

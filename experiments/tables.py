@@ -233,6 +233,10 @@ TEST_KEYS = (
 )
 
 
+W_KEYS = ("w_per_query", "w_mdr_across_seeds")
+W_DIGITS = 12  # W is a sum of tie-averaged ranks, a multiple of 0.5: exact below 1e11
+
+
 def tests_csv(suite: str, tests: Sequence[dict]) -> str:
     """CSV of the Wilcoxon tests (``*_per_query``: seed-averaged ranks paired by query;
     ``*_mdr_across_seeds``: per-seed MdR paired by seed, the paper's reading)."""
@@ -240,12 +244,16 @@ def tests_csv(suite: str, tests: Sequence[dict]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["suite", *TEST_KEYS, "seeds"])
     for t in tests:
-        cells = [_ranks(t[k]) if isinstance(t[k], list) else _num(t[k]) for k in TEST_KEYS]
+        cells = [
+            _ranks(t[k]) if isinstance(t[k], list) else _num(t[k], W_DIGITS if k in W_KEYS else 6)
+            for k in TEST_KEYS
+        ]
         writer.writerow([suite, *cells, " ".join(map(str, t["seeds"]))])
     return buffer.getvalue()
 
 
-def _num(value):
+def _num(value, digits: int = 6):
+    """A float with ``digits`` significant digits ("" for NaN); anything else as is."""
     if isinstance(value, float):
-        return "" if np.isnan(value) else f"{value:.6g}"
+        return "" if np.isnan(value) else f"{value:.{digits}g}"
     return value

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from experiments import plots
+from experiments import plots, tables
 from experiments.collect import RowResult
+from rudder import metrics
 
 # 4 videos x 1 caption. Caption i's most similar other video is HARD[i];
 # R[i, j] = (i + 1) / 10 + j / 100.
@@ -72,3 +73,23 @@ def test_pngs_are_written_and_small(tmp_path):
     for path in (curves, hist):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size < 200_000
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_plotted_recall_is_the_tables_recall(monkeypatch, tmp_path):
+    # Tie-averaged ranks; 0.5 is a first place shared by two videos: no hit at K=1 in the tables.
+    ranks = np.array([[0, 0.5, 3, 7, 12, np.nan], [0.5, 0.5, 0, 4, 9, np.nan]])
+    row = RowResult(
+        "A",
+        [0, 1],
+        [{d: metrics.metrics_from_ranks(r) for d in ("t2v", "v2t")} for r in ranks],
+        {"t2v": ranks, "v2t": ranks},
+    )
+    table = tables.summarise(row, n_resamples=10)
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    plots.recall_curves([row], tmp_path / "r.png")
+    for ax, direction in zip(figures[0].axes, ("t2v", "v2t")):
+        ks, curve = ax.lines[0].get_data()
+        for k in (1, 5, 10):
+            assert curve[list(ks).index(k)] == pytest.approx(table[direction][f"R{k}"]["mean"])
+    assert table["t2v"]["R1"]["mean"] == pytest.approx(20.0)  # one untied first place per seed

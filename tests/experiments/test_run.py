@@ -3,6 +3,7 @@ then a second invocation that must train nothing."""
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,12 @@ def test_real_dataset_suite_needs_dataset(capsys):
     assert "needs --dataset DIR" in err and "datasets_scripts build" in err
 
 
+def test_epochs_below_one_is_a_flag_error(capsys):
+    assert run.main(["rudder-table1", "--untuned", "--epochs", "0", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "--epochs must be at least 1, got 0" in err and ".yaml" not in err
+
+
 def test_unknown_suite_lists_the_suites(capsys):
     assert run.main(["nonsense", "--dry-run"]) == 2
     assert "rudder-table1" in capsys.readouterr().err
@@ -162,6 +169,63 @@ def test_a_run_trained_with_other_settings_is_refused(finished, capsys):
         assert "optim.lr: 0.5 in the run, 0.001 now" in err and "delete" in err
     finally:
         config_path.write_text(original)
+
+
+def test_a_changed_loss_default_makes_a_run_stale(finished, monkeypatch, capsys):
+    from rudder.losses.max_margin import MaxMargin
+
+    _, argv = finished
+    monkeypatch.setattr(MaxMargin.__init__, "__defaults__", (0.05,))  # was 0.2
+    assert run.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "2 run(s)" in err and "loss.params.margin: 0.2 in the run, 0.05 now" in err
+
+
+def _copied(finished, tmp_path) -> tuple[Path, list[str]]:
+    """A copy of the finished runs (without the fusion cache) and argv pointing at it."""
+    out, argv = finished
+    runs = tmp_path / "runs"
+    shutil.copytree(out / "runs", runs, ignore=shutil.ignore_patterns("fusion"))
+    argv = argv[: argv.index("--runs-dir")] + ["--runs-dir", str(runs)]
+    return runs, argv + ["--output", str(tmp_path / "results")]
+
+
+def test_the_report_rescores_no_checkpoint(finished, tmp_path, monkeypatch):
+    runs, argv = _copied(finished, tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the report re-scored a checkpoint")
+
+    monkeypatch.setattr("rudder.inference.similarity_matrix", refuse)
+    monkeypatch.setattr("rudder.evaluate.similarity_matrix", refuse)
+    assert run.main(argv) == 0
+    assert (tmp_path / "results" / "tiny-hardneg.png").is_file()
+    for fused in (runs / "fusion").glob("*/seed-*/metrics.json"):
+        cached = finished[0] / "runs" / fused.relative_to(runs)
+        assert json.loads(fused.read_text())["test"] == json.loads(cached.read_text())["test"]
+
+
+def test_the_header_names_the_commits_the_runs_were_trained_at(finished, tmp_path):
+    runs, argv = _copied(finished, tmp_path)
+    text = (finished[0] / "results" / "tiny.md").read_text()
+    sha = json.loads(next(runs.glob("tiny-mm-*/seed-0/env.json")).read_text())["git_sha"]
+    assert f"runs trained at git {str(sha)[:10]}; report written at git" in text
+    env = next(runs.glob("tiny-mm-*/seed-1/env.json"))
+    env.write_text(json.dumps({**json.loads(env.read_text()), "git_sha": "0123456789abcdef"}))
+    assert run.main(argv) == 0
+    text = (tmp_path / "results" / "tiny.md").read_text()
+    assert f"several commits: git {str(sha)[:10]} (" in text
+    assert f"git 0123456789 ({env.parent.parent.name}/seed-1)" in text
+
+
+def test_a_report_error_is_one_line(finished, tmp_path, capsys):
+    runs, argv = _copied(finished, tmp_path)
+    broken = next(runs.glob("tiny-ran-*/seed-0/predictions/test.npz"))
+    broken.write_bytes(b"not a zip")
+    assert run.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the report of suite tiny:") and str(broken) in err
+    assert len(err.splitlines()) == 1
 
 
 def test_fusion_is_redone_when_a_member_changes(finished):

@@ -1,5 +1,8 @@
 """Table aggregation and the two Wilcoxon readings on hand-made results."""
 
+import csv
+import io
+
 import numpy as np
 import pytest
 
@@ -109,6 +112,13 @@ def test_markdown_and_csv():
     assert line.startswith("s,PO,MM,t2v,3,2,") and line.endswith(
         ",1 1,2 1,0,1,0 1"
     )  # MdR PO [1, 1], MM [2, 1]
+
+
+def test_wilcoxon_csv_writes_large_w_exactly():
+    rows = [_row(label, [0], [[0, 1, 4]]) for label in ("A", "B")]
+    test = {**tables.compare(*rows), "w_per_query": 131577.5, "w_mdr_across_seeds": 2.5}
+    written = next(csv.DictReader(io.StringIO(tables.tests_csv("s", [test]))))
+    assert (written["w_per_query"], written["w_mdr_across_seeds"]) == ("131577.5", "2.5")
 
 
 def test_per_query_matches_the_metrics_module():
