@@ -1,6 +1,8 @@
 """Every benchmark script still runs (at a small size): a refactor that breaks one shows here,
-not months later when someone re-measures a README figure. Whether a target is met is the
-script's own business (it exits 1 on a miss, which small sizes may do); a traceback is not."""
+not months later when someone re-measures a README figure. Whether a speed target is met is
+the script's own business (it exits 1 on a miss, which small sizes may do); outputs that
+differ from the reference (exit code 3), a target left unchecked (4) or a traceback are not.
+The scripts' own verdicts (exit codes) are checked below on small, rigged inputs."""
 
 import importlib.util
 import os
@@ -10,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,3 +117,22 @@ def test_bench_step_targets_are_the_readme_rows():
     assert verdict(0.2, 0.25, wall_over_kernels=1.4) == "OK"
     assert verdict(0.2, 0.25, wall_over_kernels=1.6) == "MISSED"
     assert verdict(5.0, None) == "none documented"
+
+
+def test_bench_metrics_exits_3_when_outputs_differ(monkeypatch):
+    bench_metrics = load("bench_metrics")
+    metrics, reference = bench_metrics.metrics, bench_metrics.reference
+
+    def rank_case(rng):  # rudder's R1 off by one point on a small matrix
+        sims = rng.standard_normal((300, 300), dtype=np.float32)
+        return (lambda: [{**metrics.retrieval_metrics(sims), "R1": -1.0}],
+                lambda: [reference.ce_t2v_metrics(sims)])
+
+    def relevance_case(rng):
+        sims, relevance = rng.random((50, 40)), (rng.random((50, 40)) > 0.5).astype(np.float32)
+        return (lambda: [metrics.relevance_metrics(sims, relevance)["nDCG"]],
+                lambda: [reference.epic_ndcg(sims, relevance)])
+
+    monkeypatch.setattr(bench_metrics, "rank_case", rank_case)
+    monkeypatch.setattr(bench_metrics, "relevance_case", relevance_case)
+    assert bench_metrics.main(["--repeat", "1"]) == 3
