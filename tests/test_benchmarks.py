@@ -136,3 +136,31 @@ def test_bench_metrics_exits_3_when_outputs_differ(monkeypatch):
     monkeypatch.setattr(bench_metrics, "rank_case", rank_case)
     monkeypatch.setattr(bench_metrics, "relevance_case", relevance_case)
     assert bench_metrics.main(["--repeat", "1"]) == 3
+
+
+SMALL_INDEX = ["--videos", "3000", "--queries", "2", "--batch", "4", "--rounds", "1"]
+
+
+def test_bench_index_exits_3_when_faiss_finds_other_videos(monkeypatch, torch_threads):
+    pytest.importorskip("faiss")
+    bench_index = load("bench_index")
+
+    class Shifted(bench_index.FaissSearch):
+        def search(self, text_emb, text_logits, k=10):
+            found = super().search(text_emb, text_logits, k=k)
+            found.indices = (found.indices + 1) % 3000
+            return found
+
+    monkeypatch.setattr(bench_index, "FaissSearch", Shifted)
+    assert bench_index.main(SMALL_INDEX) == 3
+
+
+def test_bench_index_without_faiss_exits_4_unless_told_to_skip_it(monkeypatch, torch_threads,
+                                                                  capsys):
+    bench_index = load("bench_index")
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss raises ImportError
+    assert bench_index.main(SMALL_INDEX) == 4
+    assert "NOT CHECKED (exit code 4)" in capsys.readouterr().out
+    assert bench_index.main([*SMALL_INDEX, "--skip-faiss"]) == 0
+    assert "PASS (exit code 0)" in capsys.readouterr().out
+
