@@ -47,6 +47,7 @@ def test_the_benchmark_runs(script, tmp_path):
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (
         f"exit code {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     assert done.stdout.strip(), "the benchmark printed no figures"
+    assert not list(tmp_path.glob("rudder-*")), "the benchmark left its temporary folder behind"
 
 
 def test_the_step_baseline_loss_is_collaborative_experts_loss():
@@ -164,3 +165,8 @@ def test_bench_index_without_faiss_exits_4_unless_told_to_skip_it(monkeypatch, t
     assert bench_index.main([*SMALL_INDEX, "--skip-faiss"]) == 0
     assert "PASS (exit code 0)" in capsys.readouterr().out
 
+
+def test_bench_feature_loading_removes_its_temporary_folder(own_tmp):
+    bench_feature_loading = load("bench_feature_loading")
+    assert bench_feature_loading.main(["--videos", "20", "--repeat", "1"]) in (0, 1)
+    assert not list(own_tmp.glob("rudder-*"))
