@@ -7,6 +7,8 @@ Usage: python benchmarks/bench_default_run.py [--output-dir DIR] [--devices cpu 
 Runs the real CLI in a subprocess (sample dataset build included when not cached) and
 prints one result line per device; exits 1 when a target is missed. The memory figure is
 the peak over the runs so far (``RUSAGE_CHILDREN``), so the first device's line is its own.
+The runs are kept under ``--output-dir``; without it they go to a temporary folder that is
+removed at exit.
 """
 
 import argparse
@@ -53,12 +55,19 @@ def run_once(out: Path, device: str | None) -> tuple[float, bool]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path)
+    parser.add_argument("--output-dir", type=Path, help="keep the runs here")
     parser.add_argument("--devices", nargs="+", choices=("cpu", "cuda"),
                         help="run once per device (default: once, on the run's default device)")
     args = parser.parse_args()
-    out = args.output_dir or Path(tempfile.mkdtemp(prefix="rudder-bench-")) / "run"
-    devices = args.devices or [None]
+    if args.output_dir:
+        return run_devices(args.output_dir, args.devices or [None])
+    with tempfile.TemporaryDirectory(prefix="rudder-bench-") as root:
+        return run_devices(Path(root) / "run", args.devices or [None])
+
+
+def run_devices(out: Path, devices: list) -> int:
+    """One default run per device (``out``, or ``out-DEVICE`` when devices are named) and the
+    CUDA-vs-CPU comparison when both ran; the exit code."""
     results = {d: run_once(out.with_name(f"{out.name}-{d}") if d else out, d) for d in devices}
     ok = all(met for _, met in results.values())
     if {"cpu", "cuda"} <= set(results):

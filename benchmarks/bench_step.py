@@ -9,7 +9,9 @@ g with 3 layers and Mish: about 36.6 M parameters) this times
 - the reference: ``benchmarks/reference_ce.py`` (CE's CENet + MaxMarginRankingLoss + Adam).
 Targets: CPU (2 threads) rudder <= 0.7x the reference at B = 64; GPU with AMP <= 0.25x at
 B = 128 and 256, and rudder's wall time per step (steps back to back, one synchronisation at
-the end) within 1.5x of its summed GPU kernel time.
+the end) within 1.5x of its summed GPU kernel time. Each row shows its target and OK or
+MISSED; a row of any other device, batch size, thread count or precision has no target
+("none documented"). Exits 1 when a row misses its target, 0 otherwise.
 Prints a table (median ms per step over ``--steps`` after warm-up, the two steps taking
 turns so that other load on the machine slows both alike) and the profile behind it: ops
 dispatched per step (on a GPU nearly one kernel launch each) and host waits per step
@@ -47,6 +49,8 @@ from rudder.trainer import Trainer
 
 FIXED = {"scene": 2208, "object": 2048, "action": 1024, "motion": 512}
 AUDIO_FRAMES, AUDIO_DIM, WORDS, WORD_DIM = 16, 128, 30, 300
+MAX_WALL_OVER_KERNELS = 1.5
+MISSED = 1  # the exit code when a row misses its target
 
 
 def write_dataset(root: Path, videos: int) -> tuple[Path, Path]:
@@ -143,6 +147,24 @@ def kernel_ms(fn, steps: int) -> float:
     return device_us / 1e3 / steps
 
 
+def documented_target(cuda: bool, amp: bool, batch: int, threads: int) -> float | None:
+    """The README's bound on rudder's step time / the reference's for one row: 0.7 on CPU
+    with 2 threads at B = 64, 0.25 on CUDA with AMP at B = 128 and 256, else None."""
+    if cuda:
+        return 0.25 if amp and batch in (128, 256) else None
+    return 0.7 if threads == 2 and batch == 64 else None
+
+
+def verdict(ratio: float, target: float | None, wall_over_kernels: float | None = None) -> str:
+    """'OK' or 'MISSED' for a row with a target (on CUDA the back-to-back wall time must also
+    be within 1.5x of the kernel time), 'none documented' for a row without one."""
+    if target is None:
+        return "none documented"
+    ok = ratio <= target and (wall_over_kernels is None
+                              or wall_over_kernels <= MAX_WALL_OVER_KERNELS)
+    return "OK" if ok else "MISSED"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -151,7 +173,13 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="rudder-step-"))
+    with tempfile.TemporaryDirectory(prefix="rudder-step-") as root:
+        return run(args, Path(root))
+
+
+def run(args, root: Path) -> int:
+    """Prints the table for ``args`` with the dataset and run folder under ``root``; the
+    exit code."""
     data, text = write_dataset(root, max(args.batch_sizes) + 64 + 8)
     config = rudder_config(data, text, args.device, args.threads, args.overrides)
     trainer = Trainer(config, root / "run", DistContext(), resume=False)
@@ -170,8 +198,9 @@ def main(argv=None) -> int:
     kernel_columns = (" rudder back to back (ms) | rudder kernels (ms) | back to back / kernels |"
                       * cuda)
     print("| B | rudder step (ms) | reference step (ms) | ratio | ops / step (rudder, reference) "
-          f"| host waits / step (rudder, reference) |{kernel_columns}")
-    print(f"|---|---|---|---|---|---|{'---|---|---|' * cuda}")
+          f"| host waits / step (rudder, reference) |{kernel_columns} target |")
+    print(f"|---|---|---|---|---|---|{'---|---|---|' * cuda}---|")
+    verdicts = []
     for batch in args.batch_sizes:
         videos, slots = torch.arange(batch), torch.zeros(batch, dtype=torch.long)
         inputs = (torch.randn(batch, WORDS, WORD_DIM, device=device),
@@ -185,11 +214,20 @@ def main(argv=None) -> int:
         (ops, waits), (ref_ops, ref_waits) = profile(ours_step), profile(ref_step)
         row = (f"| {batch} | {ours:.1f} | {ref:.1f} | {ours / ref:.2f}x | {ops}, {ref_ops} | "
                f"{waits}, {ref_waits} |")
+        target = documented_target(cuda, trainer.use_amp, batch, args.threads)
+        wall_over_kernels = None
         if cuda:
             wall, kernels = back_to_back_ms(ours_step, args.steps), kernel_ms(ours_step, args.steps)
-            row += f" {wall:.1f} | {kernels:.1f} | {wall / kernels:.2f}x |"
-        print(row)
-    return 0
+            wall_over_kernels = wall / kernels
+            row += f" {wall:.1f} | {kernels:.1f} | {wall_over_kernels:.2f}x |"
+        verdicts.append(verdict(ours / ref, target, wall_over_kernels))
+        bound = "" if target is None else f"<= {target:.2f}x" + (
+            f", back to back <= {MAX_WALL_OVER_KERNELS}x kernels" * cuda) + ": "
+        print(f"{row} {bound}{verdicts[-1]} |")
+    if verdicts.count("none documented") == len(verdicts):
+        print("no row has a documented target (CPU: --threads 2 at B = 64; CUDA: AMP at "
+              "B = 128 or 256): nothing checked")
+    return MISSED if "MISSED" in verdicts else 0
 
 
 if __name__ == "__main__":

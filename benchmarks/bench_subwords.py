@@ -88,13 +88,8 @@ def _padded(x: torch.Tensor, shape) -> torch.Tensor:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=25)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--buckets", type=int, default=20000)
-    args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="rudder-subwords-"))
+def train_and_evaluate(root: Path, args) -> dict[str, list[dict]]:
+    """{model label: evaluate()'s results per seed}, training runs written under ``root``."""
     table = {}
     for label, extra in (("words", []), (f"words + n-grams ({args.buckets})",
                                          ["--set", f"data.subword_buckets={args.buckets}"])):
@@ -105,6 +100,18 @@ def main(argv=None) -> int:
                         *extra])
             rows.append(evaluate(out))
         table[label] = rows
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--buckets", type=int, default=20000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rudder-subwords-") as root:
+        table = train_and_evaluate(Path(root), args)
+    rows = list(table.values())[-1]
     print(f"\n{rows[0]['queries']} perturbed Marathi/English test queries; "
           f"t2v over {rows[0]['videos']} test videos, "
           f"mean over seeds {args.seeds}")
