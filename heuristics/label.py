@@ -4,7 +4,9 @@ Each caption is tagged (a Stanza or lexicon tagger, through the tag cache), its 
 verbs extracted (:mod:`heuristics.nouns_verbs`) and mapped to concept ids
 (:mod:`heuristics.classes`). The new ``captions`` tables replace the old ones with
 :func:`rudder.data.layout_writer.replace_tables` (all splits or none), so a failed run leaves the
-dataset unchanged. The statistics one tunes alpha on come from
+dataset unchanged. The replacement holds the dataset's lock (:func:`rudder.atomic.dataset_lock`)
+and is refused when another writer changed the captions since they were read, so concurrent
+runs never lose each other's columns. The statistics one tunes alpha on come from
 :func:`rudder.supervision.partial_labels` over the class sets: for each query caption of a
 split, the number of *other* captions of the split that are positive, partial or
 negative for it, and the distribution of those shares over the queries. ``langs`` restricts
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rudder.atomic import dataset_lock
 from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
@@ -272,8 +275,20 @@ def label_dataset(
     }
     stats = {split: _split_statistics(t, config, langs) for split, t in labelled.items()}
     if not dry_run:
-        replace_tables(folder.root, "captions", labelled)
+        with dataset_lock(folder.root):
+            if _changed(tables, caption_tables(folder)):
+                raise LabelError(
+                    f"{folder.root}: the captions changed while they were being labelled "
+                    "(another label or translate run?); nothing was written. Rerun it (tags are "
+                    "cached, so that is quick)"
+                )
+            replace_tables(folder.root, "captions", labelled)
     return stats
+
+
+def _changed(read: dict[str, pa.Table], now: dict[str, pa.Table]) -> bool:
+    """True when the caption tables ``now`` differ from those ``read`` earlier."""
+    return read.keys() != now.keys() or any(not read[s].equals(now[s]) for s in read)
 
 
 def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:

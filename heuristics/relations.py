@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rudder.atomic import dataset_lock
 from rudder.data.card import ensure_config
 from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
@@ -290,11 +291,14 @@ def write_relations(
     root, table: pa.Table, replace_annotator: str | None = None, rule: str = "refuse"
 ) -> pa.Table:
     """Merge ``table`` into the dataset's relations, resolve them (:func:`resolve`) and
-    write them atomically."""
+    write them atomically, holding the dataset's lock from the read to the rename (a
+    concurrent writer waits, so neither loses the other's rows)."""
     folder = DatasetFolder(root)
-    merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
-    replace_tables(folder.root, "relations", {"all": merged})
-    ensure_config(folder.root, "relations", [{"split": "train", "path": "relations/all.parquet"}])
+    with dataset_lock(folder.root):
+        merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
+        replace_tables(folder.root, "relations", {"all": merged})
+        relations = [{"split": "train", "path": "relations/all.parquet"}]
+        ensure_config(folder.root, "relations", relations)
     return merged
 
 

@@ -245,3 +245,26 @@ def test_langs_restricts_labels_and_statistics(tiny_dataset, lexicon_path, capsy
     assert main([*args[:-4], "--langs", "ta", "--overwrite"]) == 2
     assert "no captions in ta (the dataset has en, hi)" in capsys.readouterr().err
     assert files(tiny_dataset) == before
+
+
+def test_concurrent_label_runs_lose_no_columns(tiny_dataset, lexicon_path, capsys):
+    """`label --langs en` is slowed while tagging; `label --langs hi` writes meanwhile. The
+    slow run then finds the captions changed and writes nothing (it used to put None back
+    over the hi labels); a rerun with --overwrite labels en and keeps hi."""
+    from .conftest import start_slowed
+
+    common = ["--dataset", tiny_dataset, "--tagger", "lexicon", "--lexicon", lexicon_path]
+    common += ["--no-cache", "--stats-queries", "10"]
+    marker = lexicon_path.parent / "inside"
+    argv = ["label", "--langs", "en", *common]
+    writer = start_slowed("heuristics.label", "annotate", marker, argv)
+    assert main(["label", "--langs", "hi", *map(str, common)]) == 0
+    err = writer.communicate(timeout=60)[1]
+    assert writer.returncode == 2 and "the captions changed while they were being labelled" in err
+    train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
+    nouns = dict(zip(train["caption_id"], train["nouns"]))
+    assert nouns == {"c1": None, "c2": ["कागज़"], "c3": None, "c4": None}
+    assert main(["label", "--langs", "en", "--overwrite", *map(str, common)]) == 0
+    train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
+    assert dict(zip(train["caption_id"], train["nouns"]))["c2"] == ["कागज़"]
+    assert dict(zip(train["caption_id"], train["nouns"]))["c1"] == ["paper"]

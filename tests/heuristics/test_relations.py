@@ -235,3 +235,25 @@ def test_an_export_of_several_datasets_imports_the_targets_records(tiny_dataset,
         assert "1 manual relations read" in out
         assert "2 record(s) of datasets other than 'tiny' skipped" in out
         assert rows(DatasetFolder(tiny_dataset).relations()) == [("c1", "c3", 1, "asha")]
+
+
+def test_concurrent_imports_keep_both_writers_rows(tiny_dataset, tmp_path, capsys):
+    """Process A is slowed between reading and writing the relations; B imports meanwhile:
+    B waits for A's lock, so both rows survive (B's were lost without the lock)."""
+    from .conftest import start_slowed
+
+    alice, bob = tmp_path / "alice.csv", tmp_path / "bob.csv"
+    alice.write_text("caption_id_a,caption_id_b,label,annotator\nc1,c3,partial,alice\n")
+    bob.write_text("caption_id_a,caption_id_b,label,annotator\nc4,c1,negative,bob\n")
+    writer = start_slowed(
+        "heuristics.relations",
+        "merge",
+        tmp_path / "inside",
+        ["import-relations", "--dataset", tiny_dataset, alice],
+    )
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(bob)]) == 0
+    assert writer.wait(timeout=60) == 0, writer.communicate()
+    assert rows(DatasetFolder(tiny_dataset).relations()) == [
+        ("c1", "c3", 1, "alice"),
+        ("c4", "c1", 0, "bob"),
+    ]
