@@ -17,6 +17,7 @@ from .classes import (
 from .stanza_training import TrainOptions
 from .stop_nouns import load_stop_nouns
 from .taggers import MODEL_INFO, TaggerError, model_dir
+from .text_files import read_text
 
 
 def _write_report(path, data) -> None:
@@ -161,7 +162,7 @@ def cmd_tag(args) -> int:
     if args.input:
         texts += [
             line.rstrip("\n")
-            for line in Path(args.input).read_text(encoding="utf-8").splitlines()
+            for line in read_text(args.input, TaggerError).splitlines()
             if line.strip()
         ]
     if not texts:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from rudder.atomic import atomic_write_text
 
+from .text_files import open_text
+
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 UPOS_TAGS = frozenset(
     [
@@ -158,7 +160,7 @@ def read_conllu(path) -> list[Sentence]:
         raise ConlluError(f"{path}: no such CoNLL-U file")
     sentences: list[Sentence] = []
     current: Sentence | None = None
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path, ConlluError) as handle:
         lineno = 0
         for lineno, raw in enumerate(handle, start=1):
             text = raw.rstrip("\n").rstrip("\r")

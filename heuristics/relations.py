@@ -45,6 +45,8 @@ from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import PAIR_LABELS, PairLabel
 
+from .text_files import open_text
+
 VIDEO_ANNOTATOR = "video-heuristic"
 _CHARADES_ACTION = re.compile(r"(c\d{3})\s+[\d.]+\s+[\d.]+")
 
@@ -71,7 +73,7 @@ def read_video_sets(path) -> dict[str, tuple[list[str], list[str]]]:
     if not path.is_file():
         raise RelationError(f"{path}: no such file")
     out: dict[str, tuple[list[str], list[str]]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         fields = reader.fieldnames or []
         key = "video_id" if "video_id" in fields else "id"
@@ -169,7 +171,7 @@ def _label(value, where: str) -> int:
 def _rows(path: Path):
     """(line, a, b, label, annotator, time) of a JSONL or CSV annotation file."""
     if path.suffix in (".jsonl", ".json"):
-        with path.open(encoding="utf-8") as handle:
+        with open_text(path, RelationError) as handle:
             for line, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
@@ -183,7 +185,7 @@ def _rows(path: Path):
         return
     if path.suffix != ".csv":
         raise RelationError(f"{path}: use a .jsonl (the app's export) or .csv file")
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         for row in reader:
             yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
