@@ -257,11 +257,18 @@ class TagCache:
     def __init__(self, path=None):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS tags (model TEXT, lang TEXT, text TEXT, words TEXT, "
-                "PRIMARY KEY (model, lang, text))"
-            )
+        try:
+            with self._connect() as db:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS tags (model TEXT, lang TEXT, text TEXT, "
+                    "words TEXT, PRIMARY KEY (model, lang, text))"
+                )
+                db.execute("SELECT model, lang, text, words FROM tags LIMIT 0")
+        except sqlite3.DatabaseError as error:
+            raise TaggerError(
+                f"{self.path}: cannot be used as the tag cache ({error}); delete it, "
+                "or pass --no-cache or another --cache file"
+            ) from None
 
     def _connect(self):
         return sqlite3.connect(self.path, timeout=30)
