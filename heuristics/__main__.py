@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", nargs="+", required=True)
     p.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
     p.add_argument("--timeout", type=float, default=5.0)
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace models trained by train-tagger"
+    )
     p.set_defaults(run=commands.cmd_download)
 
     p = sub.add_parser("train-tagger", help="train Stanza POS + lemmatizer offline from CoNLL-U")

@@ -87,7 +87,7 @@ def cmd_download(args) -> int:
     from .download import download_models
 
     target = model_dir(args.model_dir)
-    download_models(args.lang, target, timeout=args.timeout)
+    download_models(args.lang, target, timeout=args.timeout, overwrite=args.overwrite)
     print(f"downloaded Stanza models for {' '.join(args.lang)} into {target}")
     return 0
 
