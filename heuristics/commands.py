@@ -239,12 +239,16 @@ def cmd_label(args) -> int:
 def cmd_video_relations(args) -> int:
     from .relations import (
         VIDEO_ANNOTATOR,
+        covered_videos,
         read_video_sets,
         video_relations,
         write_relations,
     )
 
-    table = video_relations(args.dataset, read_video_sets(args.sets), args.alpha_o, args.alpha_a)
+    sets = read_video_sets(args.sets)
+    found, total = covered_videos(args.dataset, sets, args.sets)
+    print(f"{found} of the dataset's {total} captioned videos are in {args.sets}")
+    table = video_relations(args.dataset, sets, args.alpha_o, args.alpha_a)
     counts = {
         k: int((table.column("label").to_numpy() == v).sum())
         for k, v in (("partial", 1), ("positive", 2))

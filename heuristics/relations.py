@@ -94,6 +94,29 @@ def read_video_sets(path) -> dict[str, tuple[list[str], list[str]]]:
     return out
 
 
+def covered_videos(root, video_sets: dict, path) -> tuple[int, int]:
+    """How many of the dataset's captioned videos ``video_sets`` (read from ``path``) lists,
+    and how many there are; none is an error naming ``path`` (the ids do not match: another
+    dataset, or another spelling), since the heuristic would then replace its earlier rows
+    with nothing."""
+    folder = DatasetFolder(root)
+    videos = {
+        video
+        for split in SPLITS
+        if (folder.root / "captions" / f"{split}.parquet").is_file()
+        for video in folder.captions(split, columns=["video_id"]).column("video_id").to_pylist()
+    }
+    found = len(videos & video_sets.keys())
+    if not found:
+        raise RelationError(
+            f"{path}: none of its {len(video_sets)} video ids is a captioned video of "
+            f"{folder.root} (the file has e.g. {min(video_sets, default='-')!r}, the dataset "
+            f"{min(videos, default='-')!r}); nothing was written. Check that "
+            "the file belongs to this dataset and spells its video ids"
+        )
+    return found, len(videos)
+
+
 def _multi_hot(lists, ids: dict) -> np.ndarray:
     out = np.zeros((len(lists), max(len(ids), 1)), np.float32)
     for r, row in enumerate(lists):

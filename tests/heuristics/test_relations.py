@@ -257,3 +257,21 @@ def test_concurrent_imports_keep_both_writers_rows(tiny_dataset, tmp_path, capsy
         ("c1", "c3", 1, "alice"),
         ("c4", "c1", 0, "bob"),
     ]
+
+
+def test_sets_matching_no_video_are_refused_and_keep_earlier_rows(
+    tiny_dataset, sets_path, tmp_path, capsys
+):
+    """Ids of another dataset or spelling gave 0 relations, exit 0, and deleted every
+    earlier video-heuristic row."""
+    argv = ["video-relations", "--dataset", str(tiny_dataset), "--sets"]
+    assert main([*argv, str(sets_path)]) == 0
+    assert "5 of the dataset's 5 captioned videos are in" in capsys.readouterr().out
+    before = DatasetFolder(tiny_dataset).relations()
+    other = tmp_path / "other.csv"
+    other.write_text(SETS.replace("\nv", "\nV"), encoding="utf-8")
+    assert main([*argv, str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {other}: none of its 5 video ids is a captioned video of" in err
+    assert "(the file has e.g. 'V1', the dataset 'v1')" in err
+    assert DatasetFolder(tiny_dataset).relations().equals(before)
