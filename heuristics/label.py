@@ -86,6 +86,24 @@ def _check(split: str, table: pa.Table, only=None) -> None:
             raise LabelError(str(error)) from None
 
 
+def _check_models(tagger, langs) -> None:
+    """Refuse before any tagging when the tagger has no model for one of ``langs``."""
+    missing, errors = [], []
+    for lang in langs:
+        try:
+            tagger.model_id(lang)
+        except TaggerError as error:
+            missing.append(lang)
+            errors.append(str(error))
+    if missing:
+        have = [lang for lang in langs if lang not in missing]
+        hint = f", or label only --langs {' '.join(have)}" if have else ""
+        raise LabelError(
+            f"no tagger model for {', '.join(missing)}, so nothing was tagged{hint}: "
+            + "; ".join(errors)
+        )
+
+
 def annotate(
     table: pa.Table,
     tagger,
@@ -268,6 +286,7 @@ def label_dataset(
         )
     for split, table in tables.items():
         _check(split, table, langs)
+    _check_models(tagger, sorted(found & set(langs or found)))
     labelled = {
         split: annotate(table, tagger, class_map, config.options, cache, config.num_proc,
                         config.stop_nouns, config.rules, langs)

@@ -6,7 +6,13 @@ import pytest
 from heuristics.__main__ import main
 from heuristics.classes import lexicon_entries, read_lexicon
 from heuristics.label import LABEL_NAMES as LABELS
-from heuristics.label import LabelConfig, label_dataset, query_statistics, sample_pairs
+from heuristics.label import (
+    LabelConfig,
+    LabelError,
+    label_dataset,
+    query_statistics,
+    sample_pairs,
+)
 from heuristics.lexicon_tagger import LexiconTagger
 from rudder.data.layout import DatasetFolder
 
@@ -268,3 +274,28 @@ def test_concurrent_label_runs_lose_no_columns(tiny_dataset, lexicon_path, capsy
     train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
     assert dict(zip(train["caption_id"], train["nouns"]))["c2"] == ["कागज़"]
     assert dict(zip(train["caption_id"], train["nouns"]))["c1"] == ["paper"]
+
+
+def test_a_missing_model_is_reported_before_any_tagging(tiny_dataset, lexicon_path):
+    """With a model for en only, en captions were tagged (minutes, with Stanza) before hi
+    failed; now nothing is tagged and the message suggests --langs."""
+    from heuristics.taggers import TaggerError
+
+    tagged = []
+
+    class EnglishOnly(LexiconTagger):
+        def model_id(self, lang):
+            if lang != "en":
+                raise TaggerError(f"no model for {lang!r}")
+            return super().model_id(lang)
+
+        def tag(self, texts, lang):
+            tagged.append(lang)
+            return super().tag(texts, lang)
+
+    classes = read_lexicon(lexicon_path)
+    tagger = EnglishOnly(lexicon_entries(classes))
+    with pytest.raises(LabelError, match=r"no tagger model for hi, so nothing was tagged, or "
+                       r"label only --langs en: no model for 'hi'"):
+        label_dataset(tiny_dataset, tagger, classes)
+    assert tagged == []

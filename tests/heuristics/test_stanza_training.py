@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -186,8 +187,11 @@ def test_label_with_stanza(tiny_model, tmp_path, capsys):
         str(tmp_path / "c.sqlite"),
     ]
     assert main(args) == 2
-    assert "no Stanza POS/lemma model for 'hi'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no Stanza POS/lemma model for 'hi'" in err and "label only --langs en" in err
     assert {p: p.read_bytes() for p in mixed.rglob("*") if p.is_file()} == before
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:  # checked before tagging anything
+        assert db.execute("SELECT COUNT(*) FROM tags").fetchone() == (0,)
     # --langs en labels the English captions with the only model there is
     assert main([*args, "--langs", "en"]) == 0
     mixed_train = DatasetFolder(mixed).captions("train").to_pydict()
