@@ -233,8 +233,9 @@ def sample_pairs(
 ) -> list[tuple[int, int, int]]:
     """``count`` random (query, candidate, label) pairs of distinct captions, about a third
     of each label (partial gets the remainder; a label with too few pairs leaves its share
-    to the others). Queries are drawn first (at most 500, uniformly without replacement), then
-    pairs uniformly among those queries' pairs of each label; the order is shuffled."""
+    to the others, in the order positive, negative, partial). Queries are drawn first (at
+    most 500, uniformly without replacement), then pairs uniformly among those queries' pairs
+    of each label; the order is shuffled."""
     n = len(noun_classes)
     if count < 1 or n < 2:
         return []
@@ -242,14 +243,16 @@ def sample_pairs(
     queries = np.sort(rng.choice(n, size=min(n, 500), replace=False))
     labels = _label_rows(_sparse(noun_classes), _sparse(verb_classes), queries, alpha_n, alpha_v)
     positive, negative, partial = PairLabel.POSITIVE, PairLabel.NEGATIVE, PairLabel.PARTIAL
-    # filled in this order: partial takes the remainder and what the others leave
     quota = {positive: count // 3, negative: count // 3, partial: count - 2 * (count // 3)}
-    picked, short = [], 0
-    for label, share in quota.items():
-        rows, cols = np.nonzero(labels == label)
-        take = min(len(rows), share + short)
-        short += share - take
-        for k in rng.choice(len(rows), size=take, replace=False):
+    pools = {label: np.nonzero(labels == label) for label in quota}
+    take = {label: min(len(pools[label][0]), share) for label, share in quota.items()}
+    left = count - sum(take.values())
+    for label in quota:  # what labels short of pairs left, in this order
+        extra = min(left, len(pools[label][0]) - take[label])
+        take[label], left = take[label] + extra, left - extra
+    picked = []
+    for label, (rows, cols) in pools.items():
+        for k in rng.choice(len(rows), size=take[label], replace=False):
             picked.append((int(queries[rows[k]]), int(cols[k]), int(label)))
     return [picked[k] for k in rng.permutation(len(picked))]
 

@@ -234,6 +234,15 @@ def test_sample_pairs_are_labelled_as_the_heuristic_says():
     assert (many.count(2), many.count(0), many.count(1)) == (3, 7, 5)
 
 
+def test_a_missing_label_leaves_its_share_to_the_others():
+    """Two groups of identical captions: 12 positive and 18 negative pairs, no partial. The
+    partial share (filled last) used to go nowhere: 6 pairs for count=9."""
+    nouns = [["a"], ["a"], ["a"], ["b"], ["b"], ["b"]]
+    verbs = [["x"], ["x"], ["x"], ["y"], ["y"], ["y"]]
+    labels = [label for *_, label in sample_pairs(nouns, verbs, 0.5, 0.5, count=9)]
+    assert (labels.count(2), labels.count(0), labels.count(1)) == (6, 3, 0)
+
+
 def test_langs_restricts_labels_and_statistics(tiny_dataset, lexicon_path, capsys):
     args = ["label", "--dataset", str(tiny_dataset), "--tagger", "lexicon"]
     args += ["--lexicon", str(lexicon_path), "--langs", "en", "--sample-pairs", "3"]
