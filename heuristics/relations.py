@@ -15,8 +15,10 @@ caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 de
   ``caption_id_a,caption_id_b,label[,annotator][,time][,dataset]``; ``label`` is a name
   (negative/partial/positive/description) or its number. For a pair annotated several
   times by one annotator the latest ``time`` wins (file order when times are equal or
-  absent). Records whose ``dataset`` names another dataset than the target's
-  ``rudder.json`` name are skipped (and counted), so an export of several datasets imports.
+  absent); a time is ISO-8601 (the app's export; UTC when it names no offset) or seconds
+  since 1970, compared as instants. Records whose ``dataset`` names another dataset than
+  the target's ``rudder.json`` name are skipped (and counted), so an export of several
+  datasets imports.
 
 Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
 video heuristic (annotator ``video-heuristic``) replaces all its earlier rows. Training
@@ -33,6 +35,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +194,29 @@ def _label(value, where: str) -> int:
     raise RelationError(f"{where}: label {value!r} is not one of {names}")
 
 
+def _timestamp(value, where: str) -> float:
+    """Seconds since 1970 of an annotation's ``time`` (module docstring); absent: -inf."""
+    if value is None or value == "":
+        return float("-inf")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+        try:
+            stamp = datetime.fromisoformat(value.strip())
+        except ValueError:
+            pass
+        else:
+            return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
+    raise RelationError(
+        f"{where}: time {value!r} is neither ISO-8601 (2024-05-01T12:00:00Z) nor seconds "
+        "since 1970"
+    )
+
+
 def _rows(path: Path):
     """(line, a, b, label, annotator, time) of a JSONL or CSV annotation file."""
     if path.suffix in (".jsonl", ".json"):
@@ -241,9 +267,8 @@ def read_manual(
             if a == b:
                 raise RelationError(f"{where}: a caption cannot be related to itself ({a!r})")
             annotator = str(record.get("annotator") or default_annotator)
-            time = record.get("time")
             key = (a, b, annotator)
-            stamp = (str(time) if time is not None else "", order, line)
+            stamp = (_timestamp(record.get("time"), where), order, line)
             if key not in latest or stamp >= latest[key][0]:
                 latest[key] = (stamp, _label(record["label"], where))
     keys = sorted(latest)

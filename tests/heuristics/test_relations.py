@@ -95,6 +95,23 @@ def test_read_manual_csv_and_jsonl(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "earlier, later",
+    [
+        (999999999, 1700000000),  # 2001 and 2023 as numbers (as strings 999... came last)
+        ("999999999", "1700000000.5"),
+        ("2024-01-01T10:00:00+02:00", "2024-01-01T09:30:00Z"),  # 08:00 and 09:30 UTC
+        ("2024-01-01T09:00:00", "2024-01-01T09:30:00+00:00"),  # no offset: UTC
+    ],
+)
+def test_the_latest_time_wins_as_an_instant(tmp_path, earlier, later):
+    path = tmp_path / "export.jsonl"
+    record = {"caption_id_a": "c1", "caption_id_b": "c3", "annotator": "a"}
+    lines = [{**record, "label": 2, "time": later}, {**record, "label": 0, "time": earlier}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    assert rows(read_manual([path], {"c1", "c3"})[0]) == [("c1", "c3", 2, "a")]
+
+
+@pytest.mark.parametrize(
     "name, text, message",
     [
         (
@@ -124,6 +141,11 @@ def test_read_manual_csv_and_jsonl(tmp_path):
             r"a.jsonl:2: not a JSON object",
         ),
         ("a.txt", "x", r"a.txt: use a .jsonl"),
+        (
+            "a.csv",
+            "caption_id_a,caption_id_b,label,time\nc1,c3,1,yesterday\n",
+            r"a.csv:2: time 'yesterday' is neither ISO-8601 .* nor seconds since 1970",
+        ),
     ],
 )
 def test_manual_errors_name_file_and_line(tmp_path, name, text, message):
