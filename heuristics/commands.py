@@ -122,7 +122,10 @@ def cmd_train_tagger(args) -> int:
 
 
 def _model_and_lang(model: Path, lang: str | None) -> tuple[Path, str]:
-    if (model / MODEL_INFO).is_file():
+    """The model folder and language of eval-tagger's ``--model-dir``: a folder of languages,
+    or one language's folder (train-tagger's, or an official one beside ``resources.json``)."""
+    official = (model.parent / "resources.json").is_file() and (model / "pos").is_dir()
+    if (model / MODEL_INFO).is_file() or (official and model.name in SUPPORTED):
         return model.parent, lang or model.name
     if lang:
         return model, lang

@@ -127,6 +127,19 @@ def test_a_model_replaced_at_the_same_size_gets_a_new_id(tmp_path, own):
     assert StanzaTagger(tmp_path).model_id("en") != before
 
 
+@pytest.mark.parametrize("own", [False, True], ids=["official", "train-tagger"])
+def test_eval_tagger_takes_a_language_folder(tmp_path, own):
+    """--model-dir DIR/<lang> works for official folders too (only train-tagger's did)."""
+    from heuristics.commands import _model_and_lang
+
+    (tmp_path / "en" / "pos").mkdir(parents=True)
+    (tmp_path / "resources.json").write_text("{}" if own else '{"en": {}}')
+    if own:
+        (tmp_path / "en" / "rudder_tagger.json").write_text('{"lang": "en"}')
+    assert _model_and_lang(tmp_path / "en", None) == (tmp_path, "en")
+    assert _model_and_lang(tmp_path, None) == (tmp_path, "en")
+
+
 def test_model_dir_flag_then_env_then_one_default(tmp_path, monkeypatch):
     from heuristics.taggers import model_dir
 
