@@ -6,7 +6,9 @@ Every human caption in the source language gets one caption per target language,
 language-specific ``nouns``/``verbs`` are left empty for ``heuristics``. Captions translated
 before (their id exists) are skipped, so a rerun only does what is missing. All translations
 are gathered first (resumable through the cache of :mod:`rudder.translate`); only then are the
-caption tables, ``rudder.json`` and the card replaced, all at once (``replace_tables``).
+caption tables, ``rudder.json`` and the card replaced, all at once (``replace_tables``), under
+the dataset's lock (:func:`rudder.atomic.dataset_lock`) and only when no other writer changed
+the captions meanwhile.
 Offline, it stops at the first batch and writes nothing to the dataset.
 """
 
@@ -19,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rudder.atomic import dataset_lock
 from rudder.data.card import Card, card_digests, render_card, row_counts
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
 from rudder.data.layout_writer import replace_tables
@@ -64,11 +67,7 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
     dests = [check_language(d, "--to") for d in dests]
     if src in dests:
         raise LayoutError(f"--to {src}: that is the source language; choose other targets")
-    tables = {
-        s: pq.read_table(p)
-        for s in SPLITS
-        if (p := Path(root) / "captions" / f"{s}.parquet").is_file()
-    }
+    tables = _caption_tables(root)
     existing = {c for t in tables.values() for c in t["caption_id"].to_pylist()}
     added, parts = {}, {s: [] for s in tables}
     for dest in dests:
@@ -109,12 +108,28 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
         engine = (
             type(options["backend"]).__name__ if options.get("backend") else _googletrans_version()
         )
-        counts = row_counts(root, folder.meta.experts)
-        counts.update({("captions", s): table.num_rows for s, table in new.items()})
-        texts = _metadata_texts(Path(root), folder, src, added, engine, counts, stream)
-        replace_tables(root, "captions", new, texts)
+        with dataset_lock(root):
+            if _caption_tables(root) != tables:
+                raise LayoutError(
+                    f"{root}: the captions changed while they were being translated (another "
+                    "translate or label run?); nothing was written. Rerun it (translations are "
+                    "cached, so that is quick)"
+                )
+            folder = DatasetFolder(root)
+            counts = row_counts(root, folder.meta.experts)
+            counts.update({("captions", s): table.num_rows for s, table in new.items()})
+            texts = _metadata_texts(Path(root), folder, src, added, engine, counts, stream)
+            replace_tables(root, "captions", new, texts)
         print(f"added {_note(src, added)} captions to {root}", file=stream)
     return added
+
+
+def _caption_tables(root) -> dict[str, pa.Table]:
+    return {
+        s: pq.read_table(p)
+        for s in SPLITS
+        if (p := Path(root) / "captions" / f"{s}.parquet").is_file()
+    }
 
 
 def _googletrans_version() -> str:

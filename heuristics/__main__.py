@@ -41,6 +41,28 @@ MODEL_DIR_HELP = (
 )
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """An argparse type: a number in [0, 1] (an overlap threshold alpha)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return value
+
+
 def _tagger_args(parser) -> None:
     parser.add_argument("--tagger", choices=("stanza", "lexicon"), default="stanza")
     parser.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
@@ -71,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", nargs="+", required=True)
     p.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
     p.add_argument("--timeout", type=float, default=5.0)
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace models trained by train-tagger"
+    )
     p.set_defaults(run=commands.cmd_download)
 
     p = sub.add_parser("train-tagger", help="train Stanza POS + lemmatizer offline from CoNLL-U")
@@ -79,15 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", type=Path, required=True)
     p.add_argument("--model-dir", "--out", type=Path, help=MODEL_DIR_HELP)
     p.add_argument("--size", choices=sorted(SIZES), default=TrainOptions.size)
-    p.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
-    p.add_argument("--batch-size", type=int, default=TrainOptions.batch_size)
+    p.add_argument("--max-steps", type=positive_int, default=TrainOptions.max_steps)
+    p.add_argument("--batch-size", type=positive_int, default=TrainOptions.batch_size)
     p.add_argument(
         "--eval-interval",
-        type=int,
+        type=positive_int,
         default=TrainOptions.eval_interval,
         help="steps between dev scores",
     )
-    p.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
+    p.add_argument("--lemma-steps", type=positive_int, default=TrainOptions.lemma_steps)
     p.add_argument("--seed", type=int, default=TrainOptions.seed)
     p.add_argument("--verbose", action="store_true", help="show Stanza's whole training log")
     p.add_argument("--quiet", action="store_true", help="no progress lines (steps, loss, dev)")
@@ -126,8 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
         "label", help="add nouns/verbs/noun_classes/verb_classes to a dataset's captions"
     )
     p.add_argument("--dataset", type=Path, required=True)
-    p.add_argument("--alpha-n", type=float, default=0.5)
-    p.add_argument("--alpha-v", type=float, default=0.5)
+    p.add_argument("--alpha-n", type=share, default=0.5)
+    p.add_argument("--alpha-v", type=share, default=0.5)
     p.add_argument("--dry-run", action="store_true", help="only print the statistics")
     p.add_argument(
         "--overwrite", action="store_true", help="replace existing (manual) noun/verb columns"
@@ -138,9 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verb-classes", type=Path, action="append", help="EPIC-KITCHENS-100 verb class CSV"
     )
-    p.add_argument("--num-proc", type=int, default=1, help="tagging processes (datasets.map)")
     p.add_argument(
-        "--stats-queries", type=int, default=5000, help="queries per split for the statistics"
+        "--num-proc", type=positive_int, default=1, help="tagging processes (datasets.map)"
+    )
+    p.add_argument(
+        "--stats-queries",
+        type=positive_int,
+        default=5000,
+        help="queries per split for the statistics",
     )
     p.add_argument(
         "--langs", nargs="+", help="label only captions in these languages (default: all)"
@@ -170,8 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sets", type=Path, required=True, help="CSV video_id,objects,actions (or Charades' CSV)"
     )
-    p.add_argument("--alpha-o", type=float, default=0.5)
-    p.add_argument("--alpha-a", type=float, default=0.5)
+    p.add_argument("--alpha-o", type=share, default=0.5)
+    p.add_argument("--alpha-a", type=share, default=0.5)
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(run=commands.cmd_video_relations)
 

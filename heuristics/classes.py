@@ -33,6 +33,7 @@ from pathlib import Path
 from rudder.languages import check_language
 
 from .nouns_verbs import LIGHT_VERBS, light_stem, normalise
+from .text_files import open_text
 
 POS = ("noun", "verb")
 
@@ -135,7 +136,7 @@ def read_epic_classes(path, pos: str, lang: str = "en") -> ClassMap:
     if not path.is_file():
         raise ClassFileError(f"{path}: no such class CSV")
     out = ClassMap()
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, ClassFileError, newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
         if header is None or [h.strip() for h in header[:3]] != ["id", "key", "instances"]:
@@ -180,7 +181,7 @@ def read_lexicon(path) -> ClassMap:
     if not path.is_file():
         raise ClassFileError(f"{path}: no such lexicon file")
     out = ClassMap()
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path, ClassFileError) as handle:
         for line, raw in enumerate(handle, start=1):
             text = raw.rstrip("\n").rstrip("\r")
             if line == 1:

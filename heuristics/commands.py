@@ -17,6 +17,7 @@ from .classes import (
 from .stanza_training import TrainOptions
 from .stop_nouns import load_stop_nouns
 from .taggers import MODEL_INFO, TaggerError, model_dir
+from .text_files import read_text
 
 
 def _write_report(path, data) -> None:
@@ -86,7 +87,7 @@ def cmd_download(args) -> int:
     from .download import download_models
 
     target = model_dir(args.model_dir)
-    download_models(args.lang, target, timeout=args.timeout)
+    download_models(args.lang, target, timeout=args.timeout, overwrite=args.overwrite)
     print(f"downloaded Stanza models for {' '.join(args.lang)} into {target}")
     return 0
 
@@ -121,7 +122,10 @@ def cmd_train_tagger(args) -> int:
 
 
 def _model_and_lang(model: Path, lang: str | None) -> tuple[Path, str]:
-    if (model / MODEL_INFO).is_file():
+    """The model folder and language of eval-tagger's ``--model-dir``: a folder of languages,
+    or one language's folder (train-tagger's, or an official one beside ``resources.json``)."""
+    official = (model.parent / "resources.json").is_file() and (model / "pos").is_dir()
+    if (model / MODEL_INFO).is_file() or (official and model.name in SUPPORTED):
         return model.parent, lang or model.name
     if lang:
         return model, lang
@@ -161,7 +165,7 @@ def cmd_tag(args) -> int:
     if args.input:
         texts += [
             line.rstrip("\n")
-            for line in Path(args.input).read_text(encoding="utf-8").splitlines()
+            for line in read_text(args.input, TaggerError).splitlines()
             if line.strip()
         ]
     if not texts:
@@ -238,12 +242,16 @@ def cmd_label(args) -> int:
 def cmd_video_relations(args) -> int:
     from .relations import (
         VIDEO_ANNOTATOR,
+        covered_videos,
         read_video_sets,
         video_relations,
         write_relations,
     )
 
-    table = video_relations(args.dataset, read_video_sets(args.sets), args.alpha_o, args.alpha_a)
+    sets = read_video_sets(args.sets)
+    found, total = covered_videos(args.dataset, sets, args.sets)
+    print(f"{found} of the dataset's {total} captioned videos are in {args.sets}")
+    table = video_relations(args.dataset, sets, args.alpha_o, args.alpha_a)
     counts = {
         k: int((table.column("label").to_numpy() == v).sum())
         for k, v in (("partial", 1), ("positive", 2))

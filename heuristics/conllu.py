@@ -14,6 +14,8 @@ from pathlib import Path
 
 from rudder.atomic import atomic_write_text
 
+from .text_files import open_text
+
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 UPOS_TAGS = frozenset(
     [
@@ -38,8 +40,9 @@ UPOS_TAGS = frozenset(
 )
 # UPOS of words that carry content: the one a multiword token takes when it is collapsed.
 CONTENT_UPOS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM", "PRON", "INTJ")
-_RANGE = re.compile(r"(\d+)-(\d+)")
-_EMPTY = re.compile(r"\d+\.\d+")
+_INTEGER = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit also takes '²'
+_RANGE = re.compile(r"([0-9]+)-([0-9]+)")
+_EMPTY = re.compile(r"[0-9]+\.[0-9]+")
 
 
 class ConlluError(ValueError):
@@ -71,6 +74,7 @@ class MultiwordToken:
     end: int
     form: str
     misc: str = "_"
+    line: int = 0
 
 
 @dataclass
@@ -104,7 +108,7 @@ def _parse_word(fields: list[str], path, line: int) -> Word:
     head_field = fields[6]
     if head_field == "_":
         head = None
-    elif head_field.isdigit():
+    elif _INTEGER.fullmatch(head_field):
         head = int(head_field)
     else:
         raise _fail(path, line, f"HEAD {head_field!r} must be a word id, 0 for the root, or '_'")
@@ -145,8 +149,9 @@ def _finish(sentence: Sentence, path) -> Sentence:
         if token.end > len(words):
             raise _fail(
                 path,
-                sentence.line,
-                f"multiword range {token.start}-{token.end} goes past the last word",
+                token.line,
+                f"multiword range {token.start}-{token.end} goes past the last word "
+                f"({len(words)})",
             )
     return sentence
 
@@ -158,7 +163,7 @@ def read_conllu(path) -> list[Sentence]:
         raise ConlluError(f"{path}: no such CoNLL-U file")
     sentences: list[Sentence] = []
     current: Sentence | None = None
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path, ConlluError) as handle:
         lineno = 0
         for lineno, raw in enumerate(handle, start=1):
             text = raw.rstrip("\n").rstrip("\r")
@@ -186,7 +191,7 @@ def read_conllu(path) -> list[Sentence]:
                     f"expected 10 tab-separated columns ({' '.join(COLUMNS)}), got {len(fields)}",
                 )
             ident = fields[0]
-            if ident.isdigit():
+            if _INTEGER.fullmatch(ident):
                 current.words.append(_parse_word(fields, path, lineno))
             elif (match := _RANGE.fullmatch(ident)) is not None:
                 start, end = int(match.group(1)), int(match.group(2))
@@ -196,7 +201,17 @@ def read_conllu(path) -> list[Sentence]:
                         lineno,
                         f"bad multiword range {ident!r}: it must start at the next word id",
                     )
-                current.multiword.append(MultiwordToken(start, end, fields[1], fields[9]))
+                if current.multiword and start <= current.multiword[-1].end:
+                    last = current.multiword[-1]
+                    raise _fail(
+                        path,
+                        lineno,
+                        f"multiword range {ident!r} overlaps {last.start}-{last.end} (line "
+                        f"{last.line}); a word belongs to one multiword token",
+                    )
+                current.multiword.append(
+                    MultiwordToken(start, end, fields[1], fields[9], lineno)
+                )
             elif _EMPTY.fullmatch(ident):
                 continue  # empty nodes belong to enhanced dependencies, which no tagger here uses
             else:

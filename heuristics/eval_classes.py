@@ -35,6 +35,7 @@ from .class_rules import (
     main_verb_class,
 )
 from .classes import ClassFileError, read_epic_classes
+from .text_files import open_text
 
 COLUMNS = ("narration_id", "narration", "verb_class", "noun_classes")
 
@@ -45,7 +46,7 @@ def read_sentences(path) -> list[dict]:
     if not path.is_file():
         raise ClassFileError(f"{path}: no such sentence CSV")
     rows = []
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, ClassFileError, newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
         if missing:

@@ -4,7 +4,9 @@ Each caption is tagged (a Stanza or lexicon tagger, through the tag cache), its 
 verbs extracted (:mod:`heuristics.nouns_verbs`) and mapped to concept ids
 (:mod:`heuristics.classes`). The new ``captions`` tables replace the old ones with
 :func:`rudder.data.layout_writer.replace_tables` (all splits or none), so a failed run leaves the
-dataset unchanged. The statistics one tunes alpha on come from
+dataset unchanged. The replacement holds the dataset's lock (:func:`rudder.atomic.dataset_lock`)
+and is refused when another writer changed the captions since they were read, so concurrent
+runs never lose each other's columns. The statistics one tunes alpha on come from
 :func:`rudder.supervision.partial_labels` over the class sets: for each query caption of a
 split, the number of *other* captions of the split that are positive, partial or
 negative for it, and the distribution of those shares over the queries. ``langs`` restricts
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rudder.atomic import dataset_lock
 from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
@@ -81,6 +84,24 @@ def _check(split: str, table: pa.Table, only=None) -> None:
             )
         except TaggerError as error:
             raise LabelError(str(error)) from None
+
+
+def _check_models(tagger, langs) -> None:
+    """Refuse before any tagging when the tagger has no model for one of ``langs``."""
+    missing, errors = [], []
+    for lang in langs:
+        try:
+            tagger.model_id(lang)
+        except TaggerError as error:
+            missing.append(lang)
+            errors.append(str(error))
+    if missing:
+        have = [lang for lang in langs if lang not in missing]
+        hint = f", or label only --langs {' '.join(have)}" if have else ""
+        raise LabelError(
+            f"no tagger model for {', '.join(missing)}, so nothing was tagged{hint}: "
+            + "; ".join(errors)
+        )
 
 
 def annotate(
@@ -212,8 +233,9 @@ def sample_pairs(
 ) -> list[tuple[int, int, int]]:
     """``count`` random (query, candidate, label) pairs of distinct captions, about a third
     of each label (partial gets the remainder; a label with too few pairs leaves its share
-    to the others). Queries are drawn first (at most 500, uniformly without replacement), then
-    pairs uniformly among those queries' pairs of each label; the order is shuffled."""
+    to the others, in the order positive, negative, partial). Queries are drawn first (at
+    most 500, uniformly without replacement), then pairs uniformly among those queries' pairs
+    of each label; the order is shuffled."""
     n = len(noun_classes)
     if count < 1 or n < 2:
         return []
@@ -221,14 +243,16 @@ def sample_pairs(
     queries = np.sort(rng.choice(n, size=min(n, 500), replace=False))
     labels = _label_rows(_sparse(noun_classes), _sparse(verb_classes), queries, alpha_n, alpha_v)
     positive, negative, partial = PairLabel.POSITIVE, PairLabel.NEGATIVE, PairLabel.PARTIAL
-    # filled in this order: partial takes the remainder and what the others leave
     quota = {positive: count // 3, negative: count // 3, partial: count - 2 * (count // 3)}
-    picked, short = [], 0
-    for label, share in quota.items():
-        rows, cols = np.nonzero(labels == label)
-        take = min(len(rows), share + short)
-        short += share - take
-        for k in rng.choice(len(rows), size=take, replace=False):
+    pools = {label: np.nonzero(labels == label) for label in quota}
+    take = {label: min(len(pools[label][0]), share) for label, share in quota.items()}
+    left = count - sum(take.values())
+    for label in quota:  # what labels short of pairs left, in this order
+        extra = min(left, len(pools[label][0]) - take[label])
+        take[label], left = take[label] + extra, left - extra
+    picked = []
+    for label, (rows, cols) in pools.items():
+        for k in rng.choice(len(rows), size=take[label], replace=False):
             picked.append((int(queries[rows[k]]), int(cols[k]), int(label)))
     return [picked[k] for k in rng.permutation(len(picked))]
 
@@ -265,6 +289,7 @@ def label_dataset(
         )
     for split, table in tables.items():
         _check(split, table, langs)
+    _check_models(tagger, sorted(found & set(langs or found)))
     labelled = {
         split: annotate(table, tagger, class_map, config.options, cache, config.num_proc,
                         config.stop_nouns, config.rules, langs)
@@ -272,8 +297,20 @@ def label_dataset(
     }
     stats = {split: _split_statistics(t, config, langs) for split, t in labelled.items()}
     if not dry_run:
-        replace_tables(folder.root, "captions", labelled)
+        with dataset_lock(folder.root):
+            if _changed(tables, caption_tables(folder)):
+                raise LabelError(
+                    f"{folder.root}: the captions changed while they were being labelled "
+                    "(another label or translate run?); nothing was written. Rerun it (tags are "
+                    "cached, so that is quick)"
+                )
+            replace_tables(folder.root, "captions", labelled)
     return stats
+
+
+def _changed(read: dict[str, pa.Table], now: dict[str, pa.Table]) -> bool:
+    """True when the caption tables ``now`` differ from those ``read`` earlier."""
+    return read.keys() != now.keys() or any(not read[s].equals(now[s]) for s in read)
 
 
 def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:

@@ -15,8 +15,10 @@ caption_id_b, label, annotator``; labels 0 negative, 1 partial, 2 positive, 3 de
   ``caption_id_a,caption_id_b,label[,annotator][,time][,dataset]``; ``label`` is a name
   (negative/partial/positive/description) or its number. For a pair annotated several
   times by one annotator the latest ``time`` wins (file order when times are equal or
-  absent). Records whose ``dataset`` names another dataset than the target's
-  ``rudder.json`` name are skipped (and counted), so an export of several datasets imports.
+  absent); a time is ISO-8601 (the app's export; UTC when it names no offset) or seconds
+  since 1970, compared as instants. Records whose ``dataset`` names another dataset than
+  the target's ``rudder.json`` name are skipped (and counted), so an export of several
+  datasets imports.
 
 Merging replaces the rows of the same ``(caption_id_a, caption_id_b, annotator)``; the
 video heuristic (annotator ``video-heuristic``) replaces all its earlier rows. Training
@@ -33,16 +35,20 @@ from __future__ import annotations
 import csv
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rudder.atomic import dataset_lock
 from rudder.data.card import ensure_config
 from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import PAIR_LABELS, PairLabel
+
+from .text_files import open_text
 
 VIDEO_ANNOTATOR = "video-heuristic"
 _CHARADES_ACTION = re.compile(r"(c\d{3})\s+[\d.]+\s+[\d.]+")
@@ -70,7 +76,7 @@ def read_video_sets(path) -> dict[str, tuple[list[str], list[str]]]:
     if not path.is_file():
         raise RelationError(f"{path}: no such file")
     out: dict[str, tuple[list[str], list[str]]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         fields = reader.fieldnames or []
         key = "video_id" if "video_id" in fields else "id"
@@ -89,6 +95,29 @@ def read_video_sets(path) -> dict[str, tuple[list[str], list[str]]]:
                 raise RelationError(f"{path}:{line}: video {video!r} listed twice")
             out[video] = (_items(row.get("objects")), _items(row.get("actions")))
     return out
+
+
+def covered_videos(root, video_sets: dict, path) -> tuple[int, int]:
+    """How many of the dataset's captioned videos ``video_sets`` (read from ``path``) lists,
+    and how many there are; none is an error naming ``path`` (the ids do not match: another
+    dataset, or another spelling), since the heuristic would then replace its earlier rows
+    with nothing."""
+    folder = DatasetFolder(root)
+    videos = {
+        video
+        for split in SPLITS
+        if (folder.root / "captions" / f"{split}.parquet").is_file()
+        for video in folder.captions(split, columns=["video_id"]).column("video_id").to_pylist()
+    }
+    found = len(videos & video_sets.keys())
+    if not found:
+        raise RelationError(
+            f"{path}: none of its {len(video_sets)} video ids is a captioned video of "
+            f"{folder.root} (the file has e.g. {min(video_sets, default='-')!r}, the dataset "
+            f"{min(videos, default='-')!r}); nothing was written. Check that "
+            "the file belongs to this dataset and spells its video ids"
+        )
+    return found, len(videos)
 
 
 def _multi_hot(lists, ids: dict) -> np.ndarray:
@@ -165,10 +194,33 @@ def _label(value, where: str) -> int:
     raise RelationError(f"{where}: label {value!r} is not one of {names}")
 
 
+def _timestamp(value, where: str) -> float:
+    """Seconds since 1970 of an annotation's ``time`` (module docstring); absent: -inf."""
+    if value is None or value == "":
+        return float("-inf")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+        try:
+            stamp = datetime.fromisoformat(value.strip())
+        except ValueError:
+            pass
+        else:
+            return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
+    raise RelationError(
+        f"{where}: time {value!r} is neither ISO-8601 (2024-05-01T12:00:00Z) nor seconds "
+        "since 1970"
+    )
+
+
 def _rows(path: Path):
     """(line, a, b, label, annotator, time) of a JSONL or CSV annotation file."""
     if path.suffix in (".jsonl", ".json"):
-        with path.open(encoding="utf-8") as handle:
+        with open_text(path, RelationError) as handle:
             for line, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
@@ -182,7 +234,7 @@ def _rows(path: Path):
         return
     if path.suffix != ".csv":
         raise RelationError(f"{path}: use a .jsonl (the app's export) or .csv file")
-    with path.open(encoding="utf-8", newline="") as handle:
+    with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         for row in reader:
             yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
@@ -215,9 +267,8 @@ def read_manual(
             if a == b:
                 raise RelationError(f"{where}: a caption cannot be related to itself ({a!r})")
             annotator = str(record.get("annotator") or default_annotator)
-            time = record.get("time")
             key = (a, b, annotator)
-            stamp = (str(time) if time is not None else "", order, line)
+            stamp = (_timestamp(record.get("time"), where), order, line)
             if key not in latest or stamp >= latest[key][0]:
                 latest[key] = (stamp, _label(record["label"], where))
     keys = sorted(latest)
@@ -290,11 +341,14 @@ def write_relations(
     root, table: pa.Table, replace_annotator: str | None = None, rule: str = "refuse"
 ) -> pa.Table:
     """Merge ``table`` into the dataset's relations, resolve them (:func:`resolve`) and
-    write them atomically."""
+    write them atomically, holding the dataset's lock from the read to the rename (a
+    concurrent writer waits, so neither loses the other's rows)."""
     folder = DatasetFolder(root)
-    merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
-    replace_tables(folder.root, "relations", {"all": merged})
-    ensure_config(folder.root, "relations", [{"split": "train", "path": "relations/all.parquet"}])
+    with dataset_lock(folder.root):
+        merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
+        replace_tables(folder.root, "relations", {"all": merged})
+        relations = [{"split": "train", "path": "relations/all.parquet"}]
+        ensure_config(folder.root, "relations", relations)
     return merged
 
 

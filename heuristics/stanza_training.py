@@ -271,6 +271,11 @@ def train_tagger(
         raise TrainingError(
             f"no words left in {train_path if not train else dev_path} after tokenisation"
         )
+    if all(w.upos == "_" for s in train for w in s.words):
+        raise TrainingError(
+            f"{train_path}: no UPOS tags (column 4 is '_' on every word); the POS tagger "
+            "learns from them, so use a treebank that has them"
+        )
     # A treebank without lemmas (te_mtg) gets no lemmatizer: lemmas are then the word forms.
     has_lemmas = any(w.lemma not in ("_", "") for s in train for w in s.words)
     train_words = sum(len(s.words) for s in train)

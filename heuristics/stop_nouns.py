@@ -16,6 +16,7 @@ from pathlib import Path
 from rudder.languages import check_language
 
 from .nouns_verbs import normalise
+from .text_files import read_text
 
 # The actors of caption corpora: person and its everyday synonyms, people, and the
 # gendered and age words (man, woman, boy, girl, ...) and their equivalents.
@@ -46,7 +47,7 @@ def read_stop_nouns(path) -> dict[str, frozenset]:
     if not path.is_file():
         raise StopNounError(f"{path}: no such stop-noun file")
     out: dict[str, set] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, StopNounError).splitlines()
     if not lines or lines[0].split("\t") != ["lang", "lemma"]:
         raise StopNounError(f"{path}:1: expected the header 'lang<TAB>lemma'")
     for number, text in enumerate(lines[1:], start=2):

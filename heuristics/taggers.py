@@ -63,11 +63,15 @@ def tokenize_all(texts, lang: str) -> list[list[str]]:
     return [tokenize(text, lang) for text in texts]
 
 
-def _file_digest(paths) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(Path(path).name.encode())
-        digest.update(Path(path).read_bytes())
+def _file_digest(paths, root=None, digest=None) -> str:
+    """SHA-256 (16 hex digits) over each file's name (relative to ``root``, else its base
+    name) and bytes, read in 1 MiB blocks (official models are hundreds of MB)."""
+    digest = digest or hashlib.sha256()
+    for path in map(Path, paths):
+        digest.update(str(path.relative_to(root) if root else path.name).encode())
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
     return digest.hexdigest()[:16]
 
 
@@ -158,6 +162,10 @@ class StanzaTagger:
         return any((self.model_dir / lang / "depparse").glob("*.pt"))
 
     def model_id(self, lang: str) -> str:
+        """The SHA-256 of the model files' bytes (train-tagger: ``pos``/``lemma``
+        ``default.pt``; official: ``resources.json`` and every ``.pt`` of the language), so
+        a model replaced in place never reads stale cached tags. Hashed once per language
+        per tagger (about 0.3 s per 300 MB)."""
         check_language(lang, "StanzaTagger")
         if lang not in self._ids:
             own = self._own_paths(lang)
@@ -168,13 +176,9 @@ class StanzaTagger:
             else:
                 self._check_official(lang)
                 digest = hashlib.sha256((self.model_dir / "resources.json").read_bytes())
-                for path in sorted((self.model_dir / lang).rglob("*.pt")):
-                    digest.update(
-                        f"{path.relative_to(self.model_dir)}:{path.stat().st_size}".encode()
-                    )
-                self._ids[lang] = (
-                    f"stanza-official:{digest.hexdigest()[:16]}:parser={self._use_parser(lang)}"
-                )
+                models = sorted((self.model_dir / lang).rglob("*.pt"))
+                digest = _file_digest(models, self.model_dir, digest)
+                self._ids[lang] = f"stanza-official:{digest}:parser={self._use_parser(lang)}"
         return self._ids[lang]
 
     def _pipeline(self, lang: str):
@@ -257,11 +261,18 @@ class TagCache:
     def __init__(self, path=None):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS tags (model TEXT, lang TEXT, text TEXT, words TEXT, "
-                "PRIMARY KEY (model, lang, text))"
-            )
+        try:
+            with self._connect() as db:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS tags (model TEXT, lang TEXT, text TEXT, "
+                    "words TEXT, PRIMARY KEY (model, lang, text))"
+                )
+                db.execute("SELECT model, lang, text, words FROM tags LIMIT 0")
+        except sqlite3.DatabaseError as error:
+            raise TaggerError(
+                f"{self.path}: cannot be used as the tag cache ({error}); delete it, "
+                "or pass --no-cache or another --cache file"
+            ) from None
 
     def _connect(self):
         return sqlite3.connect(self.path, timeout=30)

@@ -14,21 +14,29 @@ the ways a writer can die:
 - SIGKILL or a power cut: nothing runs, so the next writer of the same target first calls
   :func:`sweep`, which removes the staging of processes that no longer run and restores a
   target that a swap had moved aside (``old``) when the swap did not finish.
+
+Read-modify-write of a dataset folder (``heuristics label``, ``import-relations``,
+``video-relations``, ``datasets_scripts translate``) holds :func:`dataset_lock`, so a concurrent
+writer's rows are never lost to a rename based on an older read.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from rudder.errors import RudderError
 
 # ---------------------------------------------------------------------------- folders
 STAGED = re.compile(r"^\.(?P<target>.+)\.(?P<tag>staging|old|tmp)-(?P<pid>\d+)-[0-9a-f]{8}$")
@@ -198,3 +206,40 @@ def atomic_savez(path, **arrays) -> Path:
     with replacing(path) as tmp, open(tmp, "wb") as handle:
         np.savez_compressed(handle, **arrays)
     return Path(path)
+
+
+# ----------------------------------------------------------------------------- locks
+LOCK_NAME = ".rudder.lock"
+
+
+class LockTimeout(RudderError):
+    """Another process held a dataset folder's lock for longer than the wait allowed."""
+
+
+@contextmanager
+def dataset_lock(root, timeout: float = 120.0) -> Iterator[Path]:
+    """Hold an exclusive lock on the dataset folder ``root`` for the block.
+
+    ``fcntl.flock`` on ``<root>/.rudder.lock`` (hidden, so uploads leave it out; never
+    removed, since removing a lock file lets two writers lock different files); the kernel
+    releases it when the process exits, also on SIGKILL. Waits at most ``timeout`` seconds
+    for another holder, then raises :class:`LockTimeout` naming the folder.
+    """
+    path = Path(root) / LOCK_NAME
+    deadline = time.monotonic() + timeout
+    with open(path, "a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"{Path(root)}: another process has been writing this dataset for "
+                        f"over {timeout:g} s (it holds {path}); wait for it to finish and rerun"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -103,3 +104,16 @@ def test_a_temporary_left_by_a_killed_writer_is_swept(tmp_path):
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.txt")], env=env, check=False)
     atomic_write_text(tmp_path / "a.txt", "whole")  # the next write sweeps the leftover itself
     assert hidden(tmp_path) == [] and (tmp_path / "a.txt").read_text() == "whole"
+
+
+def test_dataset_lock_waits_then_names_the_folder(tmp_path):
+    from rudder.atomic import LockTimeout, dataset_lock
+
+    with dataset_lock(tmp_path):
+        start = time.monotonic()
+        expected = f"{tmp_path}: another process .* over 0.2 s"
+        with pytest.raises(LockTimeout, match=expected), dataset_lock(tmp_path, timeout=0.2):
+            pass
+        assert time.monotonic() - start >= 0.2
+    with dataset_lock(tmp_path, timeout=0):  # released at the end of the block
+        pass

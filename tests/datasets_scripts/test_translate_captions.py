@@ -5,6 +5,7 @@ import pytest
 import rudder.translate as rt
 from datasets_scripts.__main__ import main
 from datasets_scripts.translate import translate_dataset
+from rudder.atomic import LOCK_NAME
 from rudder.data.layout import DatasetFolder
 from rudder.translate import TranslationCache, TranslationUnavailable, translate_texts
 
@@ -49,7 +50,9 @@ def dataset(tmp_path, build):
 
 
 def _snapshot(root):
-    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The dataset's files and bytes (the writers' lock file is no data)."""
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK_NAME)
+    return {p.relative_to(root): p.read_bytes() for p in files}
 
 
 def test_full_path_with_fake_translator(dataset, tmp_path, loads):
@@ -127,6 +130,31 @@ def test_interrupted_run_resumes_from_cache(dataset, tmp_path):
         dataset, "mr", ["te"], backend=resumed, cache_path=cache, batch_size=2, texts_per_second=0
     )
     assert resumed.requests == [["रंग द्या"]]  # only the text the first run did not finish
+
+
+def test_captions_changed_meanwhile_are_not_overwritten(dataset, tmp_path):
+    """Another writer (here: inside the first translation batch) changes the captions; the
+    translation then writes nothing instead of putting back the captions it read."""
+    import pyarrow as pa
+
+    from rudder.data.layout import LayoutError
+    from rudder.data.layout_writer import replace_tables
+
+    class ConcurrentWriter(FakeBackend):
+        async def translate(self, texts, src, dest):
+            train = DatasetFolder(dataset).captions("train")
+            text = [t.replace("bottle", "bottles") for t in train["text"].to_pylist()]
+            edited = train.set_column(train.schema.get_field_index("text"), "text", pa.array(text))
+            replace_tables(dataset, "captions", {"train": edited})
+            return await super().translate(texts, src, dest)
+
+    with pytest.raises(LayoutError, match="captions changed while they were being translated"):
+        translate_dataset(
+            dataset, "mr", ["ta"], backend=ConcurrentWriter(), cache_path=tmp_path / "c.sqlite"
+        )
+    train = DatasetFolder(dataset).captions("train")
+    assert "cut the bottles" in train["text"].to_pylist()
+    assert not any(c.endswith("/mt-ta") for c in train["caption_id"].to_pylist())
 
 
 def test_rate_limit_waits_between_batches(tmp_path, monkeypatch):

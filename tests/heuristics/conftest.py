@@ -109,3 +109,42 @@ def tiny_treebank(tmp_path_factory):
     (folder / "train.conllu").write_text(tiny_corpus(40), encoding="utf-8")
     (folder / "dev.conllu").write_text(tiny_corpus(10, offset=40), encoding="utf-8")
     return folder
+
+
+def start_slowed(module: str, function: str, marker, argv, seconds: float = 2.0):
+    """Start ``python -m heuristics *argv`` in another process whose ``module.function`` first
+    touches ``marker``, then sleeps ``seconds`` (a slow writer); returns once it is inside."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        f"import sys, time, pathlib, {module} as m\n"
+        f"original = m.{function}\n"
+        "def slowed(*args, **kwargs):\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        f"    time.sleep({seconds})\n"
+        "    return original(*args, **kwargs)\n"
+        f"m.{function} = slowed\n"
+        "from heuristics.__main__ import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, argv)],
+        env=env,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not Path(marker).exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"the slowed writer did not start: {process.communicate()}")
+        time.sleep(0.05)
+    return process

@@ -47,6 +47,10 @@ def test_round_trip(tmp_path):
     assert again[0].multiword == sentences[0].multiword
 
 
+WORD = "{}\t{}\t_\tNOUN\t_\t_\t{}\tdep\t_\t_"
+EMPTY_COLUMNS = "\t_" * 8
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -56,6 +60,19 @@ def test_round_trip(tmp_path):
         ("2\tcut\tcut\tVERB\t_\t_\t0\troot\t_\t_", "x.conllu:2: word id 2 out of order"),
         ("1\tcut\tcut\tVERB\t_\t_\t5\troot\t_\t_", "x.conllu:2: HEAD 5 points past the last word"),
         ("one\tcut\tcut\tVERB\t_\t_\t0\troot\t_\t_", "x.conllu:2: bad ID 'one'"),
+        ("\u00b9\tcut\tcut\tVERB\t_\t_\t0\troot\t_\t_", "x.conllu:2: bad ID '\u00b9'"),
+        ("1\tcut\tcut\tVERB\t_\t_\t\u00b2\troot\t_\t_", "x.conllu:2: HEAD '\u00b2'"),
+        (
+            f"{WORD.format(1, 'a', 0)}\n2-3\tbc{EMPTY_COLUMNS}\n{WORD.format(2, 'b', 1)}",
+            r"x.conllu:3: multiword range 2-3 goes past the last word \(2\)",
+        ),
+        (
+            (
+                f"1-2\tab{EMPTY_COLUMNS}\n{WORD.format(1, 'a', 0)}\n2-3\tbc{EMPTY_COLUMNS}\n"
+                f"{WORD.format(2, 'b', 1)}\n{WORD.format(3, 'c', 1)}"
+            ),
+            r"x.conllu:4: multiword range '2-3' overlaps 1-2 \(line 2\)",
+        ),
     ],
 )
 def test_malformed_lines_name_file_and_line(tmp_path, line, message):

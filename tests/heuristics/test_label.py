@@ -6,7 +6,13 @@ import pytest
 from heuristics.__main__ import main
 from heuristics.classes import lexicon_entries, read_lexicon
 from heuristics.label import LABEL_NAMES as LABELS
-from heuristics.label import LabelConfig, label_dataset, query_statistics, sample_pairs
+from heuristics.label import (
+    LabelConfig,
+    LabelError,
+    label_dataset,
+    query_statistics,
+    sample_pairs,
+)
 from heuristics.lexicon_tagger import LexiconTagger
 from rudder.data.layout import DatasetFolder
 
@@ -228,6 +234,15 @@ def test_sample_pairs_are_labelled_as_the_heuristic_says():
     assert (many.count(2), many.count(0), many.count(1)) == (3, 7, 5)
 
 
+def test_a_missing_label_leaves_its_share_to_the_others():
+    """Two groups of identical captions: 12 positive and 18 negative pairs, no partial. The
+    partial share (filled last) used to go nowhere: 6 pairs for count=9."""
+    nouns = [["a"], ["a"], ["a"], ["b"], ["b"], ["b"]]
+    verbs = [["x"], ["x"], ["x"], ["y"], ["y"], ["y"]]
+    labels = [label for *_, label in sample_pairs(nouns, verbs, 0.5, 0.5, count=9)]
+    assert (labels.count(2), labels.count(0), labels.count(1)) == (6, 3, 0)
+
+
 def test_langs_restricts_labels_and_statistics(tiny_dataset, lexicon_path, capsys):
     args = ["label", "--dataset", str(tiny_dataset), "--tagger", "lexicon"]
     args += ["--lexicon", str(lexicon_path), "--langs", "en", "--sample-pairs", "3"]
@@ -245,3 +260,51 @@ def test_langs_restricts_labels_and_statistics(tiny_dataset, lexicon_path, capsy
     assert main([*args[:-4], "--langs", "ta", "--overwrite"]) == 2
     assert "no captions in ta (the dataset has en, hi)" in capsys.readouterr().err
     assert files(tiny_dataset) == before
+
+
+def test_concurrent_label_runs_lose_no_columns(tiny_dataset, lexicon_path, capsys):
+    """`label --langs en` is slowed while tagging; `label --langs hi` writes meanwhile. The
+    slow run then finds the captions changed and writes nothing (it used to put None back
+    over the hi labels); a rerun with --overwrite labels en and keeps hi."""
+    from .conftest import start_slowed
+
+    common = ["--dataset", tiny_dataset, "--tagger", "lexicon", "--lexicon", lexicon_path]
+    common += ["--no-cache", "--stats-queries", "10"]
+    marker = lexicon_path.parent / "inside"
+    argv = ["label", "--langs", "en", *common]
+    writer = start_slowed("heuristics.label", "annotate", marker, argv)
+    assert main(["label", "--langs", "hi", *map(str, common)]) == 0
+    err = writer.communicate(timeout=60)[1]
+    assert writer.returncode == 2 and "the captions changed while they were being labelled" in err
+    train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
+    nouns = dict(zip(train["caption_id"], train["nouns"]))
+    assert nouns == {"c1": None, "c2": ["कागज़"], "c3": None, "c4": None}
+    assert main(["label", "--langs", "en", "--overwrite", *map(str, common)]) == 0
+    train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
+    assert dict(zip(train["caption_id"], train["nouns"]))["c2"] == ["कागज़"]
+    assert dict(zip(train["caption_id"], train["nouns"]))["c1"] == ["paper"]
+
+
+def test_a_missing_model_is_reported_before_any_tagging(tiny_dataset, lexicon_path):
+    """With a model for en only, en captions were tagged (minutes, with Stanza) before hi
+    failed; now nothing is tagged and the message suggests --langs."""
+    from heuristics.taggers import TaggerError
+
+    tagged = []
+
+    class EnglishOnly(LexiconTagger):
+        def model_id(self, lang):
+            if lang != "en":
+                raise TaggerError(f"no model for {lang!r}")
+            return super().model_id(lang)
+
+        def tag(self, texts, lang):
+            tagged.append(lang)
+            return super().tag(texts, lang)
+
+    classes = read_lexicon(lexicon_path)
+    tagger = EnglishOnly(lexicon_entries(classes))
+    with pytest.raises(LabelError, match=r"no tagger model for hi, so nothing was tagged, or "
+                       r"label only --langs en: no model for 'hi'"):
+        label_dataset(tiny_dataset, tagger, classes)
+    assert tagged == []

@@ -95,6 +95,23 @@ def test_read_manual_csv_and_jsonl(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "earlier, later",
+    [
+        (999999999, 1700000000),  # 2001 and 2023 as numbers (as strings 999... came last)
+        ("999999999", "1700000000.5"),
+        ("2024-01-01T10:00:00+02:00", "2024-01-01T09:30:00Z"),  # 08:00 and 09:30 UTC
+        ("2024-01-01T09:00:00", "2024-01-01T09:30:00+00:00"),  # no offset: UTC
+    ],
+)
+def test_the_latest_time_wins_as_an_instant(tmp_path, earlier, later):
+    path = tmp_path / "export.jsonl"
+    record = {"caption_id_a": "c1", "caption_id_b": "c3", "annotator": "a"}
+    lines = [{**record, "label": 2, "time": later}, {**record, "label": 0, "time": earlier}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    assert rows(read_manual([path], {"c1", "c3"})[0]) == [("c1", "c3", 2, "a")]
+
+
+@pytest.mark.parametrize(
     "name, text, message",
     [
         (
@@ -124,6 +141,11 @@ def test_read_manual_csv_and_jsonl(tmp_path):
             r"a.jsonl:2: not a JSON object",
         ),
         ("a.txt", "x", r"a.txt: use a .jsonl"),
+        (
+            "a.csv",
+            "caption_id_a,caption_id_b,label,time\nc1,c3,1,yesterday\n",
+            r"a.csv:2: time 'yesterday' is neither ISO-8601 .* nor seconds since 1970",
+        ),
     ],
 )
 def test_manual_errors_name_file_and_line(tmp_path, name, text, message):
@@ -235,3 +257,43 @@ def test_an_export_of_several_datasets_imports_the_targets_records(tiny_dataset,
         assert "1 manual relations read" in out
         assert "2 record(s) of datasets other than 'tiny' skipped" in out
         assert rows(DatasetFolder(tiny_dataset).relations()) == [("c1", "c3", 1, "asha")]
+
+
+def test_concurrent_imports_keep_both_writers_rows(tiny_dataset, tmp_path, capsys):
+    """Process A is slowed between reading and writing the relations; B imports meanwhile:
+    B waits for A's lock, so both rows survive (B's were lost without the lock)."""
+    from .conftest import start_slowed
+
+    alice, bob = tmp_path / "alice.csv", tmp_path / "bob.csv"
+    alice.write_text("caption_id_a,caption_id_b,label,annotator\nc1,c3,partial,alice\n")
+    bob.write_text("caption_id_a,caption_id_b,label,annotator\nc4,c1,negative,bob\n")
+    writer = start_slowed(
+        "heuristics.relations",
+        "merge",
+        tmp_path / "inside",
+        ["import-relations", "--dataset", tiny_dataset, alice],
+    )
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(bob)]) == 0
+    assert writer.wait(timeout=60) == 0, writer.communicate()
+    assert rows(DatasetFolder(tiny_dataset).relations()) == [
+        ("c1", "c3", 1, "alice"),
+        ("c4", "c1", 0, "bob"),
+    ]
+
+
+def test_sets_matching_no_video_are_refused_and_keep_earlier_rows(
+    tiny_dataset, sets_path, tmp_path, capsys
+):
+    """Ids of another dataset or spelling gave 0 relations, exit 0, and deleted every
+    earlier video-heuristic row."""
+    argv = ["video-relations", "--dataset", str(tiny_dataset), "--sets"]
+    assert main([*argv, str(sets_path)]) == 0
+    assert "5 of the dataset's 5 captioned videos are in" in capsys.readouterr().out
+    before = DatasetFolder(tiny_dataset).relations()
+    other = tmp_path / "other.csv"
+    other.write_text(SETS.replace("\nv", "\nV"), encoding="utf-8")
+    assert main([*argv, str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {other}: none of its 5 video ids is a captioned video of" in err
+    assert "(the file has e.g. 'V1', the dataset 'v1')" in err
+    assert DatasetFolder(tiny_dataset).relations().equals(before)

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -133,6 +134,22 @@ def test_train_errors(tiny_treebank, tmp_path, capsys):
     assert not (tmp_path / "m" / "en").exists()
 
 
+def test_a_treebank_without_upos_is_refused(tiny_treebank, tmp_path, capsys):
+    """It trained a tagger that tags every word X, so label found no nouns or verbs."""
+    lines = (tiny_treebank / "train.conllu").read_text(encoding="utf-8").splitlines()
+    cells = [line.split("\t") for line in lines]
+    no_upos = [c[:3] + ["_"] + c[4:] if len(c) == 10 else c for c in cells]
+    train = tmp_path / "noupos.conllu"
+    train.write_text("\n".join("\t".join(c) for c in no_upos) + "\n", encoding="utf-8")
+    argv = ["train-tagger", "--lang", "en", "--train", str(train)]
+    argv += ["--dev", str(tiny_treebank / "dev.conllu"), "--model-dir", str(tmp_path / "m")]
+    assert main(argv) == 2
+    assert f"error: {train}: no UPOS tags (column 4 is '_' on every word)" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "m" / "en").exists()
+
+
 def test_eval_tagger_without_model(tmp_path, tiny_treebank, capsys):
     (tmp_path / "empty").mkdir()
     assert (
@@ -170,8 +187,11 @@ def test_label_with_stanza(tiny_model, tmp_path, capsys):
         str(tmp_path / "c.sqlite"),
     ]
     assert main(args) == 2
-    assert "no Stanza POS/lemma model for 'hi'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no Stanza POS/lemma model for 'hi'" in err and "label only --langs en" in err
     assert {p: p.read_bytes() for p in mixed.rglob("*") if p.is_file()} == before
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:  # checked before tagging anything
+        assert db.execute("SELECT COUNT(*) FROM tags").fetchone() == (0,)
     # --langs en labels the English captions with the only model there is
     assert main([*args, "--langs", "en"]) == 0
     mixed_train = DatasetFolder(mixed).captions("train").to_pydict()

@@ -112,6 +112,34 @@ def test_stanza_tagger_without_models(tmp_path):
         tagger.model_id("mr")
 
 
+@pytest.mark.parametrize("own", [False, True], ids=["official", "train-tagger"])
+def test_a_model_replaced_at_the_same_size_gets_a_new_id(tmp_path, own):
+    """The id keys the tag cache: a retrained model copied over the old one (same size)
+    must not read the old model's tags (official ids hashed only the sizes)."""
+    for name in ("pos", "lemma"):
+        (tmp_path / "en" / name).mkdir(parents=True)
+        (tmp_path / "en" / name / "default.pt").write_bytes(b"A" * 100)
+    (tmp_path / "resources.json").write_text('{"en": {}}')
+    if own:
+        (tmp_path / "en" / "rudder_tagger.json").write_text('{"lang": "en"}')
+    before = StanzaTagger(tmp_path).model_id("en")
+    (tmp_path / "en" / "pos" / "default.pt").write_bytes(b"B" * 100)
+    assert StanzaTagger(tmp_path).model_id("en") != before
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["official", "train-tagger"])
+def test_eval_tagger_takes_a_language_folder(tmp_path, own):
+    """--model-dir DIR/<lang> works for official folders too (only train-tagger's did)."""
+    from heuristics.commands import _model_and_lang
+
+    (tmp_path / "en" / "pos").mkdir(parents=True)
+    (tmp_path / "resources.json").write_text("{}" if own else '{"en": {}}')
+    if own:
+        (tmp_path / "en" / "rudder_tagger.json").write_text('{"lang": "en"}')
+    assert _model_and_lang(tmp_path / "en", None) == (tmp_path, "en")
+    assert _model_and_lang(tmp_path, None) == (tmp_path, "en")
+
+
 def test_model_dir_flag_then_env_then_one_default(tmp_path, monkeypatch):
     from heuristics.taggers import model_dir
 
