@@ -305,6 +305,9 @@ def resolve(table: pa.Table, rule: str = "refuse") -> pa.Table:
     """One label per ordered pair (module docstring): the rows that lose are dropped."""
     if rule not in ("refuse", "majority") and not rule.startswith("annotator:"):
         raise RelationError(f"unknown --resolve rule {rule!r}; use {RESOLVE_HELP}")
+    if rule == f"annotator:{VIDEO_ANNOTATOR}":
+        raise RelationError(f"--resolve {rule}: manual labels always override the video "
+                            "heuristic's; name a human annotator")
     rows = table.to_pandas()
     disagree = rows.groupby(PAIR)["label"].transform("nunique") > 1
     if not disagree.any():
@@ -329,10 +332,14 @@ def resolve(table: pa.Table, rule: str = "refuse") -> pa.Table:
         names = {int(label): label_name for label_name, label in PAIR_LABELS.items()}
         says = ", ".join(f"{n} {names[int(x)]}" for n, x in zip(first["annotator"], first["label"]))
         count = len(left.drop_duplicates(PAIR))
+        fix = {
+            "refuse": "rerun import-relations with --resolve majority or --resolve annotator:NAME",
+            "majority": "their votes tie; rerun with --resolve annotator:NAME",
+        }.get(rule, f"{rule.partition(':')[2]} did not label it; rerun with --resolve majority "
+                    "or name an annotator who did")
         raise RelationError(
             f"annotators disagree on the pair (query {a}, candidate {b}): {says} "
-            f"({count} pair(s) disagree; nothing was written); rerun import-relations with "
-            "--resolve majority or --resolve annotator:NAME"
+            f"({count} pair(s) disagree; nothing was written); {fix}"
         )
     return pa.Table.from_pandas(rows, schema=RELATIONS_SCHEMA, preserve_index=False)
 

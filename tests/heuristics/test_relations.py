@@ -239,7 +239,15 @@ def test_disagreeing_annotators_are_resolved_on_import(tiny_dataset, sets_path, 
     assert imported("--resolve", "annotator:ravi") == [[0, -1], [1, 0]]
     assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl),
                  "--resolve", "majority"]) == 2
-    assert "(query c2, candidate c4): asha partial, ravi negative" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "(query c2, candidate c4): asha partial, ravi negative" in error
+    assert "their votes tie; rerun with --resolve annotator:NAME" in error
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl),
+                 "--resolve", "annotator:mina"]) == 2  # mina labelled c1 -> c3 only
+    assert "mina did not label it; rerun with --resolve majority" in capsys.readouterr().err
+    assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl),
+                 "--resolve", "annotator:video-heuristic"]) == 2  # it dropped every label
+    assert "manual labels always override" in capsys.readouterr().err
 
 
 def test_an_export_of_several_datasets_imports_the_targets_records(tiny_dataset, tmp_path, capsys):
