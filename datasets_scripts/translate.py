@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from rudder.atomic import dataset_lock
 from rudder.data.card import Card, card_digests, render_card, row_counts
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
-from rudder.data.layout_writer import replace_tables
+from rudder.data.layout_writer import files_state, replace_tables
 from rudder.languages import SUPPORTED, check_language
 from rudder.translate import TranslationUnavailable, default_cache_path, translate_texts
 
@@ -67,7 +67,7 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
     dests = [check_language(d, "--to") for d in dests]
     if src in dests:
         raise LayoutError(f"--to {src}: that is the source language; choose other targets")
-    tables = _caption_tables(root)
+    state, tables = files_state(root, "captions"), _caption_tables(root)
     existing = {c for t in tables.values() for c in t["caption_id"].to_pylist()}
     added, parts = {}, {s: [] for s in tables}
     for dest in dests:
@@ -109,7 +109,7 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
             type(options["backend"]).__name__ if options.get("backend") else _googletrans_version()
         )
         with dataset_lock(root):
-            if _caption_tables(root) != tables:
+            if files_state(root, "captions") != state:
                 raise LayoutError(
                     f"{root}: the captions changed while they were being translated (another "
                     "translate or label run?); nothing was written. Rerun it (translations are "

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from rudder.atomic import dataset_lock
 from rudder.data.layout import NOUN_VERB_COLUMNS, SPLITS, DatasetFolder
-from rudder.data.layout_writer import replace_tables
+from rudder.data.layout_writer import files_state, replace_tables
 from rudder.labels import HEURISTIC_LABELS, NO_LABEL, PairLabel
 from rudder.languages import check_language
 
@@ -273,7 +273,7 @@ def label_dataset(
     """
     config = config or LabelConfig()
     folder = DatasetFolder(root)
-    tables = caption_tables(folder)
+    state, tables = files_state(folder.root, "captions"), caption_tables(folder)
     present = sorted({c for t in tables.values() for c in t.column_names if c in NOUN_VERB_COLUMNS})
     if present and not overwrite and not dry_run:
         raise LabelError(
@@ -298,7 +298,7 @@ def label_dataset(
     stats = {split: _split_statistics(t, config, langs) for split, t in labelled.items()}
     if not dry_run:
         with dataset_lock(folder.root):
-            if _changed(tables, caption_tables(folder)):
+            if files_state(folder.root, "captions") != state:
                 raise LabelError(
                     f"{folder.root}: the captions changed while they were being labelled "
                     "(another label or translate run?); nothing was written. Rerun it (tags are "
@@ -306,11 +306,6 @@ def label_dataset(
                 )
             replace_tables(folder.root, "captions", labelled)
     return stats
-
-
-def _changed(read: dict[str, pa.Table], now: dict[str, pa.Table]) -> bool:
-    """True when the caption tables ``now`` differ from those ``read`` earlier."""
-    return read.keys() != now.keys() or any(not read[s].equals(now[s]) for s in read)
 
 
 def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -199,18 +200,25 @@ def _timestamp(value, where: str) -> float:
     if value is None or value == "":
         return float("-inf")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
+        if math.isfinite(value):
             return float(value)
-        except ValueError:
-            pass
+    elif isinstance(value, str):
         try:
-            stamp = datetime.fromisoformat(value.strip())
+            seconds = float(value)
         except ValueError:
-            pass
+            seconds = None
+        if seconds is not None:
+            if math.isfinite(seconds):
+                return seconds
         else:
-            return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
+            text = value.strip()
+            text = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text  # Python 3.10
+            try:
+                stamp = datetime.fromisoformat(text)
+            except ValueError:
+                pass
+            else:
+                return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
     raise RelationError(
         f"{where}: time {value!r} is neither ISO-8601 (2024-05-01T12:00:00Z) nor seconds "
         "since 1970"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +21,9 @@ def open_text(path, error: type[Exception], newline: str | None = None) -> Itera
         with path.open(encoding="utf-8-sig", newline=newline) as handle:
             yield handle
     except UnicodeDecodeError:
-        data = path.read_bytes()
+        data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
         try:
-            data.decode("utf-8-sig")
+            data.decode("utf-8")
         except UnicodeDecodeError as bad:
             line = data.count(b"\n", 0, bad.start) + 1
             raise error(

@@ -213,7 +213,8 @@ LOCK_NAME = ".rudder.lock"
 
 
 class LockTimeout(RudderError):
-    """Another process held a dataset folder's lock for longer than the wait allowed."""
+    """A dataset folder's lock could not be taken: another process held it for longer than
+    the wait allowed, or its file cannot be opened."""
 
 
 @contextmanager
@@ -227,7 +228,12 @@ def dataset_lock(root, timeout: float = 120.0) -> Iterator[Path]:
     """
     path = Path(root) / LOCK_NAME
     deadline = time.monotonic() + timeout
-    with open(path, "a") as handle:
+    try:  # read-only: flock needs no write access, so every user who may write the folder
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # can lock another's lock file
+    except OSError as error:
+        raise LockTimeout(f"{path}: cannot open the dataset's lock file ({error.strerror}); "
+                          "check the folder's permissions") from None
+    with os.fdopen(fd) as handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -117,3 +117,6 @@ def test_dataset_lock_waits_then_names_the_folder(tmp_path):
         assert time.monotonic() - start >= 0.2
     with dataset_lock(tmp_path, timeout=0):  # released at the end of the block
         pass
+    missing = r"missing/.rudder.lock: cannot open the dataset's lock"
+    with pytest.raises(LockTimeout, match=missing), dataset_lock(tmp_path / "missing"):
+        pass

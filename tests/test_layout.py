@@ -113,6 +113,20 @@ def test_a_bad_expert_entry_in_rudder_json_is_named(tmp_path, expert):
         DatasetFolder(tmp_path / "ds")
 
 
+def test_a_bad_text_features_dim_and_a_damaged_relations_file_are_named(tmp_path):
+    _write(tmp_path / "ds")
+    meta = tmp_path / "ds" / "rudder.json"
+    data = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**data, "text_features_dim": "7"}))
+    with pytest.raises(LayoutError, match="text_features_dim must be an integer >= 1, got '7'"):
+        DatasetFolder(tmp_path / "ds")
+    meta.write_text(json.dumps(data))
+    (tmp_path / "ds" / "relations").mkdir()
+    (tmp_path / "ds" / "relations" / "all.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(LayoutError, match=r"relations/all.parquet: cannot read the table"):
+        DatasetFolder(tmp_path / "ds").relations()
+
+
 def test_replace_tables_all_or_nothing(tmp_path):
     _write(tmp_path / "ds")
     folder = DatasetFolder(tmp_path / "ds")

@@ -22,8 +22,9 @@ def epoch_batches(
     Videos without a valid caption are skipped. A round's last batch may be smaller; a lone
     leftover video joins the batch before it (a batch of one has no negative). A round that
     holds one video only (it has more captions than any other) joins the latest earlier
-    batch without that video; only when every batch holds it (fewer videos than a batch) is
-    that caption left out. The order depends only on ``generator``.
+    batch without that video; when every earlier batch holds it, that caption is left out
+    (it can happen when each round fits in one batch, or rounds of two videos both hold it).
+    The order depends only on ``generator``.
 
     ``pairs`` (``random`` mode only) makes the sampler relation-aware: an ``(M, 4)`` long
     tensor of annotated caption pairs ``(video_a, slot_a, video_b, slot_b)`` between two

@@ -140,10 +140,12 @@ class DatasetMeta:
             data = json.loads(text)
             experts = {k: ExpertInfo(**v) for k, v in data.get("experts", {}).items()}
             for name, info in experts.items():
-                if not isinstance(info.dim, int) or isinstance(info.dim, bool) or info.dim < 1 \
-                        or not isinstance(info.variable_length, bool):
+                if not _positive_int(info.dim) or not isinstance(info.variable_length, bool):
                     raise TypeError(f"experts.{name} needs an integer dim >= 1 and a boolean "
                                     f"variable_length, got {vars(info)}")
+            text_dim = data.get("text_features_dim")
+            if text_dim is not None and not _positive_int(text_dim):
+                raise TypeError(f"text_features_dim must be an integer >= 1, got {text_dim!r}")
             return cls(
                 name=data["name"],
                 version=str(data["version"]),
@@ -155,6 +157,10 @@ class DatasetMeta:
             )
         except (KeyError, TypeError, json.JSONDecodeError) as error:
             raise LayoutError(f"{source}: not a valid rudder.json ({error})") from error
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 class DatasetFolder:
@@ -182,11 +188,7 @@ class DatasetFolder:
         path = self.root / folder / f"{split}.parquet"
         if not path.is_file():
             return None
-        try:
-            return pq.read_table(path, columns=columns)
-        except (pa.ArrowException, OSError) as error:
-            raise LayoutError(f"{path}: cannot read the table ({error}); rebuild the dataset "
-                              "folder (python -m datasets_scripts build)") from None
+        return _read_parquet(path, columns)
 
     def _read_required(self, folder: str, split: str, columns=None) -> pa.Table:
         table = self._read(folder, split, columns)
@@ -219,11 +221,11 @@ class DatasetFolder:
         path = self.root / "text_features" / f"{split}.parquet"
         if not path.is_file():
             raise LayoutError(f"{path} is missing: the text_features config has no {split!r} split")
-        return pq.ParquetFile(path)
+        return _read_parquet(path, reader=pq.ParquetFile)
 
     def relations(self) -> pa.Table | None:
         path = self.root / "relations" / "all.parquet"
-        return pq.read_table(path) if path.is_file() else None
+        return _read_parquet(path) if path.is_file() else None
 
     def fingerprint(self) -> str:
         """SHA-256 over the file names, sizes and metadata: identifies the data of a run
@@ -243,3 +245,13 @@ class DatasetFolder:
         empty for a folder without a card. Bytes depend on the writer's pyarrow version, so
         these are for caches on one machine, not for identities shared between machines."""
         return json.dumps(card_digests(self.root), sort_keys=True)
+
+
+def _read_parquet(path: Path, columns=None, reader=None):
+    """``pq.read_table(path, columns)`` (or ``reader(path)``); a damaged file is a
+    LayoutError naming it."""
+    try:
+        return reader(path) if reader else pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as error:
+        raise LayoutError(f"{path}: cannot read the table ({error}); rebuild the dataset "
+                          "folder (python -m datasets_scripts build)") from None

@@ -261,6 +261,16 @@ def _check_feature(expert: str, video_id: str, array: np.ndarray, dim: int, ndim
         )
 
 
+def files_state(root, folder: str) -> tuple:
+    """What identifies the current ``<root>/<folder>/*.parquet`` files: name, inode, size and
+    modification time of each. :func:`replace_tables` renames new files in, so any rewrite
+    changes it; read before a long computation and compared under
+    :func:`rudder.atomic.dataset_lock` before writing, it tells whether another writer came
+    in between (comparing the tables' values would see NaN != NaN)."""
+    files = sorted((Path(root) / folder).glob("*.parquet"))
+    return tuple((p.name, s.st_ino, s.st_size, s.st_mtime_ns) for p in files for s in [p.stat()])
+
+
 def replace_tables(
     root, folder: str, tables: dict[str, pa.Table], texts: dict[str, str] | None = None
 ) -> None:

@@ -308,3 +308,21 @@ def test_a_missing_model_is_reported_before_any_tagging(tiny_dataset, lexicon_pa
                        r"label only --langs en: no model for 'hi'"):
         label_dataset(tiny_dataset, tagger, classes)
     assert tagged == []
+
+
+def test_a_caption_with_a_nan_time_still_gets_labelled(tiny_dataset, lexicon_path):
+    """The "captions changed meanwhile" check compares the files, not their values: a NaN
+    start compared unequal to itself, so label refused every run."""
+    import pyarrow as pa
+
+    from rudder.data.layout_writer import replace_tables
+
+    train = DatasetFolder(tiny_dataset).captions("train")
+    start = pa.array([float("nan")] + train.column("start").to_pylist()[1:], pa.float32())
+    replace_tables(tiny_dataset, "captions",
+                   {"train": train.set_column(train.schema.get_field_index("start"), "start",
+                                              start)})
+    args = ["label", "--dataset", str(tiny_dataset), "--tagger", "lexicon", "--lexicon",
+            str(lexicon_path), "--no-cache", "--stats-queries", "10", "--langs", "en"]
+    assert main(args) == 0
+    assert DatasetFolder(tiny_dataset).captions("train").to_pydict()["nouns"][0] == ["paper"]

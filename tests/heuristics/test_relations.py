@@ -111,6 +111,15 @@ def test_the_latest_time_wins_as_an_instant(tmp_path, earlier, later):
     assert rows(read_manual([path], {"c1", "c3"})[0]) == [("c1", "c3", 2, "a")]
 
 
+@pytest.mark.parametrize("time", ["nan", float("nan"), "inf", "sometime"])
+def test_a_time_that_is_no_instant_is_an_error(tmp_path, time):
+    path = tmp_path / "export.jsonl"
+    record = {"caption_id_a": "c1", "caption_id_b": "c3", "annotator": "a", "label": 2}
+    path.write_text(json.dumps({**record, "time": time}) + "\n", encoding="utf-8")
+    with pytest.raises(RelationError, match=r"export.jsonl:1: time .* is neither ISO-8601"):
+        read_manual([path], {"c1", "c3"})
+
+
 @pytest.mark.parametrize(
     "name, text, message",
     [

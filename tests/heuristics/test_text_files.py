@@ -71,6 +71,15 @@ def test_latin1_is_an_error_naming_file_and_line(tmp_path, name):
         read(path)
 
 
+def test_a_bad_byte_after_a_byte_order_mark_is_placed_right(tmp_path):
+    from heuristics.text_files import read_text
+
+    path = tmp_path / "a.csv"
+    path.write_bytes(b"\xef\xbb\xbfab\nc\xe9\n")  # the BOM's 3 bytes must not shift the count
+    with pytest.raises(ValueError, match=rf"{path}:2: not UTF-8 text \(byte 0xe9\)"):
+        read_text(path, ValueError)
+
+
 def test_tag_input_file(tmp_path, lexicon_path, capsys):
     path = tmp_path / "texts.txt"
     path.write_text("cut the paper\n", encoding="utf-8-sig")
