@@ -16,7 +16,6 @@ waits forever by default; here its timeouts are finite (``timeout`` to connect,
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from rudder.data.layout import DatasetFolder
+from rudder.hub import offline_setting
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 IGNORED = (".*", "*.tmp", "*/.*")
@@ -150,12 +150,12 @@ def bounded_session(connect: float, transfer: float):
 
 
 def _offline() -> bool:
-    value = os.environ.get("HF_HUB_OFFLINE")
-    if value is None:
+    setting = offline_setting()
+    if setting is None:
         from huggingface_hub import constants
 
         return bool(constants.HF_HUB_OFFLINE)
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    return setting
 
 
 def publish(

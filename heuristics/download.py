@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rudder.atomic import staged_folder, swap_into_place
+from rudder.hub import offline_setting
 from rudder.languages import check_languages
 from rudder.optional import require
 
@@ -26,7 +27,6 @@ from .taggers import MODEL_INFO
 RESOURCES_URL = "https://raw.githubusercontent.com/stanfordnlp/stanza-resources/main"
 HUB_URL = "https://huggingface.co"
 PROCESSORS = "tokenize,pos,lemma,depparse"
-TRUE = ("1", "ON", "YES", "TRUE")  # huggingface_hub's true values of HF_HUB_OFFLINE
 
 
 class DownloadError(RuntimeError):
@@ -78,7 +78,7 @@ def download_models(
     model_dir = Path(model_dir)
     if not overwrite:
         _refuse_trained(langs, model_dir)
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in TRUE:
+    if offline_setting():
         raise DownloadError(
             f"HF_HUB_OFFLINE is set, and Stanza's models are on the Hugging Face Hub. "
             f"Unset it to download. {_offline_hint(model_dir)}"

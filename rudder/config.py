@@ -363,7 +363,7 @@ def from_dict(data: dict) -> TrainConfig:
     for key in RULES:  # defaults included
         section, _, name = key.rpartition(".")
         _check_rule(key, getattr(getattr(config, section) if section else config, name))
-    _check_text_side(config)
+    _check_text_side(config.data)
     _check_loss(config)
     return config
 
@@ -393,10 +393,9 @@ def check_new_run(config: TrainConfig) -> None:
             raise ConfigError(f"supervision.relation_batches needs {', '.join(wrong)}")
 
 
-def _check_text_side(config: TrainConfig) -> None:
+def _check_text_side(data: DataConfig) -> None:
     """Word vectors name languages (or ``all``) and exclude a text encoder; n-gram sizes are
     ordered."""
-    data = config.data
     if data.word_vectors is not None:
         check_languages([k for k in data.word_vectors if k != "all"], where="data.word_vectors")
         if data.text_encoder:
