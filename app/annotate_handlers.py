@@ -134,9 +134,10 @@ class AnnotateTab:
         open_ = started & (count < np.minimum(self.limit, _eligible(captions, mode)))
         ids = captions["caption_id"].to_numpy()
         order = np.argsort(a, kind="stable")
+        a_sorted = a[order]
         for q in np.flatnonzero(open_ if mode is not None else started):
             if not open_[q]:  # any mode, as many labels as candidates: check the list
-                first, stop = np.searchsorted(a[order], [q, q + 1])
+                first, stop = np.searchsorted(a_sorted, [q, q + 1])
                 labelled = set(ids[b[order[first:stop]]])
                 if self.candidate_ids(dataset, ids[q], None) <= labelled:
                     continue
