@@ -40,7 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    parser.add_argument("--auth", help="require a login, given as user:pass")
+    parser.add_argument(
+        "--auth",
+        action="append",
+        default=[],
+        metavar="USER:PASS",
+        help="require a login; each user is one annotator (repeatable)",
+    )
+    parser.add_argument(
+        "--auth-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="logins, one USER:HASH a line (`python -m app hash-password USER` writes one)",
+    )
     parser.add_argument(
         "--media", type=Path, help="folder of <video_id>.mp4 files to play (the only folder served)"
     )
@@ -75,13 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_auth(value: str | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    user, sep, password = value.partition(":")
-    if not sep or not user or not password:
-        raise RunError("--auth must look like user:pass (both non-empty)")
-    return user, password
+def parse_auth(values, files=()):
+    """The logins of ``--auth`` and ``--auth-file`` (:class:`app.auth.Logins`), or None."""
+    from .auth import logins_from
+
+    if isinstance(values, str):
+        values = [values]
+    return logins_from(values, files)
 
 
 def same_dataset(spec_a: str, spec_b: str) -> bool:
@@ -135,9 +149,16 @@ def train_quick(runs_dir: Path, dataset: str, epochs: int, languages) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["hash-password"]:
+        from .auth import hash_password_cli
+
+        with exit_on_error():
+            hash_password_cli(argv[1:])
+        return
     args = build_parser().parse_args(argv)
     with exit_on_error():  # every user error: one "error:" line, exit code 2
-        auth = parse_auth(args.auth)
+        auth = parse_auth(args.auth, args.auth_file)
         if args.export is not None:
             _export(args.db, args.export)
             return

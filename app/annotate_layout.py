@@ -176,4 +176,8 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
         tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
     )
     agreement_button.click(tab.agreement, scope, kappa, api_name="agreement")
-    demo.load(with_request(tab.whoami), None, annotator, api_name="whoami")
+    # The name is no secret: a fixed key lets the browser keep it across server restarts.
+    remembered = gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
+    for event in (annotator.blur, annotator.submit):
+        event(tab.remember, annotator, [annotator, remembered], queue=False)
+    demo.load(with_request(tab.whoami), remembered, annotator, api_name="whoami")

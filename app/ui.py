@@ -124,11 +124,13 @@ def launch_app(
     demo,
     host: str = "127.0.0.1",
     port: int | None = None,
-    auth: tuple[str, str] | None = None,
+    auth=None,
     prevent_thread_lock: bool = False,
     quiet: bool = False,
 ):
-    """Serve ``demo``; only its media folder (if any) is exposed as files."""
+    """Serve ``demo``; only its media folder (if any) is exposed as files. ``auth`` is what
+    ``gr.Blocks.launch`` takes: a (user, password) pair or ``auth(user, password) -> bool``
+    (:class:`app.auth.Logins`)."""
     gr = require("gradio", "app")
 
     media = getattr(demo, "rudder_media_dir", None)

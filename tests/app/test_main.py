@@ -13,8 +13,9 @@ from rudder.errors import RunError
 
 
 def test_auth_flag():
-    assert cli.parse_auth("asha:s3:cret") == ("asha", "s3:cret")
-    assert cli.parse_auth(None) is None
+    logins = cli.parse_auth(["asha:s3:cret", "bala:pw"])
+    assert logins.users == ["asha", "bala"] and logins("asha", "s3:cret")
+    assert cli.parse_auth([]) is None
     for bad in ("asha", ":pw", "asha:"):
         with pytest.raises(RunError, match="user:pass"):
             cli.parse_auth(bad)
@@ -168,7 +169,9 @@ def test_flags_reach_the_server(patched, tmp_path, capsys):
     assert names == ["load", "build", "launch"]  # an existing run on all five: no training
     assert patched.calls[0][1] == (run,)
     assert patched.calls[1][2]["media_dir"] == media
-    assert patched.calls[2][2] == {"host": "0.0.0.0", "port": 9000, "auth": ("u", "p")}
+    launched = patched.calls[2][2]
+    assert launched["host"] == "0.0.0.0" and launched["port"] == 9000
+    assert launched["auth"].users == ["u"] and launched["auth"]("u", "p")
     with pytest.raises(SystemExit):
         cli.main(["--media", str(tmp_path / "nope")])
     assert "is not a folder" in capsys.readouterr().err
