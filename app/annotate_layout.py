@@ -22,6 +22,14 @@ LABELS = tuple(
     label.text
     for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
 )
+# One line per label, shown beside the buttons (rudder.labels.PairLabel; DESIGN.md "Pair
+# labels"; docs/architecture.md).
+DEFINITIONS = {
+    "positive": "every object and action of the query, the same thing",
+    "partial": "some of the query's objects or actions, not all",
+    "description": "continues or applies the query (a next step, a use)",
+    "negative": "none of the query's objects or actions: unrelated",
+}
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
     "ann-positive": ("1", "p"),
@@ -52,6 +60,15 @@ if (!window.__rudderKeys) {
 """.replace(
     "KEYMAP", json.dumps({key: elem_id for elem_id, keys in SHORTCUTS.items() for key in keys})
 )
+
+
+def definitions_html() -> str:
+    """The four labels' one-line definitions as a definition list."""
+    items = "".join(
+        f"<dt>{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]</dt><dd>{text}</dd>"
+        for name, text in DEFINITIONS.items()
+    )
+    return f"<dl>{items}</dl>"
 
 
 def shortcuts_markdown() -> str:
@@ -96,17 +113,20 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
     with gr.Row():
         query_html = gr.HTML(elem_id="ann-query")
         candidate_html = gr.HTML(elem_id="ann-candidate")
-    with gr.Row():
-        buttons = {
-            name: gr.Button(
-                f"{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]",
-                elem_id=f"ann-{name}",
-                variant="primary" if name == "positive" else "secondary",
-            )
-            for name in LABELS
-        }
-        skip = gr.Button("Skip [s]", elem_id="ann-skip")
-        undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo")
+    with gr.Column(elem_id="ann-bar"):
+        gr.HTML(definitions_html(), elem_id="ann-definitions")
+        with gr.Row(elem_id="ann-buttons"):
+            buttons = {
+                name: gr.Button(
+                    f"{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]",
+                    elem_id=f"ann-{name}",
+                    variant="primary" if name == "positive" else "secondary",
+                    min_width=70,
+                )
+                for name in LABELS
+            }
+            skip = gr.Button("Skip [s]", elem_id="ann-skip", min_width=70)
+            undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo", min_width=70)
     gr.Markdown(shortcuts_markdown(), elem_id="ann-keys")
     progress = gr.Markdown(elem_id="ann-progress")
     others = gr.HTML(elem_id="ann-others")
@@ -179,5 +199,8 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
     # The name is no secret: a fixed key lets the browser keep it across server restarts.
     remembered = gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
     for event in (annotator.blur, annotator.submit):
-        event(tab.remember, annotator, [annotator, remembered], queue=False)
+        event(
+            tab.remember, annotator, [annotator, remembered], queue=False,
+            api_visibility="private",
+        )
     demo.load(with_request(tab.whoami), remembered, annotator, api_name="whoami")

@@ -80,5 +80,5 @@ def covered_scripts_text() -> str:
     parts = []
     for script, langs in COVERED_SCRIPTS.items():
         names = " and ".join(NAMES[code] for code in langs)
-        parts.append(f"{names} ({script.title()})")
+        parts.append(names if names == script.title() else f"{names} ({script.title()})")
     return ", ".join(parts)

@@ -12,6 +12,8 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AuthenticationError
 
+from app.__main__ import parse_auth
+from app.auth import hash_password
 from app.ui import build_app, launch_app
 
 # Gradio's queue calls pandas APIs that pandas 3 deprecates; not ours to fix.
@@ -24,6 +26,8 @@ ENDPOINTS = {
     "/search_submit",
     "/change_display_language",
     "/play",
+    "/play_result",
+    "/open_url",
     "/next_unlabelled",
     "/random_query",
     "/find_captions",
@@ -67,6 +71,7 @@ def test_marathi_query_gives_ranked_videos(client):
         "segment (s)",
         "score",
         "experts",
+        "thumbnail",  # the served app has a media folder
     ]
     assert [r[0] for r in rows] == list(range(1, 9))
     assert [r[5] for r in rows] == sorted((r[5] for r in rows), reverse=True)
@@ -226,8 +231,9 @@ def test_results_endpoints(client, served):
     assert len(plots) == 3 and all(p for p in plots)
 
 
-def test_whoami_without_login(client):
-    assert client.predict(api_name="/whoami") in (None, "", {"__type__": "update"})
+def test_whoami_without_login_is_the_name_the_browser_remembered(client):
+    assert client.predict("", api_name="/whoami")["value"] == ""
+    assert client.predict("  Asha  Rao ", api_name="/whoami")["value"] == "asha rao"
 
 
 def label_many(client, annotator, pairs, errors):
@@ -285,7 +291,10 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         cache_dir=tmp_path / "index",
         translator=translator,
     )
-    launch_app(demo, port=port(), auth=("asha", "secret"), prevent_thread_lock=True, quiet=True)
+    auth_file = tmp_path / "users.txt"
+    auth_file.write_text(f"bala:{hash_password('b-secret', n=16, r=1, p=1)}\n", encoding="utf-8")
+    logins = parse_auth(["asha:secret"], [auth_file])
+    launch_app(demo, port=port(), auth=logins, prevent_thread_lock=True, quiet=True)
     try:
         assert httpx.get(demo.local_url + "config").status_code == 401
         with pytest.raises((AuthenticationError, ValueError), match="Could not login"):
@@ -293,7 +302,7 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         client = Client(
             demo.local_url, verbose=False, analytics_enabled=False, auth=("asha", "secret")
         )
-        whoami = client.predict(api_name="/whoami")  # the Annotator field: the user, read-only
+        whoami = client.predict("eve", api_name="/whoami")  # the user, read-only
         assert whoami["value"] == "asha" and whoami["interactive"] is False
         assert len(search(client, "कागद दुमडा", k=3)[1]["data"]) == 3
         # The annotator is the logged-in user, whatever the Annotator field says.
@@ -305,6 +314,21 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         with sqlite3.connect(tmp_path / "l.sqlite") as db:
             rows = db.execute("SELECT annotator, label FROM labels ORDER BY id").fetchall()
         assert rows == [("asha", 2), ("asha", 0)]
+        # A second login is a second annotator; undo in its session leaves asha's labels.
+        bala = Client(
+            demo.local_url, verbose=False, analytics_enabled=False, auth=("bala", "b-secret")
+        )
+        assert bala.predict("", api_name="/whoami")["value"] == "bala"
+        bala.predict("asha", "app-test", *pair, api_name="/label_partial")
+        assert "Nothing to undo" not in view(
+            bala.predict("", "app-test", "same", api_name="/undo")
+        )["progress"]
+        assert "Nothing to undo in this tab" in view(
+            bala.predict("", "app-test", "same", api_name="/undo")
+        )["progress"]
+        with sqlite3.connect(tmp_path / "l.sqlite") as db:
+            rows = db.execute("SELECT annotator, label, undone FROM labels ORDER BY id").fetchall()
+        assert rows == [("asha", 2, 0), ("asha", 0, 0), ("bala", 1, 1)]
     finally:
         demo.close()
 
