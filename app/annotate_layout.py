@@ -25,10 +25,10 @@ LABELS = tuple(
 # One line per label, shown beside the buttons (rudder.labels.PairLabel; DESIGN.md "Pair
 # labels"; docs/architecture.md).
 DEFINITIONS = {
-    "positive": "every object and action of the query, the same thing",
-    "partial": "some of the query's objects or actions, not all",
-    "description": "continues or applies the query (a next step, a use)",
-    "negative": "none of the query's objects or actions: unrelated",
+    "positive": "all of the query's objects and actions",
+    "partial": "some of its objects or actions, not all",
+    "description": "continues or applies it (next step, a use)",
+    "negative": "none of its objects or actions",
 }
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
@@ -103,16 +103,23 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
         for code in sorted({lang for c in tab.collections.values() for lang in c.languages})
     ]
     with gr.Row():
-        annotator = gr.Textbox(label="Annotator", max_length=100, elem_id="ann-annotator")
-        dataset = gr.Dropdown(names, value=names[0], label="Dataset", elem_id="ann-dataset")
-        cand_lang = gr.Dropdown(
-            lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang"
+        annotator = gr.Textbox(
+            label="Annotator", max_length=100, elem_id="ann-annotator", min_width=140
         )
-        next_button = gr.Button("Next unlabelled", variant="primary", elem_id="ann-next")
-        random_button = gr.Button("Random", elem_id="ann-random")
+        dataset = gr.Dropdown(
+            names, value=names[0], label="Dataset", elem_id="ann-dataset", min_width=140
+        )
+        cand_lang = gr.Dropdown(
+            lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang",
+            min_width=140,
+        )
+        next_button = gr.Button(
+            "Next unlabelled", variant="primary", elem_id="ann-next", min_width=140
+        )
+        random_button = gr.Button("Random", elem_id="ann-random", min_width=100)
     with gr.Row():
-        query_html = gr.HTML(elem_id="ann-query")
-        candidate_html = gr.HTML(elem_id="ann-candidate")
+        query_html = gr.HTML(elem_id="ann-query", min_width=300)
+        candidate_html = gr.HTML(elem_id="ann-candidate", min_width=300)
     with gr.Column(elem_id="ann-bar"):
         gr.HTML(definitions_html(), elem_id="ann-definitions")
         with gr.Row(elem_id="ann-buttons"):

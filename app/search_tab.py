@@ -259,6 +259,12 @@ class SearchTab:
             player,
         )
 
+    @staticmethod
+    def example_language(example: Example) -> str:
+        """The query-language field an example sets: 'auto' when detection finds its
+        language (the field is then right for the next typed query too), else the language."""
+        return AUTO if query_language(example.query).lang == example.lang else example.lang
+
     def thumbnail_markdown(self, video_id, start, end) -> str:
         """Markdown of the segment's thumbnail ('' without a decodable video file)."""
         path = self.collection.media_path(video_id)
@@ -345,15 +351,27 @@ class SearchTab:
 
         languages = [(f"{NAMES[c]} ({c})", c) for c in SUPPORTED]
         placeholder = f"e.g. {self.examples[0].query}" if self.examples else "Describe a video"
-        with gr.Row(equal_height=True, elem_id="search-bar"):
+        with gr.Row(elem_id="search-bar"):
             query = gr.Textbox(
                 label="Query",
                 placeholder=placeholder,
                 max_length=FIELD_CHARS,
-                scale=5,
-                min_width=200,
+                scale=4,
+                min_width=240,
                 elem_id="search-query",
                 submit_btn=False,
+            )
+            lang = gr.Dropdown(
+                [("Detect from script", AUTO), *languages],
+                value=AUTO,
+                label="Query language",
+                elem_id="search-lang",
+                scale=1,
+                min_width=140,
+            )
+            display = gr.Dropdown(
+                languages, value="en", label="Show captions in", elem_id="search-display",
+                scale=1, min_width=140,
             )
             button = gr.Button(
                 "Search", variant="primary", scale=1, min_width=90, elem_id="search-button"
@@ -366,32 +384,21 @@ class SearchTab:
                     example.label, size="sm", scale=0, min_width=60,
                     elem_id=f"search-example-{i}", elem_classes=["rudder-example"],
                 ))
-        with gr.Row():
-            lang = gr.Dropdown(
-                [("Detect from script", AUTO), *languages],
-                value=AUTO,
-                label="Query language",
-                elem_id="search-lang",
-                min_width=150,
-            )
-            display = gr.Dropdown(
-                languages, value="en", label="Show captions in", elem_id="search-display",
-                min_width=150,
-            )
-            k = gr.Slider(1, MAX_K, value=DEFAULT_K, step=1, label="Results (k)",
-                          elem_id="search-k", min_width=150)
         with (
-            gr.Accordion("Translate the query first", open=False, elem_id="search-more"),
+            gr.Accordion("More options: number of results, translation", open=False,
+                         elem_id="search-more"),
             gr.Row(),
         ):
-                translate = gr.Checkbox(
-                    label="Translate the query (Google Translate, needs the internet)",
-                    value=False,
-                    elem_id="search-translate",
-                )
-                target = gr.Dropdown(
-                    languages, value="en", label="Translate to", elem_id="search-target"
-                )
+            k = gr.Slider(1, MAX_K, value=DEFAULT_K, step=1, label="Results (k)",
+                          elem_id="search-k", min_width=150)
+            translate = gr.Checkbox(
+                label="Translate the query (Google Translate, needs the internet)",
+                value=False,
+                elem_id="search-translate",
+            )
+            target = gr.Dropdown(
+                languages, value="en", label="Translate to", elem_id="search-target"
+            )
         status = gr.Markdown(elem_id="search-status")
         with gr.Row(elem_id="search-main"):
             with gr.Column(scale=3, min_width=300):
@@ -427,7 +434,7 @@ class SearchTab:
         table.select(play_selected, None, [pick, player], api_name="play_result")
         for example, example_button in zip(self.examples, example_buttons):
             example_button.click(
-                lambda e=example: (e.query, e.lang, e.display),
+                lambda e=example: (e.query, self.example_language(e), e.display),
                 None,
                 [query, lang, display],
                 api_visibility="private",

@@ -47,20 +47,25 @@ CSS = """
   background: #fff7ed; color: #7c2d12; }
 #rudder-header h2 { margin: 0.2rem 0; }
 .rudder-segment video { width: 100%; max-height: 160px; background: #000; }
-/* The label buttons stay in view: a bar stuck to the bottom of the window. */
+/* The label buttons stay in view: a bar stuck to the bottom of the window (the container
+   clips instead of hiding its overflow, which would make it the bar's scroll box). */
+.gradio-container { overflow-x: clip !important; overflow-y: visible !important; }
+#rudder-keys { display: none; }
 #ann-bar { position: sticky; bottom: 0; z-index: 20; gap: 0.2rem;
   background: var(--background-fill-primary); padding: 0.3rem 0;
   border-top: 1px solid var(--border-color-primary); }
 #ann-buttons { flex-wrap: wrap; gap: 0.3rem; }
-#ann-buttons > button { flex: 1 1 22% !important; min-width: 70px !important; }
+#ann-buttons > button { flex: 1 1 14% !important; min-width: 70px !important; }
 #ann-definitions { font-size: 0.85rem; line-height: 1.25; }
-#ann-definitions dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 0.6rem;
-  margin: 0; }
+#ann-definitions dl { display: grid; grid-template-columns: repeat(2, max-content 1fr);
+  gap: 0 0.6rem; margin: 0; }
 #ann-definitions dt { font-weight: 600; }
 #ann-definitions dd { margin: 0; }
 @media (max-width: 640px) {
-  #ann-buttons > button { flex: 1 1 30% !important; padding: 0.3rem !important; }
-  #ann-definitions { font-size: 0.72rem; }
+  #ann-buttons > button { flex: 1 1 30% !important; padding: 0.3rem 0.1rem !important;
+    font-size: 0.8rem !important; min-height: 0 !important; }
+  #ann-definitions, #ann-definitions * { font-size: 0.72rem !important; line-height: 1.2; }
+  #ann-definitions dl { grid-template-columns: max-content 1fr; }
   .rudder-text { font-size: 1.05rem; }
 }
 """
@@ -144,8 +149,12 @@ def build_app(
         header = gr.Markdown(header_markdown(collection, pending), elem_id="rudder-header")
         if dataset.meta.simulated:
             gr.HTML(SIMULATED_NOTICE, elem_id="rudder-notice")
-        training = gr.Markdown(pending.progress_markdown(), elem_id="rudder-training")
-        bar = gr.HTML(pending.progress_html(), elem_id="rudder-training-progress")
+        training = gr.Markdown(
+            pending.progress_markdown(), elem_id="rudder-training", visible=not pending.ready
+        )
+        bar = gr.HTML(
+            pending.progress_html(), elem_id="rudder-training-progress", visible=not pending.ready
+        )
         gr.HTML("", js_on_load=KEYBOARD_JS, elem_id="rudder-keys")
         with gr.Tabs():
             with gr.Tab("Search", id="search"):
@@ -157,10 +166,11 @@ def build_app(
         timer = gr.Timer(1.0, active=not pending.ready)
 
         def tick():
+            waiting = not pending.ready
             return (
                 header_markdown(collection, pending),
-                pending.progress_markdown(),
-                pending.progress_html(),
+                gr.update(value=pending.progress_markdown(), visible=waiting),
+                gr.update(value=pending.progress_html(), visible=waiting),
                 gr.Timer(active=not (pending.ready or pending.error)),
             )
 
