@@ -216,16 +216,28 @@ def test_results_endpoints(client, served):
     runs_dir = served[1].parent / "runs"
     run = runs_dir / "20240101-000000-ce-mm"
     run.mkdir(parents=True, exist_ok=True)
+    per_language = {"mr": {"R1": 6.0, "R10": 44.0}, "ta": {"R1": 2.0, "R10": 21.0}}
     (run / "metrics.json").write_text(
-        json.dumps({"test": {"t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0}}})
+        json.dumps(
+            {
+                "test": {
+                    "t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0},
+                    "per_language": per_language,
+                }
+            }
+        )
     )
     (run / "metrics.jsonl").write_text(
         json.dumps({"epoch": 1, "train_loss": 0.7, "t2v": {"R10": 30.0}}) + "\n"
     )
     for api in ("/list_runs", "/load_runs"):
-        table, chosen = client.predict(api_name=api)
+        table, languages, chosen = client.predict(api_name=api)
         assert table["data"][0][0] == "20240101-000000-ce-mm" and chosen["value"] == [
             "20240101-000000-ce-mm"
+        ]
+        assert [row[2:4] + row[5:6] for row in languages["data"]] == [
+            ["mr", 6.0, 44.0],
+            ["ta", 2.0, 21.0],
         ]
     plots = client.predict(["20240101-000000-ce-mm"], api_name="/plot_runs")
     assert len(plots) == 3 and all(p for p in plots)
