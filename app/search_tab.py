@@ -155,7 +155,7 @@ class SearchTab:
         self.collection = collection if collection is not None else self.slot.engine.collection
         self.translator = translator
         self.thumbnails = thumbnails if self.collection.media_dir is not None else None
-        self.columns = RESULT_COLUMNS + ([THUMBNAIL_COLUMN] if self.thumbnails else [])
+        self.columns = ([THUMBNAIL_COLUMN] if self.thumbnails else []) + RESULT_COLUMNS
         self.examples = examples_of(self.collection)
 
     @property
@@ -229,7 +229,8 @@ class SearchTab:
             return self._empty(" ".join(notes))
         hits = self.engine.search(query, lang, int(k), display_lang)
         rows = [
-            [
+            ([self.thumbnail_markdown(h.video_id, h.start, h.end)] if self.thumbnails else [])
+            + [
                 h.rank,
                 h.video_id,
                 h.caption,
@@ -238,7 +239,6 @@ class SearchTab:
                 round(h.score, 4),
                 ", ".join(h.experts),
             ]
-            + ([self.thumbnail_markdown(h.video_id, h.start, h.end)] if self.thumbnails else [])
             for h in hits
         ]
         missing = sum(h.caption_lang != display_lang for h in hits)
@@ -278,6 +278,7 @@ class SearchTab:
         """-> (result choice update, player html) for a clicked results row (its values)."""
         import gradio as gr
 
+        row = list(row or [])[1:] if self.thumbnails else row
         if not row or len(row) < 4 or not row[1]:
             return gr.update(), gr.update()
         video_id, text, lang = str(row[1]), str(row[2]), str(row[3])
@@ -404,8 +405,8 @@ class SearchTab:
             with gr.Column(scale=3, min_width=300):
                 table = gr.Dataframe(
                     headers=self.columns,
-                    datatype=["number", "str", "str", "str", "str", "number", "str"]
-                    + (["markdown"] if self.thumbnails else []),
+                    datatype=(["markdown"] if self.thumbnails else [])
+                    + ["number", "str", "str", "str", "str", "number", "str"],
                     interactive=False,
                     wrap=True,
                     label="Ranked videos (click a row to play it)",

@@ -39,7 +39,7 @@ CSS = """
 .rudder-captions tr[data-start] { cursor: pointer; }
 .rudder-captions tr[data-start]:hover { background: var(--background-fill-secondary); }
 #search-results tbody tr { cursor: pointer; }
-#search-results img { max-width: 120px; height: auto; }
+#search-results img { max-width: 96px; height: auto; display: block; }
 #search-examples { flex-wrap: wrap; gap: 0.4rem; align-items: center; }
 #search-examples > * { flex: 0 1 auto !important; min-width: 0 !important; }
 .rudder-examples-label { flex: 0 0 auto !important; }

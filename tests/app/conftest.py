@@ -195,15 +195,16 @@ def segment_model(segment_dataset):
 
 @pytest.fixture(scope="session")
 def media_dir(tmp_path_factory):
-    """Tiny real videos (PyAV) for two videos, a broken file for a third, and a secret
-    beside the folder."""
+    """Tiny real videos (PyAV) for every video but v002 (none) and v004 (a broken file), and
+    a secret beside the folder."""
     from .videos import write_video
 
     root = tmp_path_factory.mktemp("media-root")
     media = root / "media"
     media.mkdir()
-    for vid in ("v000", "v001"):
-        write_video(media / f"{vid}.mp4")
+    for i in range(30):
+        if i not in (2, 4):
+            write_video(media / f"v{i:03d}.mp4")
     (media / "v004.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video")
     (root / "secret.txt").write_text("not to be served")
     return media

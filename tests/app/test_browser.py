@@ -78,11 +78,14 @@ def choose(page, elem_id, option):
     page.locator("[role=option]", has_text=option).first.click()
 
 
+# Cell texts row by row; a leading thumbnail column (a media folder) is left out.
 ROWS_JS = """(id) => {
   const rows = {};
+  const header = document.querySelector(`#${id} thead th`);
+  const skip = header && header.innerText.trim() === "thumbnail" ? 1 : 0;
   for (const cell of document.querySelectorAll(`#${id} [data-row][data-col]`)) {
-    const r = Number(cell.dataset.row), c = Number(cell.dataset.col);
-    (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
+    const r = Number(cell.dataset.row), c = Number(cell.dataset.col) - skip;
+    if (c >= 0) (rows[r] = rows[r] || [])[c] = cell.innerText.trim();
   }
   return Object.keys(rows).map(Number).sort((a, b) => a - b).map((r) => rows[r]);
 }"""
@@ -156,8 +159,8 @@ def test_script_caption_renders_as_text(page, tmp_path, script_caption):
     assert page.locator("#search-player script, #search-player img").count() == 0
     sources = page.eval_on_selector_all(
         "#search-results img", "(images) => images.map((i) => i.getAttribute('src'))"
-    )  # only the thumbnails of the two decodable videos, none from the data
-    assert len(sources) == 2 and all(
+    )  # only thumbnails of decodable videos, none from the data
+    assert sources and all(
         "gradio_api/file=" in s and "/thumbnails/" in s and s.endswith(".jpg") for s in sources
     )
     shot(page, tmp_path, "script-as-text")
