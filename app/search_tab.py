@@ -41,11 +41,11 @@ URL_JS = """(q, lang, display, k, translate, target) => {
       url.searchParams.set(key, String(value));
     }
   };
-  put("q", (q || "").trim(), ""); put("lang", lang, "auto");
+  put("q", (q || "").trim().slice(0, MAX_CHARS), ""); put("lang", lang, "auto");
   put("display", display, "en"); put("k", k, "10");
   window.history.replaceState(window.history.state, "", url);
   return [q, lang, display, k, translate, target];
-}"""
+}""".replace("MAX_CHARS", str(MAX_QUERY_CHARS))
 # The player: a click on a caption row seeks the video to its segment and plays it to its end.
 PLAYER_JS = """
 const segmentEnd = (video) => Number(video.dataset.segmentEnd || "NaN");
@@ -357,6 +357,8 @@ class SearchTab:
                 label="Query",
                 placeholder=placeholder,
                 max_length=FIELD_CHARS,
+                lines=1,
+                max_lines=3,
                 scale=4,
                 min_width=240,
                 elem_id="search-query",
