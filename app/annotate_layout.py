@@ -93,8 +93,19 @@ def with_request(handler):
     return event
 
 
-def build_annotate_tab(tab: AnnotateTab, demo) -> None:
-    """Lay out the tab's components inside the current ``gr.Blocks`` and wire events."""
+def remembered_name():
+    """The browser's remembered annotator name (a ``gr.BrowserState``). It must be made
+    outside the tabs: a tab's components are mounted when it is first opened, and a state
+    not yet mounted reads as empty when the page loads."""
+    gr = require("gradio", "app")
+
+    # The name is no secret: a fixed key lets the browser keep it across server restarts.
+    return gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
+
+
+def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
+    """Lay out the tab's components inside the current ``gr.Blocks`` and wire events
+    (``remembered``: :func:`remembered_name`)."""
     gr = require("gradio", "app")
 
     names = sorted(tab.collections)
@@ -117,7 +128,7 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
             "Next unlabelled", variant="primary", elem_id="ann-next", min_width=140
         )
         random_button = gr.Button("Random", elem_id="ann-random", min_width=100)
-    with gr.Row():
+    with gr.Row(elem_id="ann-cards"):
         query_html = gr.HTML(elem_id="ann-query", min_width=300)
         candidate_html = gr.HTML(elem_id="ann-candidate", min_width=300)
     with gr.Column(elem_id="ann-bar"):
@@ -170,6 +181,7 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
             label="Agreement per annotator pair",
             elem_id="ann-kappa",
         )
+    gr.HTML("", elem_id="ann-spacer")  # room for the label bar fixed at the window's bottom
 
     view = [query_html, query_id, candidate_html, candidate_id, progress, history, others]
     picking = [annotator, dataset, cand_lang]
@@ -203,8 +215,6 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
         tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
     )
     agreement_button.click(tab.agreement, scope, kappa, api_name="agreement")
-    # The name is no secret: a fixed key lets the browser keep it across server restarts.
-    remembered = gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
     for event in (annotator.blur, annotator.submit):
         event(
             tab.remember, annotator, [annotator, remembered], queue=False,

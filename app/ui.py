@@ -14,7 +14,7 @@ from rudder.languages import NAMES, SUPPORTED
 from rudder.optional import require
 
 from .annotate_handlers import AnnotateTab
-from .annotate_layout import KEYBOARD_JS, build_annotate_tab
+from .annotate_layout import KEYBOARD_JS, build_annotate_tab, remembered_name
 from .annotations_db import AnnotationStore
 from .collection import Collection
 from .engine import SearchEngine
@@ -47,13 +47,16 @@ CSS = """
   background: #fff7ed; color: #7c2d12; }
 #rudder-header h2 { margin: 0.2rem 0; }
 .rudder-segment video { width: 100%; max-height: 160px; background: #000; }
-/* The label buttons stay in view: a bar stuck to the bottom of the window (the container
-   clips instead of hiding its overflow, which would make it the bar's scroll box). */
-.gradio-container { overflow-x: clip !important; overflow-y: visible !important; }
+/* The label buttons stay in view: a bar fixed to the bottom of the window, and a spacer
+   at the end of the tab so that nothing stays hidden under it. */
 #rudder-keys { display: none; }
-#ann-bar { position: sticky; bottom: 0; z-index: 20; gap: 0.2rem;
-  background: var(--background-fill-primary); padding: 0.3rem 0;
-  border-top: 1px solid var(--border-color-primary); }
+#ann-bar { position: fixed; left: 0; right: 0; bottom: 0; z-index: 50; gap: 0.2rem;
+  padding: 0.3rem max(0.8rem, calc((100vw - 1280px) / 2));
+  background: var(--background-fill-primary);
+  border-top: 1px solid var(--border-color-primary); box-shadow: 0 -2px 6px rgba(0,0,0,.08); }
+#ann-spacer { height: 130px; }
+#ann-cards { flex-wrap: wrap; }
+#ann-query, #ann-candidate { flex: 1 1 300px !important; min-width: min(300px, 100%) !important; }
 #ann-buttons { flex-wrap: wrap; gap: 0.3rem; }
 #ann-buttons > button { flex: 1 1 14% !important; min-width: 70px !important; }
 #ann-definitions { font-size: 0.85rem; line-height: 1.25; }
@@ -66,6 +69,7 @@ CSS = """
     font-size: 0.8rem !important; min-height: 0 !important; }
   #ann-definitions, #ann-definitions * { font-size: 0.72rem !important; line-height: 1.2; }
   #ann-definitions dl { grid-template-columns: max-content 1fr; }
+  #ann-spacer { height: 170px; }
   .rudder-text { font-size: 1.05rem; }
 }
 """
@@ -156,11 +160,12 @@ def build_app(
             pending.progress_html(), elem_id="rudder-training-progress", visible=not pending.ready
         )
         gr.HTML("", js_on_load=KEYBOARD_JS, elem_id="rudder-keys")
+        remembered = remembered_name()
         with gr.Tabs():
             with gr.Tab("Search", id="search"):
                 search.build()
             with gr.Tab("Annotate", id="annotate"):
-                build_annotate_tab(annotate, demo)
+                build_annotate_tab(annotate, demo, remembered)
             with gr.Tab("Results", id="results"):
                 results.build(demo)
         timer = gr.Timer(1.0, active=not pending.ready)
