@@ -84,26 +84,40 @@ def _short_caption(text: str) -> str:
     return str(text).strip().rstrip(".।!?").strip()
 
 
-def examples_of(collection, max_words: int = 6) -> list[Example]:
-    """One example per language of the collection (its most frequent caption of at most
-    ``max_words`` words, so it finds the videos that caption describes; ties: dataset
-    order), shown in its own language; then one cross-lingual example: the second most
-    frequent caption of the first language that is not English, shown in English."""
-    captions = collection.captions
-    texts = captions["text"].map(_short_caption)
+def example_candidates(collection, max_words: int = 6, per_language: int = 12) -> dict:
+    """Language -> its ``per_language`` most frequent captions of at most ``max_words``
+    words (final punctuation dropped; ties: dataset order), for the languages of the
+    collection in :data:`SUPPORTED` order."""
+    texts = collection.captions["text"].map(_short_caption)
     short = texts[texts.str.split().str.len().between(1, max_words)]
-    langs = captions.loc[short.index, "lang"]
-    examples, ranked = [], {}
+    langs = collection.captions.loc[short.index, "lang"]
+    ranked = {}
     for lang in [code for code in SUPPORTED if code in set(collection.languages)]:
         counts = short[langs == lang].value_counts(sort=False)
-        order = counts.sort_values(ascending=False, kind="stable")
-        ranked[lang] = list(order.index)
-        if ranked[lang]:
-            examples.append(Example(f"{NAMES[lang]}: {ranked[lang][0]}", ranked[lang][0],
-                                    lang, lang))
+        ranked[lang] = list(counts.sort_values(ascending=False, kind="stable").index[:per_language])
+    return {lang: texts for lang, texts in ranked.items() if texts}
+
+
+def examples_of(collection, finds=None) -> list[Example]:
+    """One example per language of the collection, shown in its own language, then one
+    cross-lingual example: a caption of the first language that is not English, shown in
+    English. Each is a frequent short caption (:func:`example_candidates`); with
+    ``finds(query, lang, display) -> bool`` (the search finds a video the caption
+    describes) the first candidate it accepts, else the most frequent."""
+    ranked = example_candidates(collection)
+
+    def first(lang, display, skip=()):
+        options = [text for text in ranked[lang] if text not in skip]
+        return next((t for t in options if finds is None or finds(t, lang, display)),
+                    options[0] if options else None)
+
+    examples = []
+    for lang in ranked:
+        examples.append(Example(f"{NAMES[lang]}: {first(lang, lang)}", first(lang, lang),
+                                lang, lang))
     other = next((code for code in ranked if code != "en" and len(ranked[code]) > 1), None)
     if other is not None and "en" in ranked:
-        query = ranked[other][1]
+        query = first(other, "en", skip={examples[list(ranked).index(other)].query})
         examples.append(Example(f"{NAMES[other]} → English: {query}", query, other, "en"))
     return examples
 
@@ -156,11 +170,23 @@ class SearchTab:
         self.translator = translator
         self.thumbnails = thumbnails if self.collection.media_dir is not None else None
         self.columns = ([THUMBNAIL_COLUMN] if self.thumbnails else []) + RESULT_COLUMNS
-        self.examples = examples_of(self.collection)
+        self.examples = examples_of(self.collection, self._finds if self.engine else None)
 
     @property
     def engine(self) -> SearchEngine | None:
         return self.slot.engine
+
+    def _finds(self, query: str, lang: str, display: str, k: int = 5) -> bool:
+        """Whether searching ``query`` ranks, among the first ``k`` videos, one that has it
+        as a caption (the ranking of :meth:`SearchEngine.search`, without picking captions)."""
+        engine = self.engine
+        found = engine.index.search(*engine.embed_texts([query], [lang]), k=k)
+        captions = self.collection.captions
+        return any(
+            _short_caption(captions["text"].iat[row]) == query
+            for i in found.indices[0].tolist()
+            for row in self.collection.caption_rows(engine.index.video_ids[i])
+        )
 
     def _empty(self, status: str):
         import gradio as gr

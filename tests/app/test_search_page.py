@@ -163,3 +163,26 @@ def test_the_header_names_dataset_languages_features_and_model(collection):
     assert "English, Hindi, Marathi, Tamil, Telugu" in text
     assert "audio \\(mr\\)" in text and "audio@mr" not in text  # Markdown-escaped
     assert "with the mm loss on Marathi captions" in text
+
+
+@pytest.mark.slow
+def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_path):
+    """The examples of the sample searched with the model ``python -m app`` trains first:
+    each finds, among its top 5, a video with a caption saying what the example says."""
+    import app.__main__ as cli
+    from rudder.runs import load_run, resolve_dataset
+
+    folder = resolve_dataset("sample")
+    run = load_run(cli.train_quick(tmp_path / "runs", "sample", 2, folder.meta.languages))
+    collection = Collection(folder)
+    tab = SearchTab(cli.engine_for(run, collection), collection=collection)
+    captions = collection.captions.assign(short=collection.captions["text"].str.rstrip(".।"))
+    assert len(tab.examples) == 6
+    for example in tab.examples:
+        status, table, _, _ = tab.search(
+            example.query, tab.example_language(example), example.display, k=5
+        )
+        assert "⚠" not in status, (example, status)
+        matching = set(captions.loc[captions["short"] == example.query, "video_id"])
+        assert matching & set(table["video"]), (example, table["video"].tolist())
+        assert set(table["lang"]) == {example.display}
