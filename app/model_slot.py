@@ -74,7 +74,7 @@ class ModelSlot:
         done = min(self.epochs_done(), self.epochs)
         step = ("building the search index" if self.stage == "indexing"
                 else f"epoch {min(done + 1, self.epochs)} of {self.epochs}")
-        return (f"⏳ **A first model is training on this dataset** ({step}; {done} of "
+        return (f"**A first model is training on this dataset** ({step}; {done} of "
                 f"{self.epochs} epochs done, {seconds:.0f} s so far). Search works as soon "
                 "as it is ready, on this page without reloading; the Annotate and Results "
                 "tabs work now.")

@@ -193,10 +193,10 @@ def build_app(
 
 
 SIMULATED_NOTICE = (
-    "<b>Simulated data.</b> This is rudder's built-in sample: 800 imaginary toy-making videos "
-    "whose captions are generated from templates and whose video features are random numbers "
-    "carrying noisy evidence of what the captions say. There are no real videos to play. It "
-    "shows how search and annotation work; results on it say nothing about real videos."
+    "<b>Simulated data.</b> This dataset's captions and video features are generated (its "
+    "rudder.json marks it simulated, as it does rudder's built-in sample): no real videos are "
+    "behind them. It shows how search and annotation work; results on it say nothing about "
+    "real videos."
 )
 
 

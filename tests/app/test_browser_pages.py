@@ -445,7 +445,7 @@ def test_first_start_serves_the_page_says_a_model_is_training_then_searches(
     page = open_page(browser, url, size)
     try:
         notice = page.locator("#rudder-notice").inner_text()
-        assert "Simulated data" in notice and "no real videos" in notice
+        assert "Simulated data" in notice and "no real videos are behind them" in notice
         assert in_view(page, "#rudder-notice")
         page.wait_for_function(
             "document.querySelector('#rudder-training').innerText.includes("
