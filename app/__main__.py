@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app",
         description="Serve cross-lingual video search and partial-match annotation.",
+        epilog="`python -m app hash-password USER` prints a USER:HASH line for --auth-file "
+        "(the password is asked twice and never echoed).",
     )
     parser.add_argument(
         "--dataset",
