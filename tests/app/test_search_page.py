@@ -1,6 +1,7 @@
 """The search page's handlers: examples, messages, the URL, row clicks, thumbnails, header."""
 
 import json
+import shutil
 import time
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ from app.query_language import query_language
 from app.search_tab import MAX_QUERY_CHARS, SearchTab, examples_of
 from app.thumbnails import Thumbnails, frame_at
 from app.ui import header_markdown
+from rudder.data.layout import DatasetFolder
 
 from .videos import SEGMENTS, write_video
 
@@ -186,3 +188,27 @@ def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_p
         matching = set(captions.loc[captions["short"] == example.query, "video_id"])
         assert matching & set(table["video"]), (example, table["video"].tolist())
         assert set(table["lang"]) == {example.display}
+
+
+def test_videos_built_from_files_play_the_file_the_dataset_names(segment_dataset, tmp_path):
+    """``build videos`` records each video's source file in rudder.json ``extra.media``."""
+    root = tmp_path / "built"
+    shutil.copytree(segment_dataset.root, root)
+    meta = json.loads((root / "rudder.json").read_text(encoding="utf-8"))
+    meta["extra"] = {"media": {"s00": {"file": "clip one.webm", "start": 0.0, "end": 10.0},
+                               "s01": {"file": "../outside.mp4"}, "s02": "bad entry"}}
+    (root / "rudder.json").write_text(json.dumps(meta), encoding="utf-8")
+    media = tmp_path / "media"
+    media.mkdir()
+    write_video(media / "clip one.webm")
+    write_video(tmp_path / "outside.mp4")
+    write_video(media / "s02.mp4")
+    collection = Collection(DatasetFolder(root), media)
+    assert collection.media_path("s00") == media / "clip one.webm"
+    assert collection.media_path("s01") is None  # never outside the media folder
+    assert collection.media_path("s02") == media / "s02.mp4"
+    tab = SearchTab(ModelSlot(run_dir=tmp_path, epochs=1), collection=collection,
+                    thumbnails=Thumbnails(tmp_path / "thumbs"))
+    html = tab.player("s00-en-1")  # the second segment, 5-10 s of the file
+    assert "clip%20one.webm#t=5.00,10.00" in html
+    assert tab.thumbnail_markdown("s00", 5.0, 10.0).endswith(".jpg)")

@@ -9,15 +9,20 @@ SEGMENTS = ((0.0, 5.0, (220, 30, 30)), (5.0, 10.0, (30, 30, 220)))
 
 
 def write_video(path: Path, segments=SEGMENTS, fps: int = 5, size=(64, 48)) -> Path:
-    """An H.264 mp4 (mpeg4 when libx264 is missing) showing each segment's colour."""
+    """A video showing each segment's colour: VP8 for .webm, else H.264 (MPEG-4 part 2 when
+    libx264 is missing)."""
     import av
 
     width, height = size
     with av.open(str(path), "w") as container:
-        try:
-            stream = container.add_stream("libx264", rate=fps)
-        except (av.error.FFmpegError, ValueError):
-            stream = container.add_stream("mpeg4", rate=fps)
+        codecs = ("libvpx",) if path.suffix == ".webm" else ("libx264", "mpeg4")
+        for codec in codecs:
+            try:
+                stream = container.add_stream(codec, rate=fps)
+                break
+            except (av.error.FFmpegError, ValueError):
+                if codec == codecs[-1]:
+                    raise
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         end = max(stop for _, stop, _ in segments)
         for i in range(round(end * fps)):
