@@ -1,84 +1,58 @@
 """What the search tab says about a query's language before searching.
 
-:func:`query_language` asks :func:`rudder.languages.identify_language` (a language, a
-confidence, the script) when that function exists, else reads the letters' Unicode scripts
-itself: letters of a script no supported language is written in (Chinese, Arabic, Cyrillic,
-...) make the query *uncovered*, a query with no letter at all (emoji, punctuation, digits)
-has *nothing searchable*.
+:func:`query_language` reads :func:`rudder.languages.identify_language`: a query with no
+letter at all (emoji, punctuation, digits) has *nothing searchable*; letters of a script no
+supported language is written in (Chinese, Arabic, Cyrillic, ...) make it *uncovered*;
+otherwise it has a supported language, with the probabilities of the script's languages
+when several share it (Hindi and Marathi).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
-from rudder.languages import NAMES, SUPPORTED, detect_language
+from rudder.languages import NAMES, SCRIPT_LANGUAGES, identify_language
 
-# Unicode script (the first word of a letter's character name) -> languages written in it.
-COVERED_SCRIPTS = {
-    "LATIN": ("en",),
-    "DEVANAGARI": ("mr", "hi"),
-    "TAMIL": ("ta",),
-    "TELUGU": ("te",),
-}
-# Character-name words that are not a script's name.
-_NAME_ALIASES = {"CJK": "Han (Chinese characters)", "HANGUL": "Hangul (Korean)",
-                 "HIRAGANA": "Japanese kana", "KATAKANA": "Japanese kana"}
+# Unicode script names that readers may not know, spelled out.
+_SCRIPT_NOTES = {"Han": "Han (Chinese characters)", "Hangul": "Hangul (Korean)",
+                 "Hiragana": "Hiragana (Japanese)", "Katakana": "Katakana (Japanese)"}
 
 
 @dataclass(frozen=True)
 class QueryLanguage:
     """``lang``: a supported code, or None when nothing can be searched; ``script``: the
-    name of an uncovered script the query is written in (None when covered or empty)."""
+    name of an uncovered script the query is written in (None when covered or empty);
+    ``candidates``: (language, probability) of the script's languages, best first."""
 
     lang: str | None
     script: str | None = None
+    candidates: tuple = ()
 
     @property
     def nothing_searchable(self) -> bool:
         return self.lang is None and self.script is None
 
-
-def letter_scripts(text: str) -> dict[str, int]:
-    """Letter count per Unicode script (the first word of each letter's character name)."""
-    counts: dict[str, int] = {}
-    for char in text:
-        if unicodedata.category(char).startswith("L"):
-            script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
-            counts[script] = counts.get(script, 0) + 1
-    return counts
-
-
-def _fallback(text: str) -> QueryLanguage:
-    counts = letter_scripts(text)
-    if not counts:
-        return QueryLanguage(None)
-    covered = sum(n for script, n in counts.items() if script in COVERED_SCRIPTS)
-    if 2 * covered <= sum(counts.values()):  # mostly letters of other scripts
-        other = max((s for s in counts if s not in COVERED_SCRIPTS), key=counts.get)
-        return QueryLanguage(None, _NAME_ALIASES.get(other, other.title()))
-    return QueryLanguage(detect_language(text))
+    def detail(self) -> str:
+        """'97% Marathi, 3% Hindi' when the script has several languages, else ''."""
+        if len(self.candidates) < 2:
+            return ""
+        return ", ".join(f"{p:.0%} {NAMES.get(code, code)}" for code, p in self.candidates)
 
 
 def query_language(text: str) -> QueryLanguage:
     """The language to search ``text`` in, or why there is none."""
-    try:
-        from rudder.languages import identify_language
-    except ImportError:
-        return _fallback(text)
     guess = identify_language(text)
-    if guess.lang in SUPPORTED:
-        return QueryLanguage(guess.lang)
-    if not letter_scripts(text):
+    if guess.lang is not None:
+        return QueryLanguage(guess.lang, None, tuple(guess.candidates))
+    if guess.script is None:
         return QueryLanguage(None)
-    script = guess.script or _fallback(text).script or "an unknown script"
-    return QueryLanguage(None, str(script))
+    return QueryLanguage(None, _SCRIPT_NOTES.get(guess.script, guess.script))
 
 
 def covered_scripts_text() -> str:
-    """'Marathi and Hindi (Devanagari), ...' for messages."""
+    """'Hindi and Marathi (Devanagari), Tamil, Telugu, English (Latin)' for messages."""
     parts = []
-    for script, langs in COVERED_SCRIPTS.items():
+    for script, langs in SCRIPT_LANGUAGES.items():
         names = " and ".join(NAMES[code] for code in langs)
-        parts.append(names if names == script.title() else f"{names} ({script.title()})")
+        parts.append(names if names == script else f"{names} ({script})")
     return ", ".join(parts)

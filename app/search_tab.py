@@ -22,7 +22,7 @@ from rudder.translate import TranslationUnavailable, translate_texts
 from .engine import Coverage, SearchEngine
 from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from .model_slot import ModelSlot
-from .query_language import covered_scripts_text, letter_scripts, query_language
+from .query_language import covered_scripts_text, query_language
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
 THUMBNAIL_COLUMN = "thumbnail"
@@ -212,7 +212,8 @@ class SearchTab:
                 "characters)."
             )
             query = query[:MAX_QUERY_CHARS].strip()
-        if not letter_scripts(query):
+        guess = query_language(query)
+        if guess.nothing_searchable:
             nothing = (
                 "⚠ Nothing to search for: the query has no letters (only emoji, "
                 "punctuation, digits or symbols). Type words describing the video, or click "
@@ -221,7 +222,6 @@ class SearchTab:
             return self._empty(" ".join([*notes, nothing]))
         try:
             if lang_choice == AUTO:
-                guess = query_language(query)
                 if guess.lang is None:
                     uncovered = (
                         f"⚠ The query is written in {markdown_text(guess.script)}, a script "
@@ -238,7 +238,9 @@ class SearchTab:
             raise user_error(str(error)) from None
         if self.engine is None:
             return self._empty(" ".join(notes + [self.slot.progress_markdown()]))
-        how = "detected from the script" if lang_choice == AUTO else "chosen"
+        how = "chosen"
+        if lang_choice == AUTO:
+            how = "detected from the script" + (f": {guess.detail()}" if guess.detail() else "")
         notes.insert(0, f"Query language: **{NAMES[lang]}** ({how}).")
         if translate and target != lang:
             try:

@@ -57,7 +57,7 @@ def test_queries_with_nothing_to_search_say_so_and_return_nothing(tab, query, ex
     status, table, _, player = tab.search(query)
     assert expected in status and table.empty and player == ""
     if "script" in expected:
-        assert "Marathi and Hindi (Devanagari)" in status and "English (Latin)" in status
+        assert "Hindi and Marathi (Devanagari)" in status and "English (Latin)" in status
 
 
 def test_a_long_query_is_cut_and_the_page_says_the_limit(tab):
@@ -70,7 +70,9 @@ def test_a_long_query_is_cut_and_the_page_says_the_limit(tab):
 
 
 def test_the_query_language_reads_scripts():
-    assert query_language("कागद दुमडा").lang == "mr"
+    marathi = query_language("कागद दुमडा")
+    assert marathi.lang == "mr" and marathi.detail().endswith("% Hindi")
+    assert marathi.detail().split("%")[0].isdigit() and "Marathi" in marathi.detail()
     assert query_language("fold the paper").lang == "en"
     assert query_language("మడవండి").lang == "te"
     chinese = query_language("折纸船")
@@ -83,6 +85,7 @@ def test_a_search_in_the_url_fills_the_fields_and_runs(tab):
     query, lang, display, k, status, table, *_ = tab.from_url(request)
     assert (query, lang, display, k) == ("कागद दुमडा", "auto", "hi", 4)
     assert "Marathi" in status and len(table) == 4 and set(table["lang"]) == {"hi"}
+    assert "detected from the script: 99% Marathi, 1% Hindi" in status
     bad = SimpleNamespace(query_params={"q": "paper", "lang": "fr", "display": "xx", "k": "x"})
     assert tab.from_url(bad)[:4] == ("paper", "auto", "en", 10)
     nothing = tab.from_url(SimpleNamespace(query_params={}))
