@@ -7,6 +7,8 @@ so tests build the app with a small randomly initialised model and no run direct
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 from rudder.data.layout import DatasetFolder
@@ -143,7 +145,13 @@ def build_app(
     for folder in annotate_datasets:
         extra = Collection(folder)
         collections.setdefault(extra.name, extra)
-    thumbnails = Thumbnails(thumbnail_dir) if collection.media_dir is not None else None
+    thumbnails = None
+    if collection.media_dir is not None:
+        if importlib.util.find_spec("av") is None:
+            print("note: no thumbnails: --media thumbnails need PyAV (pip install av)",
+                  file=sys.stderr)
+        else:
+            thumbnails = Thumbnails(thumbnail_dir)
     search = SearchTab(
         pending, translator or default_translator, collection=collection, thumbnails=thumbnails
     )
