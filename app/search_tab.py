@@ -69,6 +69,13 @@ element.addEventListener("click", (event) => {
 });
 """
 
+# On a narrow screen the player is under the results: bring it into view after a row click.
+SHOW_PLAYER_JS = """() => {
+  if (window.innerWidth < 760) {
+    document.querySelector("#search-player").scrollIntoView({block: "start"});
+  }
+}"""
+
 
 @dataclass(frozen=True)
 class Example:
@@ -437,6 +444,8 @@ class SearchTab:
                     headers=self.columns,
                     datatype=(["markdown"] if self.thumbnails else [])
                     + ["number", "str", "str", "str", "str", "number", "str"],
+                    column_widths=(["104px"] if self.thumbnails else [])
+                    + ["56px", "70px", "34%", "48px", "96px", "72px", "120px"],
                     interactive=False,
                     wrap=True,
                     label="Ranked videos (click a row to play it)",
@@ -462,7 +471,9 @@ class SearchTab:
             return self.play_row(evt.row_value)
 
         play_selected.__annotations__ = {"evt": gr.SelectData}
-        table.select(play_selected, None, [pick, player], api_name="play_result")
+        table.select(play_selected, None, [pick, player], api_name="play_result").then(
+            None, None, None, js=SHOW_PLAYER_JS, api_visibility="private"
+        )
         for example, example_button in zip(self.examples, example_buttons):
             example_button.click(
                 lambda e=example: (e.query, self.example_language(e), e.display),
