@@ -117,17 +117,17 @@ def test_header_examples_and_the_cross_lingual_example(page, size, tmp_path):
         "Marathi", "Hindi", "Tamil", "Telugu", "English", "Marathi → English"
     ]
     for i in range(len(labels)):
-        assert in_view(page, f"#search-example-{i}") or size == "phone"
         b = box(page, f"#search-example-{i}")
+        assert in_view(page, f"#search-example-{i}") or size == "phone", (i, b)
         assert b["x"] + b["width"] <= VIEWPORTS[size][0]  # wrapped, never off to the side
     page.locator("#search-example-5").click()
     status = status_text(page, "Marathi", "Click a row")
     rows = tb.wait_rows(page, 10)
-    assert {row[3] for row in rows} == {"en"}  # a Marathi query, English captions
+    assert {row[3] for row in rows} == {"en"}, rows  # a Marathi query, English captions
     query = labels[5].split(": ", 1)[1]
     assert page.locator("#search-query textarea").input_value() == query
-    assert url_params(page) == {"q": query}  # shareable; defaults are left out
-    assert "⚠" not in status
+    assert url_params(page) == {"q": query}, url_params(page)  # defaults are left out
+    assert "⚠" not in status, status
     shot(page, tmp_path, "search-example", size)
 
 
