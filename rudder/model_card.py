@@ -132,6 +132,8 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
         "run": run_dir.name,
     }
     licence = license or manifest["dataset"].get("license")
+    if licence == "other" and not license:  # the Hub names an "other" licence by license_name
+        licence = {"license": "other", "license_name": manifest["dataset"].get("license_name")}
     if not licence:
         raise RunError(f"cannot tell the licence: the training dataset {config.data.dataset!r} "
                        "is not here to read its card; pass --license (e.g. mit, cc-by-4.0)")
@@ -173,8 +175,7 @@ def _dataset_facts(spec: str) -> dict:
     readme = root / "README.md"
     if readme.is_file():
         front = card_front_matter(readme.read_text(encoding="utf-8"))
-        if front.get("license"):
-            facts["license"] = front["license"]
+        facts.update({key: front[key] for key in ("license", "license_name") if front.get(key)})
     return facts
 
 
@@ -200,7 +201,8 @@ def front_matter(repo_id, config, manifest, text_side, metrics, licence) -> dict
     dataset = manifest["dataset"]
     front = {
         "library_name": "rudder",
-        "license": licence,
+        **({key: value for key, value in licence.items() if value}
+           if isinstance(licence, dict) else {"license": licence}),
         "language": list(config.data.caption_langs),
         "tags": ["rudder", "video-retrieval", "text-video-retrieval", "collaborative-experts",
                  "multilingual", f"loss-{config.loss.name}"],
@@ -307,7 +309,7 @@ Protocol: {PROTOCOL}.
 
 ## Licence
 
-{licence}; the terms of the training data apply too.
+{front.get('license_name') or front['license']}; the terms of the training data apply too.
 
 ## Citation
 

@@ -33,12 +33,14 @@ from rudder.config import ConfigError, from_dict, load_yaml
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
 from rudder.hub import hub_offline
+from rudder.run_layout import config_file, env_file, metrics_file
 
 PREFIX = "hf://"
 FORMAT_VERSION = 1
-WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE = "model.safetensors", "config.yaml", "model.json", \
-    "text_side.json"
-METRICS, ENV, CARD = "metrics.json", "env.json", "README.md"
+WEIGHTS, MANIFEST, TEXT_SIDE, CARD = "model.safetensors", "model.json", "text_side.json", \
+    "README.md"
+# named like the run's files (rudder.run_layout owns those names)
+CONFIG, METRICS, ENV = config_file(".").name, metrics_file(".").name, env_file(".").name
 MODEL_FILES = (WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE, METRICS, ENV, CARD)
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 CONNECT_TIMEOUT = 5  # seconds: an unreachable Hub fails fast

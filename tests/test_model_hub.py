@@ -71,7 +71,7 @@ def test_hub_ids_parse_and_bad_ones_are_refused():
 
 
 def test_a_published_folder_gives_the_runs_metrics_exactly(trained, tmp_path):
-    dataset, run, published = trained
+    _, run, published = trained
     assert sorted(p.name for p in published.iterdir()) == sorted(model_hub.MODEL_FILES)
     own = evaluate.main([str(run), "--output", str(tmp_path / "run")])
     again = evaluate.main([str(published), "--output", str(tmp_path / "pub")])
@@ -175,13 +175,13 @@ def test_the_text_side_must_match(trained, tmp_path):
     assert model_hub.compatibility_problems(manifest, text_side, config, folder) == []
     problems = model_hub.compatibility_problems(
         manifest, {**text_side, "caption_langs": ["ta"]}, config, folder)
-    assert problems == ["caption languages: the model reads ['ta'], the dataset has "
-                        "['mr', 'en']"]
+    assert problems == [("caption languages: the model reads ['ta'], the dataset has "
+                         "['mr', 'en']")]
     declared = {"kind": "dataset", "id": "dataset", "dim": 7}
     problems = model_hub.compatibility_problems(
         manifest, {**text_side, "text_encoder": declared}, config, folder)
-    assert problems == ["text side: the model reads the dataset's text_features of dimension "
-                        "7, the dataset has no text_features config"]
+    assert problems == [("text side: the model reads the dataset's text_features of "
+                         "dimension 7, the dataset has no text_features config")]
     features = tmp_path / "w2v.pickle"
     features.write_bytes(b"trained with these bytes")
     config.data.text_encoder = str(features)
@@ -205,7 +205,7 @@ def test_damaged_weights_are_named(trained, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(published, copy)
     tensors = load_file(copy / model_hub.WEIGHTS)
-    tensors.pop(sorted(tensors)[0])
+    tensors.pop(min(tensors))
     save_file(tensors, str(copy / model_hub.WEIGHTS))
     with pytest.raises(RunError, match="model.safetensors does not fit the model its config "
                        "builds: .*Missing key"):
@@ -232,7 +232,7 @@ def test_the_app_serves_a_hub_model_with_its_pinned_revision(
     cli.main(["--checkpoint", "hf://me/tiny", "--dataset", str(dataset),
               "--db", str(tmp_path / "a.sqlite")])
     assert built["kwargs"]["description"] == f"Model: hf://me/tiny@{SHA}."
-    model, vocab, folder = built["args"]
+    model, _, folder = built["args"]
     assert folder.root == dataset and built["kwargs"]["train_langs"] == ["mr", "en"]
     expected = load_run(published, dataset=str(dataset))
     for name, tensor in expected.model.state_dict().items():
