@@ -43,6 +43,7 @@ WEIGHTS, MANIFEST, TEXT_SIDE, CARD = "model.safetensors", "model.json", "text_si
 CONFIG, METRICS, ENV = config_file(".").name, metrics_file(".").name, env_file(".").name
 MODEL_FILES = (WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE, METRICS, ENV, CARD)
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+REVISION = re.compile(r"^[\w.-]+(/[\w.-]+)*$")  # a branch, tag, refs/pr/N or commit sha
 CONNECT_TIMEOUT = 5  # seconds: an unreachable Hub fails fast
 
 
@@ -63,7 +64,7 @@ def is_hub_id(spec) -> bool:
 def parse_hub_id(spec: str) -> tuple[str, str | None]:
     """``hf://USER/NAME[@REV]`` -> ``(USER/NAME, REV or None)``; a RunError names a bad id."""
     repo_id, _, revision = spec[len(PREFIX):].partition("@")
-    if not REPO_ID.match(repo_id) or (_ and not revision.strip()):
+    if not REPO_ID.match(repo_id) or (_ and not REVISION.match(revision)):
         raise RunError(f"{spec!r} is not a Hub model id: use hf://USER/NAME or "
                        "hf://USER/NAME@REVISION (a branch, tag or commit sha)")
     return repo_id, revision or None

@@ -111,6 +111,9 @@ def publish(run, repo_id: str, *, private=False, dry_run=False, revision=None, l
     if not hub.REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: use USER/NAME (letters, digits, '-', '_', "
                            "'.')")
+    if revision is not None and not hub.REVISION.match(revision):
+        raise PublishError(f"--revision {revision!r}: use a branch name (letters, digits, "
+                           "'-', '_', '.', '/')")
     if stage_dir is not None and stage_dir.exists() and (
             not stage_dir.is_dir() or any(stage_dir.iterdir())):
         raise PublishError(f"--stage {stage_dir} exists and is not an empty folder")
@@ -151,5 +154,10 @@ def main(argv: list[str] | None = None) -> list[tuple[str, int]]:
                        timeout=args.timeout)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The ``rudder-publish`` console script: :func:`main` with its return value dropped."""
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -64,7 +64,9 @@ def test_hub_ids_parse_and_bad_ones_are_refused():
     assert model_hub.parse_hub_id("hf://me/tiny") == ("me/tiny", None)
     assert model_hub.parse_hub_id("hf://me/tiny@v1.0") == ("me/tiny", "v1.0")
     assert model_hub.parse_hub_id(f"hf://me/tiny@{SHA}") == ("me/tiny", SHA)
-    for bad in ("hf://tiny", "hf://me/tiny@", "hf://me/ti ny", "hf:///tiny", "hf://a/b/c"):
+    assert model_hub.parse_hub_id("hf://me/tiny@refs/pr/1") == ("me/tiny", "refs/pr/1")
+    for bad in ("hf://tiny", "hf://me/tiny@", "hf://me/ti ny", "hf:///tiny", "hf://a/b/c",
+                "hf://me/tiny@@", "hf://me/tiny@v 1"):
         with pytest.raises(RunError, match="not a Hub model id"):
             model_hub.parse_hub_id(bad)
     assert not model_hub.is_model_reference("runs/x") and model_hub.is_hub_id("hf://me/tiny")
