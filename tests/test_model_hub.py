@@ -239,3 +239,31 @@ def test_the_app_serves_a_hub_model_with_its_pinned_revision(
     expected = load_run(published, dataset=str(dataset))
     for name, tensor in expected.model.state_dict().items():
         assert torch.equal(model.state_dict()[name], tensor)
+
+
+def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained, tmp_path):
+    """A run on a CE caption-feature pickle: the card holds its hash; evaluated from the
+    published folder it gives the run's metrics; changed pickle bytes are refused."""
+    from rudder import train
+
+    dataset = trained[0]
+    folder, rng, table = DatasetFolder(dataset), np.random.default_rng(0), {}
+    for split in ("train", "validation", "test"):
+        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
+        for video, lang in zip(captions["video_id"], captions["lang"]):
+            if lang == "en":
+                table.setdefault(video, []).append(rng.normal(size=(3, 5)))
+    features = tmp_path / "w2v.pickle"
+    features.write_bytes(pickle.dumps(table))
+    train.main(["--dataset", str(dataset), "--output-dir", str(tmp_path / "run"), *FAST,
+                "--set", f"data.text_encoder={features}", "--set", "data.caption_langs=[en]"])
+    publish.main([str(tmp_path / "run"), "--repo-id", "me/w2v", "--dry-run", "--license", "mit",
+                  "--stage", str(tmp_path / "pub")])
+    side = json.loads((tmp_path / "pub" / model_hub.TEXT_SIDE).read_text())
+    assert side["text_encoder"] == model_hub.text_encoder_identity(str(features), 5)
+    own = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "e1")])
+    again = evaluate.main([str(tmp_path / "pub"), "--output", str(tmp_path / "e2")])
+    assert again["test"] == own["test"]
+    features.write_bytes(pickle.dumps({**table, "extra": []}))
+    with pytest.raises(RunError, match="encoder 'w2v.pickle' at .* has files sha256"):
+        load_run(tmp_path / "pub")
