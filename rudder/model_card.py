@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from rudder import model_hub as hub
-from rudder.atomic import replacing
+from rudder.atomic import atomic_write_text, replacing
 from rudder.config import dump_yaml, from_dict
 from rudder.errors import RunError
 from rudder.metric_names import RECALL_KS
@@ -142,8 +142,7 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
     with replacing(out / hub.WEIGHTS) as tmp:
         save_file(tensors, str(tmp), metadata={"format": "pt", "rudder_format": "1",
                                                "fingerprint": fingerprint})
-    from rudder.atomic import atomic_write_text
-
+        tmp.chmod(0o644)  # safetensors writes 0600; the others are readable like any file
     atomic_write_text(out / hub.CONFIG, dump_yaml(state["config"]))
     write_json(out / hub.MANIFEST, manifest)
     write_json(out / hub.TEXT_SIDE, text_side)
@@ -156,7 +155,7 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
 
 def _dataset_facts(spec: str) -> dict:
     """Name, version, languages and licence of the training dataset where it is on this
-    machine (``sample`` or a folder; a Hub dataset id only when cached); else nothing."""
+    machine (``sample`` or a folder); else (a Hub dataset id, a folder not here) nothing."""
     from rudder.data.layout import DatasetFolder, LayoutError
 
     try:
