@@ -33,7 +33,13 @@ from rudder.config import ConfigError, from_dict, load_yaml
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
 from rudder.hub import hub_offline
-from rudder.run_layout import config_file, env_file, metrics_file
+from rudder.run_layout import (
+    config_file,
+    env_file,
+    find_checkpoint,
+    metrics_file,
+    run_of_checkpoint,
+)
 
 PREFIX = "hf://"
 FORMAT_VERSION = 1
@@ -91,6 +97,9 @@ def resolve(spec) -> ResolvedModel:
     other path as it is. A Hub download is done once per process."""
     if not is_hub_id(spec):
         return ResolvedModel(Path(spec))
+    # huggingface_hub reads its timeouts when first imported: short ones, so no network fails fast
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(CONNECT_TIMEOUT))
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
     from huggingface_hub import constants
 
     key = (spec, hub_offline(), str(constants.HF_HUB_CACHE))
@@ -113,8 +122,6 @@ def result_dir(spec) -> Path:
     """Where ``rudder.evaluate`` writes by default for ``spec``: a run's or a published
     folder's own directory; for a Hub id ``runs/hub/USER--NAME@<commit12>`` (the cache is
     not written into)."""
-    from rudder.run_layout import find_checkpoint, run_of_checkpoint
-
     if is_hub_id(spec):
         repo_id, _, commit = resolve(spec).source[len(PREFIX):].partition("@")
         return Path("runs") / "hub" / f"{repo_id.replace('/', '--')}@{commit[:12]}"
@@ -126,8 +133,6 @@ def result_dir(spec) -> Path:
 def _snapshot(spec: str, repo_id: str, revision: str | None, offline: bool) -> Path:
     """``snapshot_download`` of the model's files (only those: no stray pickles), with a
     short timeout; every failure is one RunError that says what to do."""
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(CONNECT_TIMEOUT))
-    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
