@@ -80,11 +80,11 @@ def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str |
         raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a "
                            "token with write access), or use --dry-run")
     api = HfApi(endpoint=constants.ENDPOINT, token=token)
-    step = f"reach {constants.ENDPOINT}"
+    step = ("accept the token", f"reach {constants.ENDPOINT}")  # (refused, failed) wording
     try:
         with bounded_session(timeout, transfer_timeout):
             api.whoami()
-            step = f"upload to {repo_id}"
+            step = (f"take the upload to {repo_id}", f"upload to {repo_id}")
             api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
             if revision:
                 api.create_branch(repo_id, branch=revision, repo_type="model", exist_ok=True)
@@ -94,10 +94,12 @@ def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str |
                 allow_patterns=list(hub.MODEL_FILES))
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        hint = " (the token lacks write access there)" if status in (401, 403) else ""
-        raise PublishError(f"the Hub refused to {step}: {hub._first_line(error)}{hint}") from None
+        hint = {401: " (the token is not valid)",
+                403: " (the token lacks write access there)"}.get(status, "")
+        raise PublishError(f"the Hub refused to {step[0]}: {hub._first_line(error)}{hint}"
+                           ) from None
     except (httpx2.HTTPError, OSError) as error:  # connection failures
-        raise PublishError(f"could not {step} ({type(error).__name__}: {error}); check the "
+        raise PublishError(f"could not {step[1]} ({type(error).__name__}: {error}); check the "
                            "network (HTTPS_PROXY, HF_ENDPOINT) and rerun: an existing repo is "
                            "kept, uploaded files are not sent again") from None
     return str(getattr(commit, "oid", "") or "")

@@ -123,6 +123,7 @@ class FakeApi:
 
     calls: ClassVar[list] = []
     fail_on: ClassVar[str | None] = None
+    refuse_on: ClassVar[str | None] = None
 
     def __init__(self, endpoint=None, token=None):
         self.calls.append(("init", {"token": token}))
@@ -133,6 +134,13 @@ class FakeApi:
             import httpx2
 
             raise httpx2.ConnectError("[Errno 111] Connection refused")
+        if name == self.refuse_on:
+            import httpx2
+            from huggingface_hub.errors import HfHubHTTPError
+
+            request = httpx2.Request("POST", "https://huggingface.co/api/repos/create")
+            raise HfHubHTTPError("403 Forbidden: you cannot create repos in namespace other",
+                                 response=httpx2.Response(403, request=request))
 
     def whoami(self):
         self._record("whoami")
@@ -161,7 +169,7 @@ def fake_api(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_TOKEN", "hf_test")
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
-    FakeApi.calls, FakeApi.fail_on = [], None
+    FakeApi.calls, FakeApi.fail_on, FakeApi.refuse_on = [], None, None
     return FakeApi
 
 
@@ -187,6 +195,16 @@ def test_a_lost_connection_is_one_error_that_says_a_rerun_resumes(run, fake_api,
         publish.main([str(run), "--repo-id", "me/tiny", "--license", "mit"])
     err = capsys.readouterr().err
     assert "could not upload to me/tiny (ConnectError" in err and "rerun" in err
+
+
+def test_a_refused_upload_names_the_reason(run, fake_api, capsys):
+    fake_api.refuse_on = "create_repo"
+    with pytest.raises(SystemExit):
+        publish.main([str(run), "--repo-id", "other/tiny", "--license", "mit"])
+    err = capsys.readouterr().err
+    assert "the Hub refused to take the upload to other/tiny: 403 Forbidden" in err
+    assert "(the token lacks write access there)" in err
+    assert [name for name, _ in fake_api.calls] == ["init", "whoami", "create_repo"]
 
 
 def test_without_a_token_nothing_is_sent(run, fake_api, monkeypatch, capsys):
