@@ -161,6 +161,7 @@ class LoadedRun:
     fingerprint: str
     experts: list[str]
     text_encoder: object = None  # loaded on first use when the run has one
+    source: str | None = None  # a Hub model's pinned id, hf://USER/NAME@<commit>
 
 
 def resolve_dataset(spec: str) -> DatasetFolder:
@@ -193,8 +194,12 @@ def _download_from_hub(repo_id: str) -> Path:
 
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
-    """Load a run directory or checkpoint for inference (the model is in eval mode)."""
-    from rudder import models
+    """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
+    (:mod:`rudder.model_hub`) for inference (the model is in eval mode)."""
+    from rudder import model_hub, models
+
+    if model_hub.is_model_reference(path):
+        return model_hub.load_model(path, device, dataset)
     from rudder.checkpoints import load_checkpoint
     from rudder.text.subwords import vocabulary_from_dict
 
