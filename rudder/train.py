@@ -198,6 +198,8 @@ def _run_seeds(args) -> dict:
     summary = aggregate_seeds(results)
     write_metrics(run_dir, summary)
     print(seeds_table(summary))
+    print(f"\nruns: {', '.join(str(run_dir / f'seed-{seed}') for seed in args.seeds)}; "
+          f"mean ± std in {metrics_file(run_dir)}")
     return summary
 
 
