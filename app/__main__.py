@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import Need, check_installed
 
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.export is not None:
             _export(args.db, args.export)
             return
+        check_installed([Need("gradio", "app", "python -m app")])  # before any training
         demo = _build(args)
     from .ui import launch_app
 

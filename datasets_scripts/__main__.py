@@ -11,6 +11,7 @@ from pathlib import Path
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
+from rudder.optional import Need, check_installed
 
 from . import BUILDERS
 from .build_report import BuildError, Reporter
@@ -121,6 +122,8 @@ def run_build(args, argv) -> int:
 
 def run_translate(args, argv) -> int:
     from .translate import translate_dataset
+
+    check_installed([Need("googletrans", "translate", "datasets_scripts translate")])
 
     added = translate_dataset(
         args.out,

@@ -20,6 +20,7 @@ import numpy as np
 
 from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import check_installed, config_needs
 from rudder.results_table import results_table, seeds_table
 from rudder.run_layout import (
     checkpoint_file,
@@ -119,6 +120,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
     from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.trainer import Trainer
 
+    check_installed(config_needs(config))  # a missing extra fails before any work
     ctx = init_distributed(pick_device(config.device))
     run_dir = broadcast_object(run_dir, ctx)  # a default name has rank 0's timestamp
     created = False
@@ -185,6 +187,7 @@ def _run_seeds(args) -> dict:
         check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
         if args.overwrite and run_dir.exists():
             shutil.rmtree(run_dir)
+    check_installed(config_needs(config))
     created = not run_dir.exists()
     try:
         write_config(run_dir, config)
