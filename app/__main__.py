@@ -23,7 +23,7 @@ QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m app",
+        prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
     )
     parser.add_argument(

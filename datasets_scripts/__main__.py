@@ -155,7 +155,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m datasets_scripts", description=__doc__)
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_build(commands)
     translate = commands.add_parser(

@@ -118,7 +118,7 @@ def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = suite_parser(
-        "python -m experiments.run",
+        f"python -m {__package__}.run",
         "Reproduce a paper table: train each row over seeds (resuming finished runs), "
         "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
     )

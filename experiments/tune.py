@@ -291,7 +291,7 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
 
 def build_parser() -> argparse.ArgumentParser:
     return suite_parser(
-        "python -m experiments.tune",
+        f"python -m {__package__}.tune",
         "Choose each row's hyper-parameters on the validation split (same number of short "
         "trials per loss) and write <output>/<suite>-tuned.yaml for experiments.run.",
     )

@@ -87,7 +87,7 @@ def _tagger_args(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m heuristics", description=__doc__)
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("download", help="fetch Stanza's official models (needs a network)")

@@ -1,8 +1,9 @@
 """``python -m rudder.train``: train a Collaborative-Experts model and print a results table.
 
 With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
-captions, audio experts in all four languages). Every flag is a config override; see
-DESIGN.md "Runs and results" for the run directory it writes.
+captions, audio experts in all four languages). Every flag is a config override; the run
+directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in the README
+and ``rudder/run_layout.py``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from rudder.runs import (
     prepare_run_dir,
 )
 
+# rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).
+LOSS_NAMES = ("mm", "triplet", "hn", "dw", "ot", "po", "ran", "ranp", "relevance_margin",
+              "mimm_adaptive", "sms", "hn_exclusion")
 SHORTHANDS = {
     "dataset": "data.dataset",
     "loss": "loss.name",
@@ -59,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path,
                         help="YAML config (fields of rudder.config.TrainConfig)")
     parser.add_argument("--output-dir", type=Path,
-                        help="run directory (default runs/<timestamp>-<name>)")
+                        help="run directory (default runs/<time>-<name>-<loss>, time as "
+                        "YYYYmmdd-HHMMSS)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --output-dir from last.pt")
     parser.add_argument("--overwrite", action="store_true",
@@ -70,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset",
                         help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
     parser.add_argument("--loss",
-                        help="loss name (loss.name); its parameters via --set loss.params.X=V")
+                        help=f"loss name (loss.name): {', '.join(LOSS_NAMES)}; its parameters "
+                        "via --set loss.params.X=V (the loss table of docs/architecture.md)")
     parser.add_argument("--epochs", type=int, help="maximum number of epochs")
     parser.add_argument("--seed", type=int, help="random seed")
     parser.add_argument("--seeds", type=int, nargs="+",
