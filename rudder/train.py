@@ -187,13 +187,14 @@ def _run_seeds(args) -> dict:
                 f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
         check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker=config_file(run_dir))
         config = resumed_config(args, run_dir)
+        check_installed(config_needs(config))
     else:
         config = resolve_config(args)
+        check_installed(config_needs(config))  # before --overwrite removes anything
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
         if args.overwrite and run_dir.exists():
             shutil.rmtree(run_dir)
-    check_installed(config_needs(config))
     created = not run_dir.exists()
     try:
         write_config(run_dir, config)

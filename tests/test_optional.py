@@ -73,6 +73,13 @@ def test_train_without_the_pretrained_extra_stops_first(monkeypatch, tmp_path, c
         assert stop.value.code == 2
         assert "sentence_transformers" in one_error_line(capsys.readouterr().err, "pretrained")
         assert not (tmp_path / "run").exists()  # nothing started
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "kept.txt").write_text("an earlier run")
+    for flags in ([], ["--seeds", "0", "1"]):
+        with pytest.raises(SystemExit):
+            train.main(["--set", "data.text_encoder=bundled", "--output-dir",
+                        str(tmp_path / "run"), "--overwrite", *flags])
+        assert (tmp_path / "run" / "kept.txt").is_file()  # --overwrite removed nothing
 
 
 def test_app_without_gradio_stops_before_training(monkeypatch, tmp_path, capsys):
