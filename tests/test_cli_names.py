@@ -45,3 +45,15 @@ def test_prog_is_the_name_it_was_started_by(monkeypatch, folder, module, command
     monkeypatch.setitem(sys.modules, spec.name, loaded)  # dataclasses look their module up
     spec.loader.exec_module(loaded)
     assert loaded.build_parser().prog == "python -m " + command.format(package)
+
+
+def test_run_folder_naming_is_the_same_in_code_help_and_docs():
+    import re
+
+    from rudder.runs import default_run_dir
+    from rudder.train import build_parser
+
+    assert re.fullmatch(r"\d{8}-\d{6}-ce-mm", default_run_dir("ce-mm").name)  # <time>-<name>-<loss>
+    form = "runs/<time>-<name>-<loss>"
+    assert form in " ".join(build_parser().format_help().split())
+    assert f"`{form}`, time as `YYYYmmdd-HHMMSS`" in (ROOT / "docs" / "config.md").read_text()
