@@ -1,27 +1,33 @@
 """Plain ``pytest`` from the repository root runs this checkout (pyproject's ``pythonpath``).
 
-The subprocesses start Python isolated (``-I``: no current folder or PYTHONPATH on
-``sys.path``), as the ``pytest`` command does, so an installed copy of rudder elsewhere (an
-editable install of another checkout) would be imported if the setting were missing.
+The subprocesses start pytest as its console script does: a launcher script outside the
+checkout (so its own folder, not the current one, goes on ``sys.path``) and no PYTHONPATH,
+so without the setting the top-level folders are missing, or an installed copy of rudder
+elsewhere (an editable install of another checkout) is imported instead.
 """
 
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAIN_PYTEST = [sys.executable, "-I", "-c", "import sys, pytest; sys.exit(pytest.console_main())"]
+LAUNCHER = "import sys, pytest\nsys.exit(pytest.console_main())\n"  # what bin/pytest runs
 
 
 def run_plain_pytest(*args, timeout=600):
+    """``pytest ARGS`` from the repository root, started as the console script starts it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [*PLAIN_PYTEST, "-p", "no:cacheprovider", *args],
-        check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        launcher = Path(folder) / "pytest_launcher.py"
+        launcher.write_text(LAUNCHER)
+        return subprocess.run(
+            [sys.executable, str(launcher), "-p", "no:cacheprovider", *args],
+            check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        )
 
 
 def test_top_level_packages_come_from_this_checkout():
