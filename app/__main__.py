@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import Need, check_installed
 
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
@@ -22,7 +23,7 @@ QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m app",
+        prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
     )
     parser.add_argument(
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.export is not None:
             _export(args.db, args.export)
             return
+        check_installed([Need("gradio", "app", "python -m app")])  # before any training
         demo = _build(args)
     from .ui import launch_app
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
+from rudder.optional import check_installed, config_needs
 from rudder.run_layout import (
     checkpoint_file,
     checkpoints_under,
@@ -209,6 +210,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         config = from_dict(state["config"])
     except ConfigError as error:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
+    check_installed(config_needs(config))  # e.g. its text encoder's extra, before any work
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
     model = models.build(config.model, experts, vocab.table_size)
