@@ -44,7 +44,6 @@ import pandas as pd
 import pyarrow as pa
 
 from rudder.atomic import dataset_lock
-from rudder.data.card import ensure_config
 from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import PAIR_LABELS, PairLabel
@@ -361,9 +360,9 @@ def write_relations(
     folder = DatasetFolder(root)
     with dataset_lock(folder.root):
         merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
-        replace_tables(folder.root, "relations", {"all": merged})
         relations = [{"split": "train", "path": "relations/all.parquet"}]
-        ensure_config(folder.root, "relations", relations)
+        replace_tables(folder.root, "relations", {"all": merged},
+                       configs={"relations": relations})
     return merged
 
 
