@@ -224,3 +224,24 @@ def proxy(monkeypatch, hub_online):
 def test_check_reachable_goes_through_the_proxy(proxy):
     """A host only the proxy can reach passes the check (a direct connection cannot)."""
     publish_module.check_reachable("http://hub.example.invalid", timeout=2)
+
+
+def test_dry_run_reads_every_file_against_the_card(dataset, tmp_path, capsys):
+    """A truncated parquet file, or one with other rows than the card states, is no 'card OK'
+    (issue 22)."""
+    import pyarrow.parquet as pq
+
+    path = dataset / "captions" / "test.parquet"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    assert main(["publish", str(dataset), "--repo-id", "me/x", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: not a readable parquet file" in err and "truncated" in err
+    path.write_bytes(whole)
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 1), path)
+    with pytest.raises(PublishError, match=r"test.parquet: holds 1 rows, but the card says 2"):
+        publish(dataset, "me/x", dry_run=True)
+    pq.write_table(table, path)
+    assert main(["publish", str(dataset), "--repo-id", "me/x", "--dry-run"]) == 0
+    assert "card OK" in capsys.readouterr().out
