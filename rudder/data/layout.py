@@ -32,7 +32,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.card import SPLITS, card_digests
+from rudder.data.card import SPLITS, card_digests, listed_paths
 from rudder.data.update_journal import complete_pending
 from rudder.errors import RudderError
 from rudder.languages import check_language
@@ -224,6 +224,16 @@ class DatasetFolder:
         if not path.is_file():
             raise LayoutError(f"{path} is missing: the text_features config has no {split!r} split")
         return _read_parquet(path, reader=pq.ParquetFile)
+
+    def missing_splits(self, folder: str) -> list[Path]:
+        """Split files of ``folder`` (``captions``, ``videos``) that should be there but are
+        not: listed by the card, or (without a card) of a split whose videos file has rows."""
+        listed = listed_paths(self.root, folder)
+        if not listed:
+            listed = [f"{folder}/{s}.parquet" for s in SPLITS
+                      if (v := self.root / "videos" / f"{s}.parquet").is_file()
+                      and _read_parquet(v, reader=pq.ParquetFile).metadata.num_rows]
+        return [self.root / p for p in listed if not (self.root / p).is_file()]
 
     def check_splits_agree(self) -> None:
         """Refuse captions whose splits disagree on the noun/verb columns (some splits
