@@ -50,7 +50,11 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> bool:
         return False
     if path.exists() and any(path.iterdir()):
         shutil.rmtree(path)
-    make_run_dirs(path)
+    try:
+        make_run_dirs(path)
+    except OSError as error:
+        raise RunError(f"--output-dir {path}: cannot create it ({error.strerror or error}); "
+                       "choose a folder you can write") from None
     return True
 
 
@@ -62,12 +66,35 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool, marker: Path | None
     if resume:
         marker = marker or checkpoint_file(path, "last")
         if not marker.is_file():
-            raise RunError(f"cannot resume: {marker} does not exist")
+            raise RunError(
+                f"cannot resume: {marker} does not exist (the run stopped before its first "
+                "checkpoint, or this is not a run folder); start it again with --overwrite "
+                "instead of --resume"
+            )
     elif path.exists() and any(path.iterdir()) and not overwrite:
         raise RunError(
             f"output directory {path} is not empty; pass --resume to continue it or "
             "--overwrite to start again"
         )
+    else:
+        check_creatable(path)
+
+
+def check_creatable(path: Path) -> None:
+    """Refuse an output folder that cannot be made: its nearest existing ancestor is a file,
+    or no folder can be created there (read-only, ``/proc``); tried with an empty probe."""
+    import tempfile
+
+    path = Path(path).absolute()
+    ancestor = path if path.exists() else next(p for p in path.parents if p.exists())
+    if not ancestor.is_dir():
+        raise RunError(f"--output-dir {path}: {ancestor} is a file, not a folder; choose "
+                       "another --output-dir")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".rudder-probe-", dir=ancestor))
+    except OSError as error:
+        raise RunError(f"--output-dir {path}: cannot create a folder in {ancestor} "
+                       f"({error.strerror or error}); choose a folder you can write") from None
 
 
 def discard_unfinished(path: Path) -> None:

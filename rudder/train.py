@@ -181,6 +181,8 @@ def _run_seeds(args) -> dict:
         config = resumed_config(args, run_dir)
     else:
         config = resolve_config(args)
+        for seed in args.seeds:  # every seed valid before the first one trains
+            from_dict({**to_dict(config), "seed": seed})
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
         if args.overwrite and run_dir.exists():
@@ -243,6 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
             config = resumed_config(args, args.output_dir)
         else:
             config = resolve_config(args)
+            if args.output_dir is not None:  # an unusable folder, before any work
+                check_run_dir(args.output_dir, resume=False, overwrite=args.overwrite)
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         result = run(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if result:
