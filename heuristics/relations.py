@@ -244,7 +244,15 @@ def _rows(path: Path):
     with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         for row in reader:
-            yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
+            yield reader.line_num, {k: _unquoted(v) for k, v in row.items() if v not in (None, "")}
+
+
+def _unquoted(cell):
+    """A CSV cell without the ``'`` the app's export puts before ``=``, ``+``, ``-``, ``@``,
+    a tab or a carriage return (against spreadsheet formulas; ``app/export.py``)."""
+    if isinstance(cell, str) and len(cell) > 1 and cell[0] == "'" and cell[1] in "=+-@\t\r":
+        return cell[1:]
+    return cell
 
 
 def read_manual(

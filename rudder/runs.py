@@ -219,6 +219,25 @@ def _download_from_hub(repo_id: str) -> Path:
         ) from None
 
 
+def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> None:
+    """Refuse a dataset that lacks an expert the run was trained with, or has it with
+    another dimension, naming them (the model needs every one)."""
+    missing = sorted(e for e in experts if e not in folder.meta.experts)
+    if missing:
+        raise RunError(
+            f"{checkpoint} was trained with experts {sorted(experts)}, but dataset "
+            f"{folder.root} lacks {missing} (it has {folder.experts}); evaluate on a dataset "
+            "with these experts (e.g. the run's own: drop --dataset)"
+        )
+    for name, info in experts.items():
+        if folder.meta.experts[name].dim != info.dim:
+            raise RunError(
+                f"{checkpoint}: expert {name!r} has dim {info.dim} in the run but "
+                f"{folder.meta.experts[name].dim} in dataset {folder.root}; evaluate on a "
+                "dataset built with the same features"
+            )
+
+
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory or checkpoint for inference (the model is in eval mode)."""
     from rudder import models
@@ -237,6 +256,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)
+    check_dataset_experts(checkpoint, experts, folder)
     return LoadedRun(
         model=model,
         vocab=vocab,
