@@ -299,8 +299,9 @@ def read_expert_map(pairs, map_file) -> list[tuple[str, str]]:
     if map_file:
         try:
             data = yaml.safe_load(Path(map_file).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
-            raise BuildError(f"--expert-map-file {map_file}: cannot read it ({error})") from error
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            raise BuildError(f"--expert-map-file {map_file}: cannot read it as UTF-8 JSON/YAML "
+                             f"({type(error).__name__}: {error})") from None
         if not isinstance(data, dict):
             raise BuildError(
                 f"--expert-map-file {map_file}: expected a mapping {{pattern: expert}}"

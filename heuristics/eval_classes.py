@@ -28,6 +28,8 @@ import json
 from dataclasses import fields, replace
 from pathlib import Path
 
+from rudder.cli import folder
+
 from .class_rules import (
     ClassRules,
     corpus_vocabulary,
@@ -188,7 +190,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--verb-classes", type=Path, required=True, help="EPIC verb class CSV")
     parser.add_argument("--noun-classes", type=Path, required=True, help="EPIC noun class CSV")
     parser.add_argument(
-        "--model-dir", type=Path,
+        "--model-dir", type=folder,
         help="Stanza models (unless --method lookup): this folder, else "
         "$STANZA_RESOURCES_DIR, else ~/.cache/rudder/stanza",
     )

@@ -198,12 +198,13 @@ def _fraction(high_open: bool = False, low_open: bool = False) -> Rule:
 # One row per constrained key (types come from the dataclass annotations; ``model.*`` ranges
 # are checked by ModelConfig itself).
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; seeds are offset per run and rank
+MAX_EPOCHS = 100_000
 
 RULES: dict[str, Rule] = {
     "seed": Rule(low=0, high=MAX_SEED),
     "device": Rule(choices=("auto", "cpu", "cuda")),
     "cpu_threads": _at_least(0),
-    "epochs": _at_least(1),
+    "epochs": Rule(low=1, high=MAX_EPOCHS),
     "patience": _at_least(0),
     "selection": Rule(choices=SELECTIONS),
     "compile": Rule(choices=("none", "default", "reduce-overhead", "max-autotune")),

@@ -63,6 +63,9 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool, marker: Path | None
     needs ``marker`` (default: the run's ``last.pt``)."""
     if resume and overwrite:
         raise RunError("--resume and --overwrite cannot be combined")
+    if path.exists() and not path.is_dir():
+        raise RunError(f"--output-dir {path} is a file, not a folder; choose another "
+                       "--output-dir")
     if resume:
         marker = marker or checkpoint_file(path, "last")
         if not marker.is_file():

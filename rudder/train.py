@@ -18,7 +18,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+from rudder.cli import ArgumentParser, folder, int_in
+from rudder.config import (
+    MAX_EPOCHS,
+    MAX_SEED,
+    ConfigError,
+    TrainConfig,
+    apply_override,
+    from_dict,
+    load_yaml,
+    to_dict,
+)
 from rudder.errors import RunError, exit_on_error
 from rudder.results_table import results_table, seeds_table
 from rudder.run_layout import (
@@ -50,14 +60,14 @@ SHORTHANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.train",
         description="Train a Collaborative-Experts text-video retrieval model and print its "
         "test metrics.",
     )
     parser.add_argument("--config", type=Path,
                         help="YAML config (fields of rudder.config.TrainConfig)")
-    parser.add_argument("--output-dir", type=Path,
+    parser.add_argument("--output-dir", type=folder,
                         help="run directory (default runs/<timestamp>-<name>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --output-dir from last.pt")
@@ -70,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
     parser.add_argument("--loss",
                         help="loss name (loss.name); its parameters via --set loss.params.X=V")
-    parser.add_argument("--epochs", type=int, help="maximum number of epochs")
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--seeds", type=int, nargs="+",
+    parser.add_argument("--epochs", type=int_in(1, MAX_EPOCHS), help="maximum number of epochs")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), help="random seed")
+    parser.add_argument("--seeds", type=int_in(0, MAX_SEED), nargs="+",
                         help="train one run per seed and report mean ± std")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device (default auto)")
     return parser
