@@ -86,15 +86,17 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool, marker: Path | None
 def check_creatable(path: Path) -> None:
     """Refuse an output folder that cannot be made: its nearest existing ancestor is a file,
     or no folder can be created there (read-only, ``/proc``); tried with an empty probe."""
-    import tempfile
+    from rudder.atomic import staging_path
 
     path = Path(path).absolute()
     ancestor = path if path.exists() else next(p for p in path.parents if p.exists())
     if not ancestor.is_dir():
         raise RunError(f"--output-dir {path}: {ancestor} is a file, not a folder; choose "
                        "another --output-dir")
+    probe = staging_path(ancestor / "rudder-probe", "tmp")
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".rudder-probe-", dir=ancestor))
+        probe.mkdir()
+        probe.rmdir()
     except OSError as error:
         raise RunError(f"--output-dir {path}: cannot create a folder in {ancestor} "
                        f"({error.strerror or error}); choose a folder you can write") from None

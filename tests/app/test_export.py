@@ -135,4 +135,4 @@ def test_export_into_a_file_is_one_error_line(tmp_path, capsys):
         app_cli.main(["--db", str(tmp_path / "a.sqlite"), "--export", str(target)])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(err) == 1
-    assert f"--export {target} is a file" in err[0] and target.read_text() == "keep me"
+    assert f"--export: {target} is a file" in err[0] and target.read_text() == "keep me"
