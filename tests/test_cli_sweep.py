@@ -10,7 +10,8 @@ flag is swept as soon as it exists:
   a word, a negative number, 10^23, 1e400 and NaN;
 - a flag with choices gets a value outside them;
 - a path flag gets a file of binary junk (where a folder, a YAML, CSV, pickle or SQLite file
-  is expected);
+  is expected), to be refused naming it or the flag (or, for the few listed in
+  :data:`REQUIRED_INPUT_FIRST`, the required input the command reads first);
 - a free-text flag must be listed in :data:`FREE_TEXT` with how it is validated (and where
   that is tested), so a new one fails here until someone says.
 
@@ -85,6 +86,22 @@ ALLOWED_WRITES = {
                           "a model, so a bad --db fails fast",
     "annotations.sqlite-wal": "(SQLite's journal of it)",
     "annotations.sqlite-shm": "(SQLite's shared memory of it)",
+}
+
+
+# Path flags whose junk value is not the first input the command finds unusable: it refuses
+# its required placeholder input first (still one line naming that file), and why.
+REQUIRED_INPUT_FIRST = {
+    "heuristics train-tagger --dev": "--train is read first",
+    "heuristics tag --cache": "the tag cache opens after the tagger's models are found",
+    "heuristics label --cache": "the tag cache opens after the tagger's models are found",
+    "heuristics eval-classes --verb-classes": "--sentences is read first",
+    "heuristics eval-classes --noun-classes": "--sentences is read first",
+    "heuristics import-relations files": "--dataset is opened first (its caption ids)",
+    "datasets_scripts translate --cache": "the dataset is opened first",
+    **{f"datasets_scripts build {name} --text-features": "--src is read first (the text "
+       "features are matched to its captions)" for name in BUILDERS},
+    "datasets_scripts build didemo --lists": "--src is read first",
 }
 
 
@@ -283,9 +300,11 @@ def test_a_bad_value_is_one_error_line_naming_the_flag(case, sandbox, capsys):
         shown = f"{case_id} {value!r}: exit {code}, stderr:\n{err[-1500:]}"
         assert "Traceback" not in err, shown
         assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), shown
-        # A number or a choice is refused naming its flag; a path naming the flag or a file
-        # (the first input the command finds unusable: this one, or a placeholder).
-        named = _names(action) | ({str(tmp)} if _kind(action) == "path" else set())
+        # Refused naming the flag or the file, unless a required input is checked first
+        # (REQUIRED_INPUT_FIRST: then that input's file is named).
+        named = _names(action) | {value}
+        if case_id in REQUIRED_INPUT_FIRST:
+            named = {str(tmp), str(Path(os.environ["RUDDER_CACHE"]))}
         assert any(n in lines[0] for n in named), f"flag or file not named: {shown}"
     written = sorted(set(os.listdir(tmp)) - {"junk.bin"} - set(ALLOWED_WRITES))
     assert written == [], f"{case_id}: wrote {written} before refusing"
