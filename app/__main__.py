@@ -12,6 +12,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from rudder.cli import ArgumentParser, folder, int_in
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import Need, check_installed
 
@@ -22,7 +23,7 @@ QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
     )
@@ -40,10 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
-    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument("--port", type=int_in(1, 65535), default=7860, help="port (default 7860)")
     parser.add_argument("--auth", help="require a login, given as user:pass")
     parser.add_argument(
-        "--media", type=Path, help="folder of <video_id>.mp4 files to play (the only folder served)"
+        "--media", type=folder,
+        help="folder of <video_id>.mp4 files to play (the only folder served)"
     )
     parser.add_argument(
         "--db",
@@ -52,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite file of the annotations (default annotations.sqlite)",
     )
     parser.add_argument(
-        "--runs", type=Path, default=Path("runs"), help="folder of training runs (default runs)"
+        "--runs", type=folder, default=Path("runs"), help="folder of training runs (default runs)"
     )
     parser.add_argument(
         "--annotate",
@@ -63,13 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--quick-epochs",
-        type=int,
+        type=int_in(1, 10_000),
         default=QUICK_EPOCHS,
         help=f"epochs of the model trained when no checkpoint exists (default {QUICK_EPOCHS})",
     )
     parser.add_argument(
         "--export",
-        type=Path,
+        type=folder,
         metavar="DIR",
         help="write relations.jsonl and relations.csv from --db into DIR and exit",
     )

@@ -47,6 +47,7 @@ import yaml
 from rudder.atomic import atomic_write_text
 from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
+from rudder.errors import one_line
 from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
 from rudder.optional import MissingExtra, check_installed, config_needs
@@ -272,8 +273,18 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
             f"suite {suite.name!r} is tuned on validation but {path} does not exist: run "
             f"`python -m experiments.tune {suite.name}` first, or pass --untuned for the defaults"
         )
-    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    rows = document.get("rows") or {}
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise SuiteError(f"{path}: not a readable tuned-settings YAML file ({one_line(error)}); "
+                         "run experiments.tune again, or pass --untuned") from None
+    rows = document.get("rows") if isinstance(document, dict) else None
+    if not isinstance(rows, dict) or not all(
+        isinstance(r, dict) and isinstance(r.get("chosen"), dict) for r in rows.values()
+    ):
+        raise SuiteError(f"{path}: not a file of experiments.tune (expected 'rows: {{label: "
+                         "{row_key: ..., chosen: {...}}}}'); run experiments.tune again, or "
+                         "pass --untuned")
     chosen = {}
     for label, key in base_keys.items():
         if label not in rows:

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from rudder import fusion, model_hub
+from rudder.cli import ArgumentParser, folder, int_in
 from rudder.data.loader import build_class_index, load_split
 from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
@@ -32,7 +33,7 @@ from rudder.runs import load_run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.evaluate",
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
@@ -45,11 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(see --fusion; --ensemble: the old spelling)")
     parser.add_argument("--fusion", choices=fusion.FUSIONS,
                         help="how --fuse runs are fused (default: sum of similarities)")
-    parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
+    parser.add_argument("--hybrid-q", type=int_in(1, 1000), default=2,
+                        help="Q' of Hybrid rank fusion (1 <= Q' <= the number of --fuse runs)")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
     parser.add_argument("--dataset", help="dataset to evaluate on (default: the run's own)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--output", type=Path, help="folder for the metrics and predictions "
+    parser.add_argument("--output", type=folder, help="folder for the metrics and predictions "
                         "(several single runs: one sub-folder per run)")
     return parser
 
@@ -100,6 +102,12 @@ def main(argv: list[str] | None = None) -> dict:
         build_parser().error("--fusion fuses the runs of --fuse")
     if args.fuse and len(args.fuse) < 2:
         build_parser().error("--fuse needs at least two runs")
+    if args.fusion == "hybrid" and args.hybrid_q > len(args.fuse):
+        build_parser().error(f"argument --hybrid-q: {args.hybrid_q} is more than the "
+                             f"{len(args.fuse)} --fuse runs; use 1 <= Q' <= {len(args.fuse)}")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        build_parser().error(f"argument --output: {args.output} is a file; name a folder "
+                             "(metrics.json and the predictions are written into it)")
     with exit_on_error():
         device = str(pick_device(args.device))
         if args.fuse:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rudder import model_hub as hub
 from rudder.atomic import staged_folder, swap_into_place
+from rudder.cli import ArgumentParser, float_in, folder
 from rudder.errors import RunError, exit_on_error
 from rudder.hub import bounded_session, hub_offline
 
@@ -31,11 +32,11 @@ class PublishError(RunError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.publish",
         description="Upload a trained run's selected checkpoint, config, text side, metrics "
                     "and model card to the Hugging Face Hub.")
-    parser.add_argument("run", type=Path, help="a training run directory (one seed)")
+    parser.add_argument("run", type=folder, help="a training run directory (one seed)")
     parser.add_argument("--repo-id", required=True, help="the model repository, USER/NAME")
     parser.add_argument("--private", action="store_true", help="create the repository private")
     parser.add_argument("--revision", help="upload to this branch (created if missing; "
@@ -44,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "dataset card's)")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate and list the files offline; upload nothing")
-    parser.add_argument("--stage", type=Path, metavar="DIR",
+    parser.add_argument("--stage", type=folder, metavar="DIR",
                         help="write the files into DIR (new or empty) and keep them")
-    parser.add_argument("--timeout", type=float, default=5.0,
+    parser.add_argument("--timeout", type=float_in(0, 600, low_open=True), default=5.0,
                         help="seconds to connect to the Hub (default 5)")
     return parser
 

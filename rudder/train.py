@@ -19,7 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+from rudder.cli import ArgumentParser, folder, int_in
+from rudder.config import (
+    MAX_EPOCHS,
+    MAX_SEED,
+    ConfigError,
+    TrainConfig,
+    apply_override,
+    from_dict,
+    load_yaml,
+    to_dict,
+)
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import check_installed, config_needs
 from rudder.results_table import results_table, seeds_table
@@ -55,14 +65,14 @@ SHORTHANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.train",
         description="Train a Collaborative-Experts text-video retrieval model and print its "
         "test metrics.",
     )
     parser.add_argument("--config", type=Path,
                         help="YAML config (fields of rudder.config.TrainConfig)")
-    parser.add_argument("--output-dir", type=Path,
+    parser.add_argument("--output-dir", type=folder,
                         help="run directory (default runs/<time>-<name>-<loss>, time as "
                         "YYYYmmdd-HHMMSS)")
     parser.add_argument("--resume", action="store_true",
@@ -77,9 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--loss",
                         help=f"loss name (loss.name): {', '.join(LOSS_NAMES)}; its parameters "
                         "via --set loss.params.X=V (the loss table of docs/architecture.md)")
-    parser.add_argument("--epochs", type=int, help="maximum number of epochs")
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--seeds", type=int, nargs="+",
+    parser.add_argument("--epochs", type=int_in(1, MAX_EPOCHS), help="maximum number of epochs")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), help="random seed")
+    parser.add_argument("--seeds", type=int_in(0, MAX_SEED), nargs="+",
                         help="train one run per seed and report mean ± std")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device (default auto)")
     return parser
@@ -191,6 +201,8 @@ def _run_seeds(args) -> dict:
     else:
         config = resolve_config(args)
         check_installed(config_needs(config))  # before --overwrite removes anything
+        for seed in args.seeds:  # every seed valid before the first one trains
+            from_dict({**to_dict(config), "seed": seed})
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
         if args.overwrite and run_dir.exists():
@@ -255,6 +267,8 @@ def main(argv: list[str] | None = None) -> dict:
             config = resumed_config(args, args.output_dir)
         else:
             config = resolve_config(args)
+            if args.output_dir is not None:  # an unusable folder, before any work
+                check_run_dir(args.output_dir, resume=False, overwrite=args.overwrite)
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         result = run(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if result:
