@@ -31,6 +31,12 @@ def _add_build(commands) -> None:
         )
         parser.add_argument("--src", type=Path, required=True, help="folder of the release files")
         parser.add_argument("--out", type=Path, required=True, help="dataset folder to create")
+        if hasattr(module, "run_build"):  # a builder with its own inputs (build videos)
+            parser.add_argument("--strict", action="store_true", help="stop at the first problem")
+            parser.add_argument("--overwrite", action="store_true", help="replace --out")
+            module.add_arguments(parser)
+            parser.set_defaults(run=module.run_build, module=module)
+            continue
         parser.add_argument(
             "--features",
             type=Path,
