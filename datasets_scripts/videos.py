@@ -166,14 +166,19 @@ def plan_videos(rows, src: Path, captions_path, reporter: Reporter) -> dict[str,
     return {stem: videos[stem] for stem in sorted(videos)}
 
 
-def assign_splits(videos: dict[str, Video], captions_path, reporter: Reporter,
-                  validation: float, test: float) -> dict:
-    """Each item's split (module docstring); returns the rule recorded in rudder.json."""
+def _check_fractions(validation: float, test: float) -> None:
     for name, value in (("--validation-fraction", validation), ("--test-fraction", test)):
         if not 0 <= value < 1:
             raise BuildError(f"{name} {value}: use a number in [0, 1)")
     if validation + test >= 1:
         raise BuildError("--validation-fraction + --test-fraction must be below 1")
+
+
+def assign_splits(videos: dict[str, Video], captions_path, reporter: Reporter,
+                  validation: float, test: float) -> dict:
+    """Each item's split (module docstring), over the files that could be read; returns
+    the rule recorded in rudder.json."""
+    _check_fractions(validation, test)
     free = sorted((s for s, v in videos.items()
                    if not any(r.split for i in v.items for r in i.rows)),
                   key=lambda s: hashlib.sha256(s.encode("utf-8")).hexdigest())
@@ -350,8 +355,8 @@ def run_build(args, argv) -> int:
     videos = plan_videos(rows, args.src, args.captions, reporter)
     if not videos:
         raise BuildError(f"{args.captions}: no caption names a file in {args.src}")
-    split_rule = assign_splits(videos, args.captions, reporter, args.validation_fraction,
-                               args.test_fraction)
+    _check_fractions(args.validation_fraction, args.test_fraction)
+    split_rule = (args.validation_fraction, args.test_fraction)
     device = _device(args.device)
     experts = [load_expert(spec, args.fps, device) for spec in specs]
     for expert in experts:
@@ -456,6 +461,9 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
                     per_expert[expert.spec.name].append((item.item_id, stem, key))
     if not rows:
         raise BuildError("no video could be read; nothing to build (see the problems above)")
+    readable = {stem: videos[stem] for stem in sorted({stem for _, stem, *_ in rows})}
+    split_rule = assign_splits(readable, captions_path, reporter, *split_rule)
+    rows = [r for r in rows if r[0].rows]  # rows dropped for naming a second split
     rows.sort(key=lambda r: r[0].item_id)
     for item, stem, start, end, _ in rows:
         durations[item.item_id] = end - start
