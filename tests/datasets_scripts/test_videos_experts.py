@@ -1,0 +1,194 @@
+"""The video-expert registry: specs, weights files, torchvision-compatible parameter names,
+the log-mel front end against a direct loop, VGGish's layout."""
+
+import numpy as np
+import pytest
+import torch
+
+from datasets_scripts import audio_features as audio
+from datasets_scripts import video_nets
+from datasets_scripts.build_report import BuildError
+from datasets_scripts.video_experts import load_expert, parse_spec, sha256_of
+from datasets_scripts.video_pipeline import _clips
+
+# Keys of torchvision's / torchvggish's released state dicts (a sample of each file's).
+TORCHVISION_KEYS = {
+    "resnet18": ["conv1.weight", "bn1.running_var", "layer1.1.conv2.weight",
+                 "layer2.0.downsample.0.weight", "layer2.0.downsample.1.running_mean",
+                 "layer4.1.bn2.bias", "fc.weight", "fc.bias"],
+    "resnet50": ["layer1.0.conv3.weight", "layer1.0.bn3.weight", "layer1.0.downsample.0.weight",
+                 "layer3.5.conv2.weight", "layer4.2.bn3.running_var", "fc.weight"],
+    "r2plus1d_18": ["stem.0.weight", "stem.1.running_mean", "stem.3.weight", "stem.4.bias",
+                    "layer1.0.conv1.0.0.weight", "layer1.0.conv1.0.1.weight",
+                    "layer1.0.conv1.0.3.weight", "layer1.0.conv1.1.running_var",
+                    "layer2.0.downsample.0.weight", "layer4.1.conv2.0.3.weight", "fc.bias"],
+}
+PARAMETERS = {"resnet18": 11_689_512, "resnet50": 25_557_032, "r2plus1d_18": 31_505_325}
+
+
+@pytest.mark.parametrize("arch", sorted(PARAMETERS))
+def test_networks_have_torchvision_names_and_sizes(arch):
+    model = getattr(video_nets, arch)()
+    state = model.state_dict()
+    assert set(TORCHVISION_KEYS[arch]) <= set(state)
+    assert sum(p.numel() for p in model.parameters()) == PARAMETERS[arch]
+    if arch == "r2plus1d_18":  # (2+1)D midplanes: floor(27 * 64 * 64 / (9 * 64 + 3 * 64)) = 144
+        assert state["layer1.0.conv1.0.0.weight"].shape == (144, 64, 1, 3, 3)
+
+
+def test_vggish_layout_matches_torchvggish():
+    model = audio.VGGish()
+    assert sum(p.numel() for p in model.parameters()) == 72_141_184
+    names = set(model.state_dict())
+    assert {"features.0.weight", "features.13.bias", "features.8.weight", "embeddings.0.weight",
+            "embeddings.4.bias"} <= names
+    assert model(torch.zeros(3, 1, 96, 64)).shape == (3, 128)
+
+
+def test_spec_forms_and_their_errors():
+    assert parse_spec("object=resnet50").weights == "hub"
+    assert parse_spec("object=resnet50@random").weights == "random"
+    assert parse_spec("object=resnet50@/w/r.pth").weights == "/w/r.pth"
+    assert parse_spec("audio=logmel").weights is None
+    assert parse_spec("scene=open_clip:ViT-B-32/openai@hub").arch == "open_clip:ViT-B-32/openai"
+    bad = {
+        "resnet50": "use NAME=SPEC",
+        "object=resnet99": "unknown architecture 'resnet99'",
+        "audio=logmel@hub": "logmel has no weights",
+        "object=resnet50@": "nothing after '@'",
+        "Object=resnet50": "bad expert name",
+        "x=open_clip:": "name the model",
+    }
+    for text, message in bad.items():
+        with pytest.raises(BuildError, match=message):
+            parse_spec(text)
+
+
+def test_weights_file_is_loaded_and_hashed(tmp_path):
+    torch.manual_seed(1)
+    source = video_nets.resnet18()
+    path = tmp_path / "r18.pth"
+    torch.save({f"module.{k}": v for k, v in source.state_dict().items()}, path)
+    expert = load_expert(parse_spec(f"object=resnet18@{path}"), fps=1.0)
+    assert expert.weights_sha256 == sha256_of(path)
+    assert expert.record()["weights"] == "r18.pth"
+    frames = np.random.default_rng(0).integers(0, 255, (2, 64, 64, 3), dtype=np.uint8)
+    source.fc = torch.nn.Identity()
+    x = (torch.from_numpy(frames).float() / 255 - torch.tensor(expert.arch.mean_std[0])) / (
+        torch.tensor(expert.arch.mean_std[1]))
+    with torch.no_grad():
+        want = source.eval()(x.permute(0, 3, 1, 2)).numpy()
+    assert np.allclose(expert.encode(frames), want, atol=1e-5)
+
+
+def test_wrong_or_missing_weights_are_named(tmp_path):
+    path = tmp_path / "vggish.pth"
+    torch.save(audio.VGGish().state_dict(), path)
+    with pytest.raises(BuildError, match="does not fit resnet18: missing"):
+        load_expert(parse_spec(f"object=resnet18@{path}"), fps=1.0)
+    with pytest.raises(BuildError, match="no such weights file"):
+        load_expert(parse_spec(f"object=resnet18@{tmp_path / 'nope.pth'}"), fps=1.0)
+    (tmp_path / "junk.pth").write_bytes(b"junk")
+    with pytest.raises(BuildError, match="cannot read weights file"):
+        load_expert(parse_spec(f"object=resnet18@{tmp_path / 'junk.pth'}"), fps=1.0)
+
+
+def test_hub_offline_fails_fast_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(BuildError) as error:
+        load_expert(parse_spec("motion=r2plus1d_18@hub"), fps=1.0)
+    text = str(error.value)
+    assert "HF_HUB_OFFLINE" in text and "r2plus1d_18-91a641e6.pth" in text
+    assert "@/path/to/" in text and "@random" in text
+
+
+def test_cached_hub_weights_are_used_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    cached = tmp_path / "hub" / "checkpoints" / "vggish-10086976.pth"
+    torch.save(audio.VGGish().state_dict(), cached)
+    expert = load_expert(parse_spec("audio=vggish@hub"), fps=1.0)
+    assert expert.weights_sha256 == sha256_of(cached)
+    assert expert.encode(np.zeros((2, 96, 64), np.float32)).shape == (2, 128)
+
+
+def test_open_clip_without_the_package_names_it():
+    try:
+        import open_clip  # noqa: F401
+    except ImportError:
+        with pytest.raises(BuildError, match="pip install open_clip_torch"):
+            load_expert(parse_spec("scene=open_clip:ViT-B-32@random"), fps=1.0)
+    else:
+        pytest.skip("open_clip is installed")
+
+
+def test_random_weights_are_seeded_and_said_so():
+    a = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
+    b = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
+    frames = np.full((1, 32, 32, 3), 128, np.uint8)
+    assert np.array_equal(a.encode(frames), b.encode(frames))
+    record = a.record()
+    assert record["weights"].startswith("random") and record["fps"] == 2.0
+    assert record["frame_size"] == [224, 224] and record["weights_sha256"] is None
+
+
+def test_clips_pad_with_the_last_frame():
+    frames = np.arange(20)[:, None, None, None] * np.ones((1, 2, 2, 3), np.uint8)
+    clips = _clips(frames, 16)
+    assert clips.shape == (2, 16, 2, 2, 3)
+    assert clips[1, :4, 0, 0, 0].tolist() == [16, 17, 18, 19]
+    assert (clips[1, 4:, 0, 0, 0] == 19).all()
+
+
+# -------------------------------------------------------------------------- log-mel
+def _log_mel_loop(samples):
+    """VGGish's front end written out frame by frame (mel_features.py's definitions)."""
+    frames = []
+    mel = audio.mel_matrix()
+    for start in range(0, len(samples) - 400 + 1, 160):
+        window = [samples[start + n] * (0.5 - 0.5 * np.cos(2 * np.pi * n / 400))
+                  for n in range(400)]
+        spectrum = np.abs(np.fft.rfft(window, 512))
+        frames.append(np.log(spectrum @ mel + 0.01))
+    return np.array(frames)
+
+
+def test_log_mel_matches_a_direct_loop():
+    samples = np.random.default_rng(0).normal(0, 0.1, 2000)
+    assert np.allclose(audio.log_mel(samples), _log_mel_loop(samples), atol=1e-9)
+
+
+def test_mel_filters_are_htk_triangles():
+    weights = audio.mel_matrix()
+    assert weights.shape == (257, 64) and (weights[0] == 0).all()
+    hz = np.linspace(0, 8000, 257)
+    centres = hz[weights.argmax(axis=0)]
+    assert 125 < centres[0] < 200 and 7000 < centres[-1] < 7500
+    assert (np.diff(centres) >= 0).all() and weights.max() <= 1
+
+
+def test_patches_count_and_tone_band():
+    rate = audio.RATE
+    tone = np.sin(2 * np.pi * 1000 * np.arange(3 * rate) / rate).astype(np.float32)
+    p = audio.patches(tone)  # 48,000 samples: 1 + (48000 - 15600) // 15360 = 3 patches
+    assert p.shape == (3, 96, 64)
+    stats = audio.logmel_statistics(p)
+    assert stats.shape == (3, 128)
+    band = np.argmax(stats[0, :64])
+    hz = np.linspace(0, 8000, 257)[audio.mel_matrix()[:, band].argmax()]
+    assert abs(hz - 1000) < 100
+    assert np.allclose(stats[:, 64:], p.std(axis=1))
+    assert audio.patches(tone[:1000]).shape == (1, 96, 64)  # padded with silence
+
+
+def test_patch_stream_equals_whole_segment_patches():
+    samples = np.random.default_rng(1).normal(0, 0.2, 70_000).astype(np.float32)
+    stream = audio.PatchStream()
+    parts = [stream.add(samples[i : i + 7000]) for i in range(0, len(samples), 7000)]
+    parts.append(stream.finish())
+    assert np.array_equal(np.concatenate(parts), audio.patches(samples))
+    short = audio.PatchStream()
+    assert len(short.add(samples[:5000])) == 0
+    assert np.array_equal(short.finish(), audio.patches(samples[:5000]))
