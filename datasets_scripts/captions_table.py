@@ -69,7 +69,7 @@ def _time(value):
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise ValueError(value)
+        raise TypeError(value)
     number = float(value)
     if not math.isfinite(number):
         raise ValueError(value)

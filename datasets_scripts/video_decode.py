@@ -128,7 +128,7 @@ def sample_times(start: float, end: float, fps: float) -> np.ndarray:
 
 def _upright_crop(frame, resize: int, crop: int) -> np.ndarray:
     """``frame`` as an upright ``(crop, crop, 3)`` uint8 RGB array (module docstring)."""
-    rotation = int(round((frame.rotation or 0) / 90)) % 4
+    rotation = round((frame.rotation or 0) / 90) % 4
     width, height = frame.width, frame.height
     short = min(width, height)
     scaled_w = max(crop, round(width * resize / short))

@@ -155,8 +155,8 @@ def hub_weights(arch: str, url: str) -> Path:
 def _torchvision_model(arch: str):
     """torchvision's class for ``arch`` when torchvision imports, else None."""
     try:
-        import torchvision.models as models
-        import torchvision.models.video as video
+        from torchvision import models
+        from torchvision.models import video
     except Exception:  # noqa: BLE001 - absent, or a build that does not match torch
         return None
     return getattr(video if arch == "r2plus1d_18" else models, arch)()

@@ -115,8 +115,8 @@ def run_tasks(tasks: list[Task], workers: int):
                 if all(not p.is_alive() for p in procs):
                     for stem in [t.stem for t in tasks if t.stem not in finished]:
                         finished.add(stem)
-                        yield ("error", stem, "the decoder process crashed "
-                               f"(exit codes {[p.exitcode for p in procs]})")
+                        yield ("error", stem, ("the decoder process crashed "
+                               f"(exit codes {[p.exitcode for p in procs]})"))
                 continue
             if message[0] == "info":
                 started[message[1]] = True

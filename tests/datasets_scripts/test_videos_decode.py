@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("av")
 
-from datasets_scripts.video_decode import (  # noqa: E402
+from datasets_scripts.video_decode import (
     VideoError,
     iter_audio,
     iter_frames,
@@ -17,7 +17,7 @@ from datasets_scripts.video_decode import (  # noqa: E402
     sample_times,
 )
 
-from .video_files import read_index, write_video  # noqa: E402
+from .video_files import read_index, write_video
 
 
 def frames_at(path, times, resize=48, crop=32, chunk=32):

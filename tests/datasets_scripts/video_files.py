@@ -26,7 +26,7 @@ def level(index: int) -> int:
 
 def read_index(left_half: np.ndarray) -> int:
     """The frame index (mod 36) shown by an RGB array's left half (the mean brightness)."""
-    return int(round((float(left_half.mean()) - BASE) / STEP)) % LEVELS
+    return round((float(left_half.mean()) - BASE) / STEP) % LEVELS
 
 
 def picture(index: int, width: int, height: int, marker: bool = False) -> np.ndarray:
