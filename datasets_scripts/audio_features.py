@@ -12,16 +12,14 @@ silence to one patch.
 
 - ``logmel`` (weight-free): per patch, the mean and the standard deviation of each of the
   64 bands over its 96 frames -> 128 values per 0.96 s.
-- ``vggish``: VGGish's embedding (128 values per patch) before the PCA/quantisation
-  post-processing; parameter names follow ``harritaylor/torchvggish`` (``features.*``,
-  ``embeddings.*``), so its ``vggish-10086976.pth`` loads.
+- ``vggish``: VGGish's embedding of each patch (:class:`datasets_scripts.video_nets.VGGish`).
+
+NumPy only: the decoding workers import it without torch.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
-from torch import nn
 
 RATE = 16000
 WINDOW, HOP, FFT = 400, 160, 512
@@ -105,34 +103,3 @@ def logmel_statistics(batch: np.ndarray) -> np.ndarray:
     """``(n, 96, 64)`` patches -> ``(n, 128)``: each band's mean, then its standard
     deviation (population, ``ddof=0``), over the patch's 96 frames."""
     return np.concatenate([batch.mean(axis=1), batch.std(axis=1)], axis=1).astype(np.float32)
-
-
-class VGGish(nn.Module):
-    """VGGish: four conv blocks (64, 128, 256x2, 512x2 channels, 3x3, max-pool 2) on a
-    ``(N, 1, 96, 64)`` patch, then 4096-4096-128 fully connected layers (ReLU after each,
-    as the released model)."""
-
-    def __init__(self):
-        super().__init__()
-        layers, channels = [], 1
-        for width in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M"):
-            if width == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(inplace=True)]
-                channels = width
-        self.features = nn.Sequential(*layers)
-        self.embeddings = nn.Sequential(
-            nn.Linear(512 * 4 * 6, 4096), nn.ReLU(inplace=True),
-            nn.Linear(4096, 4096), nn.ReLU(inplace=True),
-            nn.Linear(4096, 128), nn.ReLU(inplace=True),
-        )
-        self.dim = 128
-
-    def features_of(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features(x)  # (N, 512, 6, 4)
-        x = x.permute(0, 2, 3, 1).reshape(len(x), -1)  # TF's NHWC flattening order
-        return self.embeddings(x)
-
-    def forward(self, x):
-        return self.features_of(x)

@@ -163,10 +163,10 @@ def _torchvision_model(arch: str):
 
 
 def _build(arch: str):
-    from . import audio_features, video_nets
+    from . import video_nets
 
     if arch == "vggish":
-        return audio_features.VGGish()
+        return video_nets.VGGish()
     return _torchvision_model(arch) or getattr(video_nets, arch)()
 
 

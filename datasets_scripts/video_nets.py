@@ -11,6 +11,11 @@ into these modules unchanged:
   3x1x1 temporal one with ``floor(27 C_in C_out / (9 C_in + 3 C_out))`` channels between
   them (the paper's Eq. 1 parameter match, as torchvision computes it).
 
+- :class:`VGGish`: Hershey et al., "CNN Architectures for Large-Scale Audio Classification"
+  (ICASSP 2017), 128 values per 0.96 s log-mel patch, before the PCA/quantisation
+  post-processing; parameter names follow ``harritaylor/torchvggish`` (``features.*``,
+  ``embeddings.*``), so its ``vggish-10086976.pth`` loads.
+
 ``features(x)`` returns the pooled penultimate activations (512 or 2048 values), the
 representation CE-style experts use; the classifier ``fc`` is kept only so weights files
 load with ``strict=True``.
@@ -18,6 +23,7 @@ load with ``strict=True``.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 
@@ -194,3 +200,34 @@ def _init(model: nn.Module) -> None:
         elif isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, 0, 0.01)
             nn.init.zeros_(module.bias)
+
+
+class VGGish(nn.Module):
+    """VGGish: four conv blocks (64, 128, 256x2, 512x2 channels, 3x3, max-pool 2) on a
+    ``(N, 1, 96, 64)`` patch, then 4096-4096-128 fully connected layers (ReLU after each,
+    as the released model)."""
+
+    def __init__(self):
+        super().__init__()
+        layers, channels = [], 1
+        for width in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M"):
+            if width == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+            else:
+                layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(inplace=True)]
+                channels = width
+        self.features = nn.Sequential(*layers)
+        self.embeddings = nn.Sequential(
+            nn.Linear(512 * 4 * 6, 4096), nn.ReLU(inplace=True),
+            nn.Linear(4096, 4096), nn.ReLU(inplace=True),
+            nn.Linear(4096, 128), nn.ReLU(inplace=True),
+        )
+        self.dim = 128
+
+    def features_of(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x)  # (N, 512, 6, 4)
+        x = x.permute(0, 2, 3, 1).reshape(len(x), -1)  # TF's NHWC flattening order
+        return self.embeddings(x)
+
+    def forward(self, x):
+        return self.features_of(x)

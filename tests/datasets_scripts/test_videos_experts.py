@@ -37,7 +37,7 @@ def test_networks_have_torchvision_names_and_sizes(arch):
 
 
 def test_vggish_layout_matches_torchvggish():
-    model = audio.VGGish()
+    model = video_nets.VGGish()
     assert sum(p.numel() for p in model.parameters()) == 72_141_184
     names = set(model.state_dict())
     assert {"features.0.weight", "features.13.bias", "features.8.weight", "embeddings.0.weight",
@@ -83,7 +83,7 @@ def test_weights_file_is_loaded_and_hashed(tmp_path):
 
 def test_wrong_or_missing_weights_are_named(tmp_path):
     path = tmp_path / "vggish.pth"
-    torch.save(audio.VGGish().state_dict(), path)
+    torch.save(video_nets.VGGish().state_dict(), path)
     with pytest.raises(BuildError, match="does not fit resnet18: missing"):
         load_expert(parse_spec(f"object=resnet18@{path}"), fps=1.0)
     with pytest.raises(BuildError, match="no such weights file"):
@@ -108,7 +108,7 @@ def test_cached_hub_weights_are_used_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
     cached = tmp_path / "hub" / "checkpoints" / "vggish-10086976.pth"
-    torch.save(audio.VGGish().state_dict(), cached)
+    torch.save(video_nets.VGGish().state_dict(), cached)
     expert = load_expert(parse_spec("audio=vggish@hub"), fps=1.0)
     assert expert.weights_sha256 == sha256_of(cached)
     assert expert.encode(np.zeros((2, 96, 64), np.float32)).shape == (2, 128)
