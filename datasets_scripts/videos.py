@@ -344,6 +344,8 @@ def run_build(args, argv) -> int:
     shard = _shard(args.shard)
     if out.exists() and not args.overwrite and shard[1] == 1:
         raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
+    if args.workers is not None and args.workers < 0:
+        raise BuildError(f"--workers {args.workers}: use 0 (decode in this process) or more")
     if args.fps <= 0 or not np.isfinite(args.fps):
         raise BuildError(f"--fps {args.fps}: use a positive number")
     specs = [parse_spec(text) for text in (args.expert or DEFAULT_EXPERTS)]
@@ -402,8 +404,9 @@ def extract(videos, todo, experts, work: Path, workers: int, progress: bool = Tr
     tasks = [extractor.task(s, videos[s].path, [(i.start, i.end) for i in videos[s].items])
              for s in todo]
     stores, infos = defaultdict(dict), {}
-    bar = tqdm(total=len(tasks), unit="file", file=sys.stderr, disable=not progress or None,
-               dynamic_ncols=True)
+    # on a terminal a live bar; in a log file (a scheduler's) one line every 30 s
+    bar = tqdm(total=len(tasks), unit="file", file=sys.stderr, disable=not progress,
+               dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)
     began = time.perf_counter()
     try:
         for message in run_tasks(tasks, workers):

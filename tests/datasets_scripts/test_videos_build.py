@@ -192,6 +192,7 @@ def test_existing_output_needs_overwrite(source, tmp_path, capsys):
         (["--expert", "object=resnet99"], "unknown architecture 'resnet99'"),
         (["--expert", "a=logmel", "--expert", "a=logmel"], "a name is used twice"),
         (["--fps", "0"], "--fps 0.0: use a positive number"),
+        (["--workers", "-1"], "--workers -1: use 0"),
         (["--validation-fraction", "0.6", "--test-fraction", "0.5"], "must be below 1"),
         (["--device", "cuda"], "no CUDA device"),
     ],
