@@ -307,6 +307,15 @@ def _signature(experts, fps) -> dict:
             "experts": {e.spec.name: e.record() for e in experts}}
 
 
+def _signature_of(out: Path) -> dict | None:
+    """The experts' signature a ``build videos`` folder was written with (None if none)."""
+    try:
+        meta = json.loads((out / "rudder.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta.get("extra", {}).get("build_signature") if isinstance(meta, dict) else None
+
+
 def _open_work(work: Path, signature: dict, overwrite: bool) -> None:
     """Create the parts folder, or check that its parts were made with these experts."""
     stamp = work / "build.json"
@@ -342,8 +351,6 @@ def run_build(args, argv) -> int:
 
     out = _check_out(args)
     shard = _shard(args.shard)
-    if out.exists() and not args.overwrite and shard[1] == 1:
-        raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
     if args.workers is not None and args.workers < 0:
         raise BuildError(f"--workers {args.workers}: use 0 (decode in this process) or more")
     if args.fps <= 0 or not np.isfinite(args.fps):
@@ -366,6 +373,8 @@ def run_build(args, argv) -> int:
             print(f"WARNING: expert {expert.spec.name} ({expert.spec.arch}) has RANDOM "
                   "weights: its features only check the pipeline", file=sys.stderr)
     signature = _signature(experts, args.fps)
+    if out.exists() and not args.overwrite and (shard[1] == 1 or _signature_of(out) != signature):
+        raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
     work = (args.work or out.with_name(out.name + ".parts")).resolve()
     _open_work(work, signature, args.overwrite)
     stems = list(videos)[shard[0]::shard[1]]
@@ -382,11 +391,9 @@ def run_build(args, argv) -> int:
               f"not done yet: the last shard to finish writes {args.out}", file=sys.stderr)
         return 0
     with dataset_lock(work, timeout=3600):
-        if shard[1] > 1 and (out / "rudder.json").is_file():
-            meta = json.loads((out / "rudder.json").read_text(encoding="utf-8"))
-            if meta.get("extra", {}).get("build_signature") == signature:
-                print(f"{args.out} was already written by another shard", file=sys.stderr)
-                return 0
+        if shard[1] > 1 and _signature_of(out) == signature:
+            print(f"{args.out} was already written by another shard", file=sys.stderr)
+            return 0
         assemble(videos, work, out, experts, reporter, signature, split_rule,
                  _recorded_command(argv), args.captions, overwrite=True)
     if shard[1] == 1:

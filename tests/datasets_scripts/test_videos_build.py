@@ -183,6 +183,14 @@ def test_existing_output_needs_overwrite(source, tmp_path, capsys):
     out.mkdir()
     assert build(src, captions, out, *FAST) == 2
     assert "not a rudder dataset folder" in capsys.readouterr().err
+    out.rmdir()
+    assert build(src, captions, out, "--expert", "audio=logmel", "--workers", "0") == 0
+    assert build(src, captions, out, "--expert", "audio=logmel") == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err
+    # a shard may not replace a folder of other settings either
+    assert build(src, captions, out, *FAST, "--shard", "0/2") == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err
+    assert build(src, captions, out, "--expert", "audio=logmel", "--overwrite") == 0
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,28 @@ def test_open_clip_without_the_package_names_it():
         pytest.skip("open_clip is installed")
 
 
+def test_torchvision_classes_are_used_when_torchvision_imports(monkeypatch):
+    import sys
+    import types
+
+    made = []
+
+    def fake_resnet18():
+        made.append("torchvision")
+        return video_nets.resnet18()
+
+    package = types.ModuleType("torchvision")
+    models = types.ModuleType("torchvision.models")
+    models.resnet18 = fake_resnet18
+    package.models = models
+    models.video = types.ModuleType("torchvision.models.video")
+    for name, module in (("torchvision", package), ("torchvision.models", models),
+                         ("torchvision.models.video", models.video)):
+        monkeypatch.setitem(sys.modules, name, module)
+    load_expert(parse_spec("object=resnet18@random"), fps=1.0)
+    assert made == ["torchvision"]
+
+
 def test_random_weights_are_seeded_and_said_so():
     a = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
     b = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
