@@ -41,6 +41,7 @@ class VideoInfo:
     rotation: int  # counter-clockwise degrees of the display matrix
     width: int  # coded size, before rotation
     height: int
+    video_duration: float | None = None  # the video stream's own, when the file states it
 
 
 def open_container(path):
@@ -87,6 +88,9 @@ def probe(path) -> VideoInfo:
             duration = float(stream.duration * stream.time_base)
         if not duration:
             duration = _demuxed_duration(container, stream)
+        video_duration = None
+        if stream.duration is not None and stream.time_base is not None:
+            video_duration = float(stream.duration * stream.time_base)
         rotation = 0
         try:
             first = next(container.decode(stream))
@@ -101,6 +105,7 @@ def probe(path) -> VideoInfo:
             rotation=rotation,
             width=stream.codec_context.width,
             height=stream.codec_context.height,
+            video_duration=video_duration,
         )
 
 
@@ -142,14 +147,19 @@ def _upright_crop(frame, resize: int, crop: int) -> np.ndarray:
     return np.ascontiguousarray(image[top : top + crop, left : left + crop])
 
 
-def iter_frames(path, targets, chunk: int = 32):
+TRUNCATED_SECONDS = 1.0  # frames ending this long before the stated duration: truncated
+
+
+def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
     """Decode ``path`` once and yield ``(key, frames)`` chunks for every target.
 
     ``targets``: ``[(key, times, resize, crop), ...]`` with ``times`` ascending. ``frames``
     is a ``(n, crop, crop, 3)`` uint8 array of the frames shown at the next ``n`` of the
     key's times (``n <= chunk``); a key's chunks come in time order and cover its times.
     Only the open chunks are held in memory, so a long video costs no more than a short
-    one.
+    one. With ``duration`` (the video stream's, else the container's), a file whose
+    frames stop over a second before it (a truncated download) raises
+    :class:`VideoError` once decoded, instead of holding its last frame to the end.
     """
     wanted = sorted(
         (float(t), index, position)
@@ -190,11 +200,15 @@ def iter_frames(path, targets, chunk: int = 32):
                     break
                 shown, converted = frame, {}
         except Exception as error:  # noqa: BLE001 - a broken stream mid-file
-            if shown is None:
-                raise VideoError(f"cannot decode it ({_reason(error)})") from None
-            # frames decoded so far are kept; the rest of the times show the last good frame
+            raise VideoError(f"cannot decode it ({_reason(error)})") from None
         if shown is None:
             raise VideoError("no decodable video frame")
+        last = float(shown.pts * shown.time_base) - origin
+        if duration is not None and next_target < len(wanted) and (
+            last < duration - TRUNCATED_SECONDS
+        ):
+            raise VideoError(f"truncated: its frames stop at {last:.2f} s of the "
+                             f"{duration:.2f} s it states")
         yield from emit(shown, math.inf)
     for index, buffer in enumerate(buffers):
         if buffer:

@@ -143,8 +143,9 @@ def hub_weights(arch: str, url: str) -> Path:
             "without weights"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    # torchvision's file names end in the first hex digits of the file's SHA-256
     stem = target.stem.rsplit("-", 1)
-    prefix = stem[1] if len(stem) == 2 and len(stem[1]) >= 6 else None
+    prefix = stem[1] if "download.pytorch.org" in url and len(stem) == 2 else None
     try:
         torch.hub.download_url_to_file(url, str(target), hash_prefix=prefix, progress=True)
     except (OSError, RuntimeError) as error:

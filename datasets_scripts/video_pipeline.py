@@ -64,7 +64,8 @@ def decode_task(task: Task):
             for i, (start, end) in ok
         ]
         if targets:
-            for (g, i), frames in iter_frames(task.path, targets, CHUNK):
+            for (g, i), frames in iter_frames(task.path, targets, CHUNK,
+                                                     info.video_duration or info.duration):
                 yield ("frames", task.stem, g, i, frames)
         if task.audio_rate and info.has_audio and ok:
             streams = {i: PatchStream() for i, _ in ok}

@@ -113,6 +113,26 @@ def test_unreadable_files_give_the_reason(tmp_path):
         probe(tmp_path / "cut.mp4")
 
 
+def test_truncated_file_is_an_error_not_a_held_frame(tmp_path):
+    data = write_video(tmp_path / "full.mkv", frames=48).read_bytes()
+    cut = tmp_path / "cut.mkv"
+    cut.write_bytes(data[: len(data) * 6 // 10])
+    info = probe(cut)  # the header still states 4 s
+    times = sample_times(0.0, info.duration, 4.0)
+    with pytest.raises(VideoError, match=r"truncated: its frames stop at 2\.\d\d s of the 4\.00"):
+        list(iter_frames(cut, [("k", times, 48, 32)], duration=info.duration))
+    full = tmp_path / "full.mkv"
+    assert len(frames_at(full, times)) == 16  # the whole file passes the same check
+    list(iter_frames(full, [("k", times, 48, 32)], duration=probe(full).duration))
+    # audio longer than the video (the container's duration) is no truncation
+    long_audio = write_video(tmp_path / "a.mp4", frames=12, audio_seconds=4.0)
+    info = probe(long_audio)
+    assert info.duration > 3.9 and info.video_duration < 1.1
+    times = sample_times(0.0, info.duration, 4.0)
+    list(iter_frames(long_audio, [("k", times, 48, 32)], duration=info.video_duration
+                     or info.duration))
+
+
 def test_long_video_is_streamed_with_bounded_memory(tmp_path):
     path = write_video(tmp_path / "long.mp4", frames=1500, fps=25, audio=False)
     times = sample_times(0.0, probe(path).duration, 25.0)

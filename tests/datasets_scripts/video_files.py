@@ -52,6 +52,7 @@ def write_video(
     rotation: int = 0,
     marker: bool = False,
     tone: float = 440.0,
+    audio_seconds: float | None = None,
 ) -> Path:
     """Write a small video; ``times`` (seconds, ascending) makes it variable-frame-rate."""
     import av
@@ -83,7 +84,7 @@ def write_video(
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
         if sound is not None:
-            _write_tone(container, sound, times[-1] + 1 / fps, tone)
+            _write_tone(container, sound, audio_seconds or times[-1] + 1 / fps, tone)
     return path
 
 
