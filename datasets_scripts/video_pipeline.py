@@ -16,6 +16,7 @@ count computed them (on the same device and library versions).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue as queue_module
 from dataclasses import dataclass
 
@@ -87,13 +88,15 @@ def decode_task(task: Task):
 
 def _worker(tasks, results) -> None:
     for task in iter(tasks.get, None):
+        results.put(("start", task.stem, os.getpid()))
         for message in decode_task(task):
             results.put(message)
 
 
 def run_tasks(tasks: list[Task], workers: int):
     """Yield the messages of every task; ``workers`` processes decode (0: in this process).
-    A worker that dies (a crash inside FFmpeg) fails its video with the exit code."""
+    A worker that dies (a crash inside FFmpeg) fails the video it was decoding, naming its
+    exit code, and a new worker takes over the rest."""
     if workers <= 0:
         for task in tasks:
             yield from decode_task(task)
@@ -102,27 +105,37 @@ def run_tasks(tasks: list[Task], workers: int):
     todo, results = context.Queue(), context.Queue(maxsize=QUEUE_SIZE)
     for task in tasks:
         todo.put(task)
-    procs = [context.Process(target=_worker, args=(todo, results), daemon=True)
-             for _ in range(min(workers, len(tasks)))]
-    for proc in procs:
+
+    def start():
+        proc = context.Process(target=_worker, args=(todo, results), daemon=True)
         todo.put(None)
         proc.start()
-    started, finished = {}, set()
+        return proc
+
+    procs = [start() for _ in range(min(workers, len(tasks)))]
+    current, finished = {}, set()  # worker pid -> the stem it decodes
     try:
         while len(finished) < len(tasks):
             try:
                 message = results.get(timeout=1.0)
             except queue_module.Empty:
-                if all(not p.is_alive() for p in procs):
-                    for stem in [t.stem for t in tasks if t.stem not in finished]:
+                for proc in [p for p in procs if not p.is_alive()]:
+                    procs.remove(proc)
+                    stem = current.pop(proc.pid, None)
+                    if proc.exitcode and stem is not None and stem not in finished:
                         finished.add(stem)
-                        yield ("error", stem, ("the decoder process crashed "
-                               f"(exit codes {[p.exitcode for p in procs]})"))
+                        yield ("error", stem, f"the decoder crashed (exit code {proc.exitcode})")
+                    if len(finished) < len(tasks):
+                        procs.append(start())
                 continue
-            if message[0] == "info":
-                started[message[1]] = True
+            if message[0] == "start":
+                current[message[2]] = message[1]
+                continue
             if message[0] in ("done", "error"):
                 finished.add(message[1])
+                for pid, stem in list(current.items()):
+                    if stem == message[1]:
+                        del current[pid]
             yield message
     finally:
         for proc in procs:

@@ -214,3 +214,35 @@ def test_patch_stream_equals_whole_segment_patches():
     short = audio.PatchStream()
     assert len(short.add(samples[:5000])) == 0
     assert np.array_equal(short.finish(), audio.patches(samples[:5000]))
+
+
+def test_vggish_runs_on_decoded_patches(tmp_path):
+    from datasets_scripts.video_pipeline import Extractor, decode_task
+
+    from .video_files import write_video
+
+    path = write_video(tmp_path / "v.mp4", frames=36, fps=12)  # 3 s of tone
+    expert = load_expert(parse_spec("audio=vggish@random"), fps=1.0)
+    extractor = Extractor([expert])
+    store = {}
+    for message in decode_task(extractor.task("v", path, [(None, None), (0.5, 1.0)])):
+        extractor.features(message, store)
+    whole = np.concatenate(store[("audio", 0)])
+    short = np.concatenate(store[("audio", 1)])
+    assert whole.shape == (3, 128) and short.shape == (1, 128)  # 0.5 s padded to one patch
+
+
+def test_a_crashing_worker_fails_its_video_only(tmp_path):
+    from datasets_scripts.video_pipeline import Task, run_tasks
+
+    from .video_files import write_video
+
+    path = str(write_video(tmp_path / "v.mp4", audio=False))
+    good = Task("good", path, [(None, None)], [(1.0, 48, 32)], None)
+    # a frame group the decoder cannot unpack: the worker process dies with a traceback
+    broken = Task("broken", path, [(None, None)], [("not", "a", "group", "!")], None)
+    later = Task("later", path, [(None, None)], [(1.0, 48, 32)], None)
+    messages = list(run_tasks([good, broken, later], workers=1))
+    ends = {m[1]: m for m in messages if m[0] in ("done", "error")}
+    assert ends["good"][0] == "done" and ends["later"][0] == "done"
+    assert ends["broken"][0] == "error" and "the decoder crashed (exit code 1)" in ends["broken"][2]
