@@ -41,6 +41,7 @@ import shlex
 import shutil
 import sys
 import time
+import zipfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -215,19 +216,20 @@ def _item_key(video: Video) -> list:
     return [[i.item_id, i.start, i.end] for i in video.items]
 
 
-def read_part(path: Path):
-    """``(meta, arrays)`` of a part file, or None when it is missing or damaged."""
+def read_part(path: Path, arrays: bool = True):
+    """``(meta, arrays)`` of a part file (``arrays=False``: ``{key: None}``, not read), or
+    None when it is missing or damaged."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-            arrays = {k: data[k] for k in data.files if k != "meta"}
-    except (OSError, ValueError, KeyError, EOFError):
+            found = {k: data[k] if arrays else None for k in data.files if k != "meta"}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
-    return meta, arrays
+    return meta, found
 
 
 def _part_is_current(path: Path, video: Video) -> bool:
-    found = read_part(path) if path.is_file() else None
+    found = read_part(path, arrays=False) if path.is_file() else None
     if found is None:
         return False
     meta, _ = found
@@ -446,7 +448,7 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
     durations, available, splits = {}, defaultdict(list), {}
     per_expert = defaultdict(list)  # expert -> [(item_id, stem, key)]
     for stem, video in videos.items():
-        meta, arrays = read_part(_part_path(work, stem))
+        meta, arrays = read_part(_part_path(work, stem), arrays=False)
         if meta["error"]:
             lines = [r.line for i in video.items for r in i.rows]
             reporter.problem("unreadable video", video.path, "file", meta["error"],
@@ -466,7 +468,7 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
             media[item.item_id] = {"file": video.path.name, "start": start, "end": end}
             for expert in experts:
                 key = f"{expert.spec.name}|{index}"
-                if key in arrays and len(arrays[key]):
+                if key in arrays:  # stored only when the expert gave rows
                     available[item.item_id].append(expert.spec.name)
                     per_expert[expert.spec.name].append((item.item_id, stem, key))
     if not rows:
@@ -526,20 +528,25 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
 
 
 def _feature_batches(work, videos, entries, batch: int = 256):
-    """``(ids, arrays)`` batches of one expert, reading one part at a time."""
-    by_stem = defaultdict(list)
-    for item_id, stem, key in entries:
-        by_stem[stem].append((item_id, key))
-    order = {item_id: n for n, (item_id, _, _) in enumerate(entries)}
-    loaded = {}
-    for stem, pairs in by_stem.items():
-        with np.load(_part_path(work, stem), allow_pickle=False) as data:
-            for item_id, key in pairs:
-                loaded[item_id] = data[key]
-    ids = sorted(loaded, key=order.get)
-    for start in range(0, len(ids), batch):
-        part = ids[start : start + batch]
-        yield part, [loaded.pop(i) for i in part]
+    """``(ids, arrays)`` batches of one expert in ``entries`` order, one part file open at
+    a time and one batch in memory."""
+    ids, arrays, open_stem, data = [], [], None, None
+    try:
+        for item_id, stem, key in entries:
+            if stem != open_stem:
+                if data is not None:
+                    data.close()
+                data, open_stem = np.load(_part_path(work, stem), allow_pickle=False), stem
+            ids.append(item_id)
+            arrays.append(data[key])
+            if len(ids) == batch:
+                yield ids, arrays
+                ids, arrays = [], []
+        if ids:
+            yield ids, arrays
+    finally:
+        if data is not None:
+            data.close()
 
 
 def _how_built(command, records, split_rule, reporter) -> str:
