@@ -29,7 +29,8 @@ def _add_build(commands) -> None:
             description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("--src", type=Path, required=True, help="folder of the release files")
+        parser.add_argument("--src", type=Path, required=True,
+                            help=getattr(module, "SRC_HELP", "folder of the release files"))
         parser.add_argument("--out", type=Path, required=True, help="dataset folder to create")
         if hasattr(module, "run_build"):  # a builder with its own inputs (build videos)
             parser.add_argument("--strict", action="store_true", help="stop at the first problem")

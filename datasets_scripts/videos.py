@@ -59,6 +59,7 @@ from .captions_table import read_captions
 from .cards import fields_section, make_card
 from .video_decode import VIDEO_SUFFIXES
 
+SRC_HELP = "folder of the video files (<video_id>.mp4, .webm, .mkv, ...)"
 PARTS_VERSION = 1
 NOT_RECORDED = ("--shard", "--workers", "--work", "--overwrite", "--device")
 
