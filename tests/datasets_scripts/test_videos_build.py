@@ -85,6 +85,7 @@ def test_build_writes_an_ordinary_dataset(source, tmp_path, capsys):
     assert "line 15, field lang: unsupported language: 'xx'" in err
     assert "line 16, field split: unknown split: 'dev'" in err
     assert "WARNING: expert object (resnet18) has RANDOM weights" in err
+    assert "7/7 [" in err and "frames/s" in err  # the progress bar (files done, rate)
     assert not (tmp_path / "out.parts").exists()  # parts are removed after a full build
 
     meta = json.loads((out / "rudder.json").read_text())

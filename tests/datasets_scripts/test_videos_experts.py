@@ -146,6 +146,42 @@ def test_torchvision_classes_are_used_when_torchvision_imports(monkeypatch):
     assert made == ["torchvision"]
 
 
+def test_open_clip_adapter_with_a_stand_in_package(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    calls = []
+
+    class Visual(torch.nn.Module):
+        image_size = (32, 32)
+        output_dim = 8
+        image_mean, image_std = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = Visual()
+            self.proj = torch.nn.Linear(3, 8)
+
+        def encode_image(self, x):
+            return self.proj(x.mean(dim=(2, 3)))
+
+    def create_model(name, pretrained=None, device="cpu"):
+        calls.append((name, pretrained))
+        return Model()
+
+    monkeypatch.setitem(sys.modules, "open_clip",
+                        types.SimpleNamespace(create_model=create_model))
+    expert = load_expert(parse_spec("scene=open_clip:ViT-B-32/laion2b@hub"), fps=2.0)
+    assert calls == [("ViT-B-32", "laion2b")]
+    assert expert.dim == 8 and expert.group == ("frames", 2.0, 32, 32)
+    assert expert.encode(np.zeros((3, 32, 32, 3), np.uint8)).shape == (3, 8)
+    path = tmp_path / "clip.bin"
+    path.write_bytes(b"weights")
+    record = load_expert(parse_spec(f"scene=open_clip:ViT-B-32@{path}"), fps=1.0).record()
+    assert calls[-1] == ("ViT-B-32", str(path)) and record["weights_sha256"] == sha256_of(path)
+
+
 def test_random_weights_are_seeded_and_said_so():
     a = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
     b = load_expert(parse_spec("object=resnet18@random"), fps=2.0)
