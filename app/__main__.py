@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import Need, check_installed
 
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
@@ -22,7 +23,7 @@ QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m app",
+        prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
     )
     parser.add_argument(
@@ -32,9 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--checkpoint",
-        type=Path,
-        help="a run directory or checkpoint file (default: the newest "
-        "run under --runs trained on the dataset in all its caption languages)",
+        help="a run directory, checkpoint file, published model folder or Hub model "
+        "hf://USER/NAME[@REV] (default: the newest run under --runs trained on the dataset "
+        "in all its caption languages)",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.export is not None:
             _export(args.db, args.export)
             return
+        check_installed([Need("gradio", "app", "python -m app")])  # before any training
         demo = _build(args)
     from .ui import launch_app
 
@@ -176,7 +178,9 @@ def _build(args):
         )
     run = load_run(checkpoint, dataset=args.dataset)
     extra = [resolve_dataset(spec) for spec in args.annotate]
-    print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
+    model_name = run.source or run.run_dir.name  # a Hub model: pinned to its commit
+    print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}", file=sys.stderr,
+          flush=True)
     return build_app(
         run.model,
         run.vocab,
@@ -189,7 +193,7 @@ def _build(args):
         max_words=run.config.data.max_words,
         max_frames=run.config.data.max_frames,
         annotate_datasets=extra,
-        description=f"Model: {run.run_dir.name}.",
+        description=f"Model: {model_name}.",
         train_langs=run.config.data.caption_langs,
         check_words=not run.config.data.text_encoder,
     )

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from rudder.languages import NAMES, SUPPORTED, check_language, detect_language
+from rudder.languages import NAMES, SUPPORTED, LanguageGuess, check_language, identify_language
 from rudder.translate import TranslationUnavailable, translate_texts
 
 from .engine import Coverage, SearchEngine
@@ -20,6 +20,23 @@ from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
+UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
+
+
+def detection_note(guess: LanguageGuess) -> str:
+    """How the query language was detected: the confidence, or why English is assumed."""
+    if guess.lang is None:
+        why = (
+            f"no supported language is written in {guess.script} script"
+            if guess.script
+            else "the query has no letters"
+        )
+        return f"searched as English: {why}; choose its language"
+    note = f"detected from its words and script, {guess.confidence:.0%} confident"
+    if guess.confidence < UNSURE:
+        others = ", ".join(f"{NAMES[lang]} {p:.0%}" for lang, p in guess.candidates[1:])
+        note += f" ({others}); choose the language if it is wrong"
+    return note
 
 
 def default_translator(text: str, src: str, dest: str) -> str:
@@ -81,16 +98,16 @@ class SearchTab:
                 "",
             )
         try:
-            lang = (
-                detect_language(query)
-                if lang_choice == AUTO
-                else check_language(lang_choice, "the query language")
-            )
+            if lang_choice == AUTO:
+                guess = identify_language(query)
+                lang = guess.lang or "en"
+            else:
+                guess, lang = None, check_language(lang_choice, "the query language")
             display_lang = check_language(display_lang, "the display language")
             target = check_language(target, "the translation target")
         except ValueError as error:
             raise user_error(str(error)) from None
-        how = "detected from the script" if lang_choice == AUTO else "chosen"
+        how = detection_note(guess) if guess else "chosen"
         notes = [f"Query language: **{NAMES[lang]}** ({how})."]
         if translate and target != lang:
             try:
@@ -199,7 +216,7 @@ class SearchTab:
                 submit_btn=False,
             )
             lang = gr.Dropdown(
-                [("Detect from script", AUTO), *languages],
+                [("Detect (words and script)", AUTO), *languages],
                 value=AUTO,
                 label="Query language",
                 elem_id="search-lang",

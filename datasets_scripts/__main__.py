@@ -11,6 +11,7 @@ from pathlib import Path
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
+from rudder.optional import Need, check_installed
 
 from . import BUILDERS
 from .build_report import BuildError, Reporter
@@ -129,6 +130,8 @@ def run_build(args, argv) -> int:
 def run_translate(args, argv) -> int:
     from .translate import translate_dataset
 
+    check_installed([Need("googletrans", "translate", "datasets_scripts translate")])
+
     added = translate_dataset(
         args.out,
         args.source_lang,
@@ -159,7 +162,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m datasets_scripts", description=__doc__)
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_build(commands)
     translate = commands.add_parser(

@@ -34,6 +34,7 @@ import numpy as np
 import yaml
 
 from rudder.data.layout import EXPERT_KINDS, parse_expert
+from rudder.optional import Need, check_installed
 
 from .build_report import BuildError, Reporter
 
@@ -365,6 +366,9 @@ def discover(feature_dir, mapping, reporter: Reporter) -> list[FeatureSource]:
                 "pass --expert-map to name them apart"
             )
         sources[expert] = FeatureSource(expert, kind, [path])
+    hdf5 = [s.location for s in sources.values() if s.kind == "hdf5"]
+    if hdf5:  # before any feature is read
+        check_installed([Need("h5py", "hdf5", f"the HDF5 features {hdf5[0]}")])
     if not sources:
         reporter.warn(
             f"--features {root}: no feature files found (expected *.pickle, *.h5 or "

@@ -22,6 +22,7 @@ from pathlib import Path
 from rudder.atomic import atomic_write_text
 from rudder.config import TrainConfig
 from rudder.errors import RudderError, one_line
+from rudder.optional import check_installed, config_needs
 from rudder.run_layout import (
     checkpoint_file,
     config_file,
@@ -117,7 +118,7 @@ def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = suite_parser(
-        "python -m experiments.run",
+        f"python -m {__package__}.run",
         "Reproduce a paper table: train each row over seeds (resuming finished runs), "
         "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
     )
@@ -244,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
             f"({details}); delete those run directories to train them again",
             file=sys.stderr,
         )
+        return 2
+    try:  # every optional package the rows train with, before the first row
+        check_installed(need for job in jobs if job.status != "done"
+                        for need in config_needs(job.config))
+    except RudderError as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     for i, job in enumerate(jobs, 1):
         if job.status == "done":

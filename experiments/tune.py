@@ -49,6 +49,7 @@ from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
 from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
+from rudder.optional import MissingExtra, check_installed, config_needs
 from rudder.run_layout import log_file, read_history, read_json
 from rudder.runs import RunError, prepare_run_dir, resolve_dataset
 from rudder.selection import improves, reported_value, selection_key, selection_score
@@ -290,7 +291,7 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
 
 def build_parser() -> argparse.ArgumentParser:
     return suite_parser(
-        "python -m experiments.tune",
+        f"python -m {__package__}.tune",
         "Choose each row's hyper-parameters on the validation split (same number of short "
         "trials per loss) and write <output>/<suite>-tuned.yaml for experiments.run.",
     )
@@ -322,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.dry_run:
         return 0
+    try:  # every optional package the trials train with, before the first trial
+        check_installed(need for _, trials in plans.values() for _, job in trials
+                        for need in config_needs(job.config))
+    except MissingExtra as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     results, done = {}, 0
     for label, (base_key, trials) in plans.items():
         scored = []

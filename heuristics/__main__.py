@@ -9,6 +9,7 @@ from pathlib import Path
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import UnsupportedLanguageError
+from rudder.optional import Need, check_installed
 
 from . import commands
 from .classes import ClassFileError
@@ -86,7 +87,7 @@ def _tagger_args(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m heuristics", description=__doc__)
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("download", help="fetch Stanza's official models (needs a network)")
@@ -222,9 +223,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def optional_needs(args) -> list[Need]:
+    """The extras a parsed command needs: Stanza for its own commands, a Stanza tagger
+    (``--tagger stanza``, the default) and ``eval-classes --method tagger``."""
+    stanza = (
+        args.command in ("download", "train-tagger", "eval-tagger")
+        or getattr(args, "tagger", None) == "stanza"
+        or getattr(args, "method", None) == "tagger"
+    )
+    return [Need("stanza", "heuristics", f"python -m heuristics {args.command}")] if stanza else []
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_installed(optional_needs(args))  # before any work
         return args.run(args)
     except ERRORS as error:
         print(f"error: {one_line(error)}", file=sys.stderr)

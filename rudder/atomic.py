@@ -11,6 +11,10 @@ the ways a writer can die:
 - SIGTERM (``kill``, a scheduler's time limit): :func:`terminate_cleanly` turns it into
   :class:`Terminated` (exit status 143), an exception, so the same cleanup runs; during the
   renames of a swap it is held back until they are done (:func:`held_termination`);
+- SIGINT (Ctrl-C): Python raises KeyboardInterrupt, an exception, so the same cleanup runs.
+  A process started with SIGINT ignored (``cmd &`` in a script) keeps ignoring it, as its
+  parent asked; stop it with SIGTERM. Code that needs Ctrl-C to stop a child (a test) sets
+  ``signal.default_int_handler`` in that child rather than inheriting the parent's setting;
 - SIGKILL or a power cut: nothing runs, so the next writer of the same target first calls
   :func:`sweep`, which removes the staging of processes that no longer run and restores a
   target that a swap had moved aside (``old``) when the swap did not finish.

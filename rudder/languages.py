@@ -1,11 +1,32 @@
-"""Supported languages (ISO 639-1) and script detection."""
+"""Supported languages (ISO 639-1), script detection and language identification.
+
+:func:`identify_language` finds the dominant script of a text and, where several supported
+languages share it (Hindi and Marathi in Devanagari), tells them apart by their words with a
+multinomial naive Bayes model over words and character n-grams (``hi_mr_ngrams.tsv``,
+written by ``scripts/language_ngrams.py``).
+"""
 
 from __future__ import annotations
+
+import functools
+import math
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
 
 from rudder.errors import RudderError
 
 SUPPORTED = ("mr", "hi", "ta", "te", "en")
 NAMES = {"mr": "Marathi", "hi": "Hindi", "ta": "Tamil", "te": "Telugu", "en": "English"}
+# The supported languages written in each script (Unicode script names, title case).
+SCRIPT_LANGUAGES = {
+    "Devanagari": ("hi", "mr"),
+    "Tamil": ("ta",),
+    "Telugu": ("te",),
+    "Latin": ("en",),
+}
+NGRAM_FILE = Path(__file__).resolve().parent / "data" / "hi_mr_ngrams.tsv"
+MAX_NGRAM = 4
 
 # Unicode blocks of the scripts the supported languages are written in.
 _SCRIPT_RANGES = {
@@ -13,13 +34,29 @@ _SCRIPT_RANGES = {
     "tamil": (0x0B80, 0x0BFF),
     "telugu": (0x0C00, 0x0C7F),
 }
-# Frequent function words that tell Marathi from Hindi (both Devanagari).
-_MARATHI_MARKERS = {"आणि", "आहे", "आहेत", "करा", "घ्या", "च्या", "ने", "मध्ये", "वर", "एक", "ला"}
-_HINDI_MARKERS = {"और", "है", "हैं", "करें", "लें", "के", "की", "का", "में", "पर", "को", "से"}
+# First words of Unicode character names that are not the script's name.
+_NAME_ALIASES = {"CJK": "Han", "VEDIC": "Devanagari", "HANGUL": "Hangul"}
+_JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners, inside Indic words
 
 
 class UnsupportedLanguageError(RudderError):
     """A language code outside :data:`SUPPORTED`."""
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    """What :func:`identify_language` found.
+
+    ``lang`` is None when the text has no letters (emoji, punctuation, digits) or its script
+    is one no supported language uses (``script`` then says which, e.g. "Han");
+    ``candidates`` are the supported languages of the script with their probabilities, best
+    first, and ``confidence`` is the first one's (0.0 when ``lang`` is None).
+    """
+
+    lang: str | None
+    confidence: float
+    script: str | None
+    candidates: tuple[tuple[str, float], ...]
 
 
 def check_language(code: str, where: str | None = None) -> str:
@@ -49,20 +86,152 @@ def script_of(text: str) -> str:
     return best if counts[best] > 0 else "latin"
 
 
-def detect_language(text: str) -> str:
-    """Guess the language of ``text`` from its script.
+@functools.lru_cache(maxsize=4096)
+def char_script(char: str) -> str | None:
+    """The Unicode script of a letter or combining mark ("Devanagari", "Latin", "Han", ...)
+    from its character name; None for anything else (digits, punctuation, spaces, emoji) and
+    for marks shared by all scripts ("COMBINING ...")."""
+    if unicodedata.category(char)[0] not in "LM":
+        return None
+    words = unicodedata.name(char, "").split()
+    if not words or words[0] in ("COMBINING", "MODIFIER"):
+        return None
+    if words[0] in ("FULLWIDTH", "HALFWIDTH") and len(words) > 1:
+        words = words[1:]
+    return _NAME_ALIASES.get(words[0], words[0].title())
 
-    Tamil, Telugu and Latin scripts map to one language each; Devanagari is Marathi
-    unless Hindi function words outnumber Marathi ones.
+
+def dominant_script(text: str) -> tuple[str | None, float]:
+    """``(script, share)``: the script most of the letters of ``text`` are in (ties go to
+    the first one met) and its share of them; ``(None, 0.0)`` when there are no letters."""
+    counts: dict[str, int] = {}
+    for char in text:
+        script = char_script(char)
+        if script is not None:
+            counts[script] = counts.get(script, 0) + 1
+    if not counts:
+        return None, 0.0
+    best = max(counts, key=counts.get)
+    return best, counts[best] / sum(counts.values())
+
+
+def words_in_script(text: str, script: str) -> list[str]:
+    """The words of ``text`` (NFC, lower case) written in ``script``: maximal runs of letters,
+    marks and zero-width joiners that hold at least one letter of that script."""
+    words, current = [], []
+    for char in unicodedata.normalize("NFC", text).lower() + " ":
+        if unicodedata.category(char)[0] in "LM" or char in _JOINERS:
+            current.append(char)
+            continue
+        if current:
+            word = "".join(current)
+            if any(char_script(c) == script for c in word):
+                words.append(word)
+            current = []
+    return words
+
+
+def word_features(word: str) -> list[str]:
+    """The naive Bayes features of one word: the word itself (as ``=word``) and the character
+    n-grams (n = 1..:data:`MAX_NGRAM`) of ``<word>``, where ``<`` and ``>`` mark its ends."""
+    padded = f"<{word}>"
+    grams = [
+        padded[start : start + n]
+        for n in range(1, MAX_NGRAM + 1)
+        for start in range(len(padded) - n + 1)
+    ]
+    return [f"={word}", *(g for g in grams if g not in ("<", ">"))]
+
+
+@dataclass(frozen=True)
+class NgramModel:
+    """Multinomial naive Bayes over word and character n-gram features (Cavnar & Trenkle
+    1994, "N-gram-based text categorization"; the multinomial event model of McCallum &
+    Nigam 1998, "A comparison of event models for naive Bayes text classification").
+
+    ``log_prob[f][k]`` is log P(f | ``langs[k]``) with Lidstone smoothing,
+    (count + alpha) / (total + alpha * V) over the V features kept; features outside the
+    model are skipped. Priors are uniform. Posteriors divide the log-likelihoods by
+    ``temperature`` (temperature scaling, Guo et al. 2017, "On calibration of modern neural
+    networks"), fitted on held-out text because the features of one word are far from
+    independent and plain naive Bayes posteriors are overconfident.
     """
-    script = script_of(text)
-    if script == "tamil":
-        return "ta"
-    if script == "telugu":
-        return "te"
-    if script == "latin":
-        return "en"
-    words = set(text.split())
-    marathi = len(words & _MARATHI_MARKERS) + sum(w.endswith(("च्या", "ची", "चा")) for w in words)
-    hindi = len(words & _HINDI_MARKERS)
-    return "hi" if hindi > marathi else "mr"
+
+    langs: tuple[str, ...]
+    log_prob: dict
+    temperature: float
+
+    def log_likelihoods(self, words) -> list[float]:
+        """Sum over the features of ``words`` of log P(feature | language), per language."""
+        totals = [0.0] * len(self.langs)
+        for word in words:
+            for feature in word_features(word):
+                row = self.log_prob.get(feature)
+                if row is not None:
+                    for k, value in enumerate(row):
+                        totals[k] += value
+        return totals
+
+    def posteriors(self, words) -> list[float]:
+        """P(language | words) under uniform priors, after temperature scaling (softmax)."""
+        scaled = [value / self.temperature for value in self.log_likelihoods(words)]
+        top = max(scaled)
+        exps = [math.exp(value - top) for value in scaled]
+        return [value / sum(exps) for value in exps]
+
+
+def parse_ngram_file(text: str) -> NgramModel:
+    """Read the model file: ``# key<TAB>value`` header lines (langs, alpha, temperature,
+    totals), then ``feature<TAB>count...`` rows, one count per language."""
+    header, rows = {}, []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            key, _, value = line[1:].strip().partition("\t")
+            header[key] = value
+        elif line:
+            rows.append(line.split("\t"))
+    langs = tuple(header["langs"].split(","))
+    alpha = float(header["alpha"])
+    counts = [[int(v) for v in row[1:]] for row in rows]
+    totals = [sum(column) for column in zip(*counts)]
+    vocab = len(rows)
+    log_prob = {
+        row[0]: tuple(
+            math.log((count[k] + alpha) / (totals[k] + alpha * vocab)) for k in range(len(langs))
+        )
+        for row, count in zip(rows, counts)
+    }
+    return NgramModel(langs, log_prob, float(header["temperature"]))
+
+
+@functools.lru_cache(maxsize=1)
+def devanagari_model() -> NgramModel:
+    """The shipped Hindi/Marathi model (read once)."""
+    return parse_ngram_file(NGRAM_FILE.read_text(encoding="utf-8"))
+
+
+def identify_language(text: str) -> LanguageGuess:
+    """Identify the supported language of ``text`` from its script and its words.
+
+    The dominant script (the one most letters are in) picks the candidate languages
+    (:data:`SCRIPT_LANGUAGES`); a script with one supported language gives it with
+    confidence 1.0 (so romanised Hindi reads as English). Devanagari words go through
+    :func:`devanagari_model`; Devanagari text without any word the model knows gets the
+    model's uniform prior (0.5 each, Hindi first).
+    """
+    script, _share = dominant_script(text)
+    if script is None or script not in SCRIPT_LANGUAGES:
+        return LanguageGuess(None, 0.0, script, ())
+    langs = SCRIPT_LANGUAGES[script]
+    if len(langs) == 1:
+        return LanguageGuess(langs[0], 1.0, script, ((langs[0], 1.0),))
+    model = devanagari_model()
+    probs = model.posteriors(words_in_script(text, script))
+    ranked = sorted(zip(model.langs, probs), key=lambda pair: -pair[1])
+    candidates = tuple((lang, round(prob, 4)) for lang, prob in ranked)
+    return LanguageGuess(candidates[0][0], candidates[0][1], script, candidates)
+
+
+def detect_language(text: str) -> str:
+    """The language :func:`identify_language` finds, or "en" when it finds none."""
+    return identify_language(text).lang or "en"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
+from rudder.optional import check_installed, config_needs
 from rudder.run_layout import (
     checkpoint_file,
     checkpoints_under,
@@ -161,6 +162,7 @@ class LoadedRun:
     fingerprint: str
     experts: list[str]
     text_encoder: object = None  # loaded on first use when the run has one
+    source: str | None = None  # a Hub model's pinned id, hf://USER/NAME@<commit>
 
 
 def resolve_dataset(spec: str) -> DatasetFolder:
@@ -193,8 +195,12 @@ def _download_from_hub(repo_id: str) -> Path:
 
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
-    """Load a run directory or checkpoint for inference (the model is in eval mode)."""
-    from rudder import models
+    """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
+    (:mod:`rudder.model_hub`) for inference (the model is in eval mode)."""
+    from rudder import model_hub, models
+
+    if model_hub.is_model_reference(path):
+        return model_hub.load_model(path, device, dataset)
     from rudder.checkpoints import load_checkpoint
     from rudder.text.subwords import vocabulary_from_dict
 
@@ -204,6 +210,7 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         config = from_dict(state["config"])
     except ConfigError as error:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
+    check_installed(config_needs(config))  # e.g. its text encoder's extra, before any work
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
     model = models.build(config.model, experts, vocab.table_size)

@@ -411,5 +411,5 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         [captions["text"][i] for i in keep],
         [captions["video_id"][i] for i in keep],
         caption_ordinals(video_langs)[keep],
-        owner, slot, shape,
+        owner, slot, shape, desc=f"encoding the {split} captions",
     )
