@@ -293,7 +293,7 @@ def test_build_then_train(source, tmp_path):
     assert meta["extra"]["experts"]["motion"]["clip_frames"] == 16
     result = subprocess.run(
         [sys.executable, "-m", "rudder.train", "--dataset", str(out), "--epochs", "1",
-         "--out", str(tmp_path / "run")],
+         "--output-dir", str(tmp_path / "run")],
         cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
         check=False,
     )
