@@ -350,8 +350,11 @@ def _difference(old: dict, new: dict) -> str:
 
 
 def run_build(args, argv) -> int:
+    from rudder.optional import Need, check_installed
+
     from .video_experts import DEFAULT_EXPERTS, load_expert, parse_spec
 
+    check_installed([Need("av", "videos", "decoding video files (build videos)")])
     out = _check_out(args)
     shard = _shard(args.shard)
     if args.workers is not None and args.workers < 0:

@@ -217,6 +217,15 @@ def test_bad_flags_are_one_error_line(source, tmp_path, capsys, flags, message):
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
 
+def test_without_pyav_the_extra_is_named(source, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "av", None)
+    src, captions = source
+    assert build(src, captions, tmp_path / "out", "--expert", "audio=logmel") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: av (for decoding video files")
+    assert 'pip install -e ".[videos]"' in err
+
+
 def test_captions_file_errors(source, tmp_path, capsys):
     src, _ = source
     header = tmp_path / "c.csv"
