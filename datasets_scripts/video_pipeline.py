@@ -86,11 +86,23 @@ def decode_task(task: Task):
     yield ("done", task.stem)
 
 
-def _worker(tasks, results) -> None:
+def _worker(tasks, results, parent: int) -> None:
+    """Decode tasks until the ``None`` sentinel; exit when the parent is gone (killed with
+    SIGKILL, it cannot stop its workers), instead of waiting on a full queue forever."""
+
+    def put(message):
+        while True:
+            try:
+                results.put(message, timeout=1.0)
+                return
+            except queue_module.Full:
+                if os.getppid() != parent:
+                    os._exit(0)
+
     for task in iter(tasks.get, None):
-        results.put(("start", task.stem, os.getpid()))
+        put(("start", task.stem, os.getpid()))
         for message in decode_task(task):
-            results.put(message)
+            put(message)
 
 
 def run_tasks(tasks: list[Task], workers: int):
@@ -107,7 +119,7 @@ def run_tasks(tasks: list[Task], workers: int):
         todo.put(task)
 
     def start():
-        proc = context.Process(target=_worker, args=(todo, results), daemon=True)
+        proc = context.Process(target=_worker, args=(todo, results, os.getpid()), daemon=True)
         todo.put(None)
         proc.start()
         return proc

@@ -261,7 +261,7 @@ def test_resume_after_kill_9(source, tmp_path, capsys):
         rows.append(f"v{k},,,en,video {k}")
     captions = tmp_path / "many.csv"
     captions.write_text("\n".join(rows) + "\n")
-    flags = ["--expert", "object=resnet18@random", "--fps", "4", "--workers", "0"]
+    flags = ["--expert", "object=resnet18@random", "--fps", "4", "--workers", "1"]
     out = tmp_path / "out"
     assert build(many, captions, out, *flags) == 0
     reference = folder_bytes(out)
@@ -277,8 +277,13 @@ def test_resume_after_kill_9(source, tmp_path, capsys):
         if proc.poll() is not None:
             pytest.fail("the build ended before it could be killed")
         time.sleep(0.02)
+    children = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    deadline = time.monotonic() + 30  # its decoding worker notices and exits too
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert children and not any(_alive(pid) for pid in children)
     done = sorted(parts.glob("*.npz"))
     assert 2 <= len(done) < 8 and not out.exists()
     from datasets_scripts.videos import read_part
@@ -289,6 +294,28 @@ def test_resume_after_kill_9(source, tmp_path, capsys):
     assert f"resuming: {len(done)} of 8 file(s) already done" in capsys.readouterr().err
     assert folder_bytes(out) == reference
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 @pytest.mark.slow
