@@ -310,13 +310,23 @@ def _signature(experts, fps) -> dict:
             "experts": {e.spec.name: e.record() for e in experts}}
 
 
-def _signature_of(out: Path) -> dict | None:
-    """The experts' signature a ``build videos`` folder was written with (None if none)."""
+def _signature_of(out: Path, key: str = "build_signature"):
+    """What a ``build videos`` folder records under ``extra[key]`` (None if nothing): the
+    experts' signature, or ``inputs_sha256``."""
     try:
         meta = json.loads((out / "rudder.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return meta.get("extra", {}).get("build_signature") if isinstance(meta, dict) else None
+    return meta.get("extra", {}).get(key) if isinstance(meta, dict) else None
+
+
+def inputs_digest(videos: dict) -> str:
+    """SHA-256 of what the folder is built from besides the experts: each file's name and
+    size, its items and their caption rows."""
+    plan = [[v.path.name, v.path.stat().st_size,
+             [[i.item_id, [[r.line, r.lang, r.text, r.split] for r in i.rows]]
+              for i in v.items]] for v in videos.values()]
+    return hashlib.sha256(json.dumps(plan, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _open_work(work: Path, signature: dict, overwrite: bool) -> None:
@@ -397,7 +407,9 @@ def run_build(args, argv) -> int:
               f"not done yet: the last shard to finish writes {args.out}", file=sys.stderr)
         return 0
     with dataset_lock(work, timeout=3600):
-        if shard[1] > 1 and _signature_of(out) == signature:
+        if shard[1] > 1 and _signature_of(out) == signature and _signature_of(
+            out, "inputs_sha256"
+        ) == inputs_digest(videos):
             print(f"{args.out} was already written by another shard", file=sys.stderr)
             return 0
         assemble(videos, work, out, experts, reporter, signature, split_rule,
@@ -512,7 +524,8 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
     meta = DatasetMeta(
         name="videos", version="1.0", languages=languages, experts=infos,
         extra={"source": "videos", "command": command, "experts": records,
-               "build_signature": signature, "split": split_rule, "media": media,
+               "build_signature": signature, "inputs_sha256": inputs_digest(videos),
+               "split": split_rule, "media": media,
                "dropped_captions": dropped, "build": reporter.as_dict(),
                "card": dataclasses.asdict(card)},
     )

@@ -145,6 +145,12 @@ def test_same_bytes_whatever_the_workers_and_shards(source, tmp_path, capsys):
     # a late shard finds the dataset written
     assert build(src, captions, out, *FAST, "--shard", "1/2", "--workers", "0") == 0
     assert "already written by another shard" in capsys.readouterr().err
+    # changed captions: the last shard rewrites the folder instead
+    more = tmp_path / "more.csv"
+    more.write_text(captions.read_text() + "c,,,en,one more caption\n")
+    assert build(src, more, out, *FAST, "--shard", "1/2", "--workers", "0", "--overwrite") == 0
+    assert "already written" not in capsys.readouterr().err
+    assert folder_bytes(out) != reference
 
 
 def test_torchrun_environment_picks_the_shard(source, tmp_path, monkeypatch, capsys):
