@@ -257,6 +257,7 @@ def test_captions_file_errors(source, tmp_path, capsys):
     assert "--strict stops at the first problem" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9(source, tmp_path, capsys):
     src, _ = source
     many = tmp_path / "many"
