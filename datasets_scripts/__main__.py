@@ -31,8 +31,15 @@ def _add_build(commands) -> None:
             description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("--src", type=folder, required=True, help="folder of the release files")
+        parser.add_argument("--src", type=folder, required=True,
+                            help=getattr(module, "SRC_HELP", "folder of the release files"))
         parser.add_argument("--out", type=folder, required=True, help="dataset folder to create")
+        if hasattr(module, "run_build"):  # a builder with its own inputs (build videos)
+            parser.add_argument("--strict", action="store_true", help="stop at the first problem")
+            parser.add_argument("--overwrite", action="store_true", help="replace --out")
+            module.add_arguments(parser)
+            parser.set_defaults(run=module.run_build, module=module)
+            continue
         parser.add_argument(
             "--features",
             type=folder,

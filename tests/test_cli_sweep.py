@@ -62,7 +62,7 @@ FREE_TEXT = {
                                              "heuristics.relations (tests/heuristics/"
                                              "test_relations.py)",
     **{f"datasets_scripts build {name} --expert-map": "PATTERN=EXPERT, checked by "
-       "datasets_scripts.features.read_expert_map" for name in BUILDERS},
+       "datasets_scripts.features.read_expert_map" for name in BUILDERS if name != "videos"},
     "datasets_scripts build rudder --visual-expert": "an expert name, checked by "
                                                      "rudder.data.layout.parse_expert",
     "datasets_scripts build charades_sta --clip-lists": "file names inside --src",
@@ -76,6 +76,11 @@ FREE_TEXT = {
     "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
                             "checked by rudder.runs.load_run / rudder.model_hub.parse_hub_id "
                             "(tests/test_model_hub.py)",
+    "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
+                                              "datasets_scripts.video_experts.parse_spec "
+                                              "(tests/datasets_scripts/test_videos_experts.py)",
+    "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
+                                             "(tests/datasets_scripts/test_videos_build.py)",
     "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
                         "rudder.runs.load_run (tests/test_model_hub.py)",
@@ -111,7 +116,7 @@ REQUIRED_INPUT_FIRST = {
     "heuristics import-relations files": "--dataset is opened first (its caption ids)",
     "datasets_scripts translate --cache": "the dataset is opened first",
     **{f"datasets_scripts build {name} --text-features": "--src is read first (the text "
-       "features are matched to its captions)" for name in BUILDERS},
+       "features are matched to its captions)" for name in BUILDERS if name != "videos"},
     "datasets_scripts build didemo --lists": "--src is read first",
 }
 
