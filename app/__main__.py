@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
+from rudder.cli import ArgumentParser, folder, int_in
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import Need, check_installed
 
 QUICK_EPOCHS = 2
 # The quick model sees every caption of every training video each epoch ("all"), so the
@@ -23,8 +25,8 @@ QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m app",
+    parser = ArgumentParser(
+        prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
         epilog="`python -m app hash-password USER` prints a USER:HASH line for --auth-file "
         "(the password is asked twice and never echoed).",
@@ -36,14 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--checkpoint",
-        type=Path,
-        help="a run directory or checkpoint file (default: the newest "
-        "run under --runs trained on the dataset in all its caption languages)",
+        help="a run directory, checkpoint file, published model folder or Hub model "
+        "hf://USER/NAME[@REV] (default: the newest run under --runs trained on the dataset "
+        "in all its caption languages)",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
-    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument("--port", type=int_in(1, 65535), default=7860, help="port (default 7860)")
     parser.add_argument(
         "--auth",
         action="append",
@@ -60,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="logins, one USER:HASH a line (`python -m app hash-password USER` writes one)",
     )
     parser.add_argument(
-        "--media", type=Path, help="folder of <video_id>.mp4 files to play (the only folder served)"
+        "--media", type=folder,
+        help="folder of <video_id>.mp4 files to play (the only folder served)"
     )
     parser.add_argument(
         "--db",
@@ -69,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite file of the annotations (default annotations.sqlite)",
     )
     parser.add_argument(
-        "--runs", type=Path, default=Path("runs"), help="folder of training runs (default runs)"
+        "--runs", type=folder, default=Path("runs"), help="folder of training runs (default runs)"
     )
     parser.add_argument(
         "--annotate",
@@ -80,13 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--quick-epochs",
-        type=int,
+        type=int_in(1, 10_000),
         default=QUICK_EPOCHS,
         help=f"epochs of the model trained when no checkpoint exists (default {QUICK_EPOCHS})",
     )
     parser.add_argument(
         "--export",
-        type=Path,
+        type=folder,
         metavar="DIR",
         help="write relations.jsonl and relations.csv from --db into DIR and exit",
     )
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.export is not None:
             _export(args.db, args.export)
             return
+        check_installed([Need("gradio", "app", "python -m app")])  # before any training
         demo, background = _build(args)
     from .ui import launch_app
 
@@ -202,10 +206,8 @@ def model_description(run) -> str:
     except OSError:
         when = ""
     with_loss = f" with the {loss} loss" if loss else ""
-    return (
-        f"Collaborative Experts{with_loss} on {langs} captions{when} "
-        f"(run {run.run_dir.name})"
-    )
+    name = getattr(run, "source", None) or run.run_dir.name  # a Hub model: pinned to its commit
+    return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name})"
 
 
 def engine_for(run, collection):
@@ -247,7 +249,8 @@ def _build(args):
         if checkpoint is None:
             return _build_training(args, dataset, languages, extra)
     run = load_run(checkpoint, dataset=args.dataset)
-    print(f"Serving {run.dataset.root} with {run.checkpoint}", file=sys.stderr, flush=True)
+    print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}", file=sys.stderr,
+          flush=True)
     demo = build_app(
         run.model,
         run.vocab,

@@ -13,7 +13,13 @@ Relation file format (read by ``heuristics`` to fill a dataset's ``relations`` c
   ``positive`` 2, ``description`` 3); ``time`` is ISO 8601 in UTC; ``dataset`` is the name
   in the dataset's ``rudder.json``.
 * **CSV** (``relations.csv``): the same columns in the same order, with a header row
-  ``caption_id_a,caption_id_b,label,annotator,time,dataset``.
+  ``caption_id_a,caption_id_b,label,annotator,time,dataset``. A cell that starts with
+  ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` so that a
+  spreadsheet shows it as text instead of running it as a formula (OWASP, "CSV Injection");
+  ``heuristics import-relations`` removes that quote again. JSONL is written as stored.
+
+Names (annotator, dataset) and caption ids holding a NUL byte are refused before anything
+is written: no tool reads them back alike.
 
 Agreement is Cohen's kappa (Cohen 1960; ``sklearn.metrics.cohen_kappa_score``, unweighted)
 per pair of annotators over the pairs both labelled in the same dataset.
@@ -28,10 +34,33 @@ import json
 from pathlib import Path
 
 from rudder.atomic import atomic_write_text
+from rudder.errors import RudderError
 
 from .annotations_db import LABEL_NAMES, AnnotationStore
 
 COLUMNS = ("caption_id_a", "caption_id_b", "label", "annotator", "time", "dataset")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class ExportError(RudderError):
+    """Records that cannot be exported as they are; the message names the record."""
+
+
+def spreadsheet_safe(value):
+    """``value`` with a leading ``'`` when a spreadsheet would read it as a formula."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
+def check_records(records: list[dict]) -> None:
+    """Refuse a record whose text fields hold a NUL byte, naming the field and record."""
+    for number, record in enumerate(records, start=1):
+        for column in COLUMNS:
+            if "\0" in str(record.get(column, "")):
+                raise ExportError(
+                    f"record {number} ({record.get('caption_id_a')!r} -> "
+                    f"{record.get('caption_id_b')!r}): {column} {record[column]!r} holds a NUL "
+                    "byte; rename it in the annotation store, then export again"
+                )
 
 
 def relation_records(store: AnnotationStore, dataset: str | None = None) -> list[dict]:
@@ -62,7 +91,7 @@ def write_csv(records: list[dict], path) -> Path:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows({c: spreadsheet_safe(r[c]) for c in COLUMNS} for r in records)
     return atomic_write_text(Path(path), buffer.getvalue(), newline="")
 
 
@@ -72,8 +101,13 @@ def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple
 
 
 def write_records(records: list[dict], out_dir) -> tuple[Path, Path]:
-    """Write ``relations.jsonl`` and ``relations.csv`` of ``records`` into ``out_dir``."""
+    """Write ``relations.jsonl`` and ``relations.csv`` of ``records`` into ``out_dir``
+    (records with a NUL byte are refused first: :func:`check_records`)."""
+    check_records(records)
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f"--export {out_dir} is a file; name a folder (relations.jsonl and "
+                          "relations.csv are written into it)")
     return write_jsonl(records, out_dir / "relations.jsonl"), write_csv(
         records, out_dir / "relations.csv"
     )

@@ -3,8 +3,8 @@
 :func:`query_language` reads :func:`rudder.languages.identify_language`: a query with no
 letter at all (emoji, punctuation, digits) has *nothing searchable*; letters of a script no
 supported language is written in (Chinese, Arabic, Cyrillic, ...) make it *uncovered*;
-otherwise it has a supported language, with the probabilities of the script's languages
-when several share it (Hindi and Marathi).
+otherwise it has a supported language (``candidates``: the probabilities of the script's
+languages, several when they share it, as Hindi and Marathi do).
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ class QueryLanguage:
     def nothing_searchable(self) -> bool:
         return self.lang is None and self.script is None
 
-    def detail(self) -> str:
-        """'97% Marathi, 3% Hindi' when the script has several languages, else ''."""
-        if len(self.candidates) < 2:
-            return ""
-        return ", ".join(f"{p:.0%} {NAMES.get(code, code)}" for code, p in self.candidates)
+
+def script_name(script: str) -> str:
+    """A Unicode script name as the page shows it ('Han (Chinese characters)')."""
+    return _SCRIPT_NOTES.get(script, script)
 
 
 def query_language(text: str) -> QueryLanguage:
@@ -46,7 +45,7 @@ def query_language(text: str) -> QueryLanguage:
         return QueryLanguage(guess.lang, None, tuple(guess.candidates))
     if guess.script is None:
         return QueryLanguage(None)
-    return QueryLanguage(None, _SCRIPT_NOTES.get(guess.script, guess.script))
+    return QueryLanguage(None, script_name(guess.script))
 
 
 def covered_scripts_text() -> str:

@@ -16,18 +16,19 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from rudder.languages import NAMES, SUPPORTED, check_language
+from rudder.languages import NAMES, SUPPORTED, LanguageGuess, check_language, identify_language
 from rudder.translate import TranslationUnavailable, translate_texts
 
 from .engine import Coverage, SearchEngine
 from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from .model_slot import ModelSlot
-from .query_language import covered_scripts_text, query_language
+from .query_language import covered_scripts_text, query_language, script_name
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
 THUMBNAIL_COLUMN = "thumbnail"
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
+UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
 DEFAULT_K, MAX_K = 10, 50
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
@@ -129,6 +130,16 @@ def examples_of(collection, finds=None) -> list[Example]:
     return examples
 
 
+def detection_note(guess: LanguageGuess) -> str:
+    """How the query language was detected: the confidence, and the other candidates with a
+    hint to choose the language when it is below :data:`UNSURE`."""
+    note = f"detected from its words and script, {guess.confidence:.0%} confident"
+    if guess.confidence < UNSURE:
+        others = ", ".join(f"{NAMES[lang]} {p:.0%}" for lang, p in guess.candidates[1:])
+        note += f" ({others}); choose the language if it is wrong"
+    return note
+
+
 def default_translator(text: str, src: str, dest: str) -> str:
     """Google Translate through :func:`rudder.translate.translate_texts` (cached, fails fast)."""
     return translate_texts([text], src, dest, timeout=TRANSLATE_TIMEOUT)[text]
@@ -219,8 +230,8 @@ class SearchTab:
                 "characters)."
             )
             query = query[:MAX_QUERY_CHARS].strip()
-        guess = query_language(query)
-        if guess.nothing_searchable:
+        guess = identify_language(query)
+        if guess.lang is None and guess.script is None:
             nothing = (
                 "⚠ Nothing to search for: the query has no letters (only emoji, "
                 "punctuation, digits or symbols). Type words describing the video, or click "
@@ -231,7 +242,8 @@ class SearchTab:
             if lang_choice == AUTO:
                 if guess.lang is None:
                     uncovered = (
-                        f"⚠ The query is written in {markdown_text(guess.script)}, a script "
+                        f"⚠ The query is written in {markdown_text(script_name(guess.script))}, "
+                        "a script "
                         f"this model does not read: it reads {covered_scripts_text()}. "
                         "Nothing was searched."
                     )
@@ -245,9 +257,7 @@ class SearchTab:
             raise user_error(str(error)) from None
         if self.engine is None:
             return self._empty(" ".join(notes + [self.slot.progress_markdown()]))
-        how = "chosen"
-        if lang_choice == AUTO:
-            how = "detected from the script" + (f": {guess.detail()}" if guess.detail() else "")
+        how = detection_note(guess) if lang_choice == AUTO else "chosen"
         notes.insert(0, f"Query language: **{NAMES[lang]}** ({how}).")
         if translate and target != lang:
             try:

@@ -10,4 +10,5 @@ BUILDERS = {  # module names relative to this package
     "charades_sta": ".charades_sta",
     "didemo": ".didemo",
     "msrvtt": ".msrvtt",
+    "videos": ".videos",  # your own video files: decodes them and extracts expert features
 }

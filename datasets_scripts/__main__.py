@@ -8,9 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from rudder.cli import ArgumentParser, float_in, folder, int_in
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import SUPPORTED, UnsupportedLanguageError
+from rudder.optional import Need, check_installed
 
 from . import BUILDERS
 from .build_report import BuildError, Reporter
@@ -29,11 +31,18 @@ def _add_build(commands) -> None:
             description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("--src", type=Path, required=True, help="folder of the release files")
-        parser.add_argument("--out", type=Path, required=True, help="dataset folder to create")
+        parser.add_argument("--src", type=folder, required=True,
+                            help=getattr(module, "SRC_HELP", "folder of the release files"))
+        parser.add_argument("--out", type=folder, required=True, help="dataset folder to create")
+        if hasattr(module, "run_build"):  # a builder with its own inputs (build videos)
+            parser.add_argument("--strict", action="store_true", help="stop at the first problem")
+            parser.add_argument("--overwrite", action="store_true", help="replace --out")
+            module.add_arguments(parser)
+            parser.set_defaults(run=module.run_build, module=module)
+            continue
         parser.add_argument(
             "--features",
-            type=Path,
+            type=folder,
             default=None,
             help="folder of expert features (CE pickles, <expert>/*.npy, *.h5)",
         )
@@ -122,6 +131,8 @@ def run_build(args, argv) -> int:
 def run_translate(args, argv) -> int:
     from .translate import translate_dataset
 
+    check_installed([Need("googletrans", "translate", "datasets_scripts translate")])
+
     added = translate_dataset(
         args.out,
         args.source_lang,
@@ -145,20 +156,18 @@ def run_publish(args, argv) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
+_positive_int = int_in(1, 100_000)
+_seconds = float_in(0, 3600, low_open=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m datasets_scripts", description=__doc__)
+    parser = ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_build(commands)
     translate = commands.add_parser(
         "translate", help="add machine-translated captions (googletrans)"
     )
-    translate.add_argument("out", type=Path, help="a built dataset folder")
+    translate.add_argument("out", type=folder, help="a built dataset folder")
     translate.add_argument("--from", dest="source_lang", required=True, choices=SUPPORTED)
     translate.add_argument("--to", nargs="+", required=True, choices=SUPPORTED)
     translate.add_argument(
@@ -170,16 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--batch-size", type=_positive_int, default=20, help="texts per request (default 20)"
     )
-    translate.add_argument("--rate", type=float, default=5.0, help="texts per second (default 5)")
-    translate.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    translate.add_argument("--rate", type=float_in(0, 1000), default=5.0,
+                           help="texts per second (default 5; 0: no limit)")
+    translate.add_argument("--timeout", type=_seconds, default=10.0, help="seconds per request")
     translate.set_defaults(run=run_translate)
     publish = commands.add_parser("publish", help="upload a built folder to the Hugging Face Hub")
-    publish.add_argument("out", type=Path, help="a built dataset folder")
+    publish.add_argument("out", type=folder, help="a built dataset folder")
     publish.add_argument("--repo-id", required=True, help="USER/NAME of the dataset repo")
     publish.add_argument("--private", action="store_true")
     publish.add_argument("--dry-run", action="store_true", help="validate and list, upload nothing")
     publish.add_argument(
-        "--timeout", type=float, default=5.0,
+        "--timeout", type=_seconds, default=5.0,
         help="seconds the Hub may take to connect and to answer the first request (default 5)",
     )
     publish.set_defaults(run=run_publish)

@@ -28,6 +28,9 @@ from .cards import fields_section, make_card
 from .features import FeatureSource, feature_batches, scan_source
 
 LIST_TYPE = pa.list_(pa.string())
+# Longest caption a build accepts, in characters: paragraphs of the supported releases stay
+# under ~3,000; a longer "caption" is a damaged file (a missing line end joins lines).
+MAX_CAPTION_CHARS = 20_000
 
 
 class CaptionRows:
@@ -55,6 +58,12 @@ class CaptionRows:
     ) -> None:
         if caption_id in self.ids:
             raise BuildError(f"caption id {caption_id!r} is used twice")
+        if isinstance(text, str) and len(text) > MAX_CAPTION_CHARS:
+            raise BuildError(
+                f"caption {caption_id!r} (video {video_id!r}) has {len(text):,d} characters, "
+                f"over the limit of {MAX_CAPTION_CHARS:,d}: the file is damaged (line ends "
+                "missing?) or not a caption file; fix the source"
+            )
         self.ids.add(caption_id)
         row = (caption_id, video_id, lang, text, start, end, kind, machine_translated)
         for name, value in zip(CAPTIONS_SCHEMA.names, row):

@@ -114,6 +114,18 @@ Darrell, Trevor and Russell, Bryan},
   year      = {2018}
 }""",
     ),
+    "videos": SourceInfo(
+        pretty_name="Own videos",
+        description=(
+            "Videos from a local folder with their captions, and expert features extracted "
+            "from them by `python -m datasets_scripts build videos` (the experts, their weights "
+            "and sampling are listed below)."
+        ),
+        license="other",
+        license_name="own-videos",
+        licence_terms="The terms of the videos and captions, set by their owners.",
+        citation=CE_BIBTEX,
+    ),
 }
 
 

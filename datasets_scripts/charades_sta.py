@@ -44,6 +44,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from rudder.cli import float_in
 from rudder.data.layout import SPLITS
 
 from .build import CaptionRows, RawDataset, holdout_validation, read_json
@@ -68,7 +69,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--validation-fraction",
-        type=float,
+        type=float_in(0.0, 0.99),
         default=0.1,
         help="share of the train file's videos held out for validation (default 0.1)",
     )

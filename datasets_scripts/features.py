@@ -6,7 +6,8 @@ Published layouts read here:
   a dict video id -> a ``(D,)`` vector, an ``(n, D)`` array for variable-length experts, or
   ``NaN``/``None`` when the video lacks the feature. A pickle is loaded whole (the format
   allows nothing else) and dropped before the next one, so one expert is in memory at a time.
-  Pickles run code when loaded: read only files you trust.
+  Pickles are read with the allow-list of :mod:`rudder.safe_pickle`, so one that asks to
+  build any other object (code) is refused naming the file.
 - **npy folder**: ``<expert>/<video_id>.npy``, one array per video.
 - **HDF5**: ``<expert>.h5`` (or ``.hdf5``) with one dataset per video id at the top level.
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
-import pickle
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,8 @@ import numpy as np
 import yaml
 
 from rudder.data.layout import EXPERT_KINDS, parse_expert
+from rudder.optional import Need, check_installed
+from rudder.safe_pickle import safe_load
 
 from .build_report import BuildError, Reporter
 
@@ -170,13 +172,10 @@ def _rudder_pickle_entries(source, wanted):
 
 
 def load_pickle(path):
-    try:
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
-    except (pickle.UnpicklingError, EOFError, OSError, AttributeError, ImportError) as error:
-        raise BuildError(
-            f"{path}: cannot be unpickled ({error}); is it a complete pickle file?"
-        ) from error
+    """A feature pickle's content, read with rudder's allow-list unpickler (dicts, lists,
+    numbers, strings, numpy arrays): a pickle that asks for anything else is refused before
+    it runs, a damaged one named, both as :class:`BuildError`."""
+    return safe_load(path, BuildError, "a feature pickle")
 
 
 @dataclass
@@ -301,8 +300,9 @@ def read_expert_map(pairs, map_file) -> list[tuple[str, str]]:
     if map_file:
         try:
             data = yaml.safe_load(Path(map_file).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
-            raise BuildError(f"--expert-map-file {map_file}: cannot read it ({error})") from error
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            raise BuildError(f"--expert-map-file {map_file}: cannot read it as UTF-8 JSON/YAML "
+                             f"({type(error).__name__}: {error})") from None
         if not isinstance(data, dict):
             raise BuildError(
                 f"--expert-map-file {map_file}: expected a mapping {{pattern: expert}}"
@@ -365,6 +365,9 @@ def discover(feature_dir, mapping, reporter: Reporter) -> list[FeatureSource]:
                 "pass --expert-map to name them apart"
             )
         sources[expert] = FeatureSource(expert, kind, [path])
+    hdf5 = [s.location for s in sources.values() if s.kind == "hdf5"]
+    if hdf5:  # before any feature is read
+        check_installed([Need("h5py", "hdf5", f"the HDF5 features {hdf5[0]}")])
     if not sources:
         reporter.warn(
             f"--features {root}: no feature files found (expected *.pickle, *.h5 or "

@@ -1,7 +1,8 @@
 """``python -m datasets_scripts publish OUT --repo-id USER/NAME``: upload a built folder to the Hub.
 
 The card is validated first (YAML front matter parses, a ``configs:`` list whose every
-``path`` exists, every parquet file listed by some config, licence set). ``--dry-run``
+``path`` exists, every parquet file listed by some config and readable, with the row count
+the card states, licence set). ``--dry-run``
 stops there and lists the files and sizes. Otherwise, in this order, each failing fast with
 a clear message: ``HF_HUB_OFFLINE``, a token (``HF_TOKEN`` or the ``hf auth login`` cache),
 an answer from the endpoint within ``timeout`` seconds; then
@@ -102,7 +103,36 @@ def validate_card(root: Path) -> list[str]:
         raise PublishError(f"{root}: parquet file(s) no config lists: {stray}; rebuild the folder")
     if not front.get("license"):
         raise PublishError(f"{card}: no 'license:' in the front matter")
+    check_parquet_files(root, sorted(p for p in listed if p.endswith(".parquet")))
     return names
+
+
+CONTENTS_ROW = re.compile(r"^\| (\S+) \| (\S+) \| (\d+) \|$", re.MULTILINE)
+
+
+def check_parquet_files(root: Path, relatives: list[str]) -> None:
+    """Read every listed parquet file's footer (a truncated or damaged file has none) and
+    compare its row count with the card's ``## Contents`` table, where the card has one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rudder.data.card import config_path
+
+    text = (root / "README.md").read_text(encoding="utf-8")
+    stated = {config_path(c, s): int(n) for c, s, n in CONTENTS_ROW.findall(text)}
+    for relative in relatives:
+        try:
+            rows = pq.ParquetFile(root / relative).metadata.num_rows
+        except (pa.ArrowException, OSError) as error:
+            raise PublishError(
+                f"{root / relative}: not a readable parquet file ({error}); it is truncated or "
+                "damaged: rebuild the folder (or copy the file again)"
+            ) from None
+        if relative in stated and stated[relative] != rows:
+            raise PublishError(
+                f"{root / relative}: holds {rows} rows, but the card says {stated[relative]}; "
+                "the file was changed or replaced after the build: rebuild the folder"
+            )
 
 
 def list_files(root: Path) -> list[tuple[str, int]]:
@@ -177,8 +207,9 @@ def publish(
     root = Path(root)
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: use USER/NAME (letters, digits, '-', '_', '.')")
-    DatasetFolder(root)  # a rudder dataset (rudder.json present and valid)
+    folder = DatasetFolder(root)  # a rudder dataset (rudder.json present and valid)
     configs = validate_card(root)
+    folder.check_splits_agree()
     files = list_files(root)
     total = sum(size for _, size in files)
     if dry_run:

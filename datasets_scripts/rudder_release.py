@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rudder.cli import float_in
 from rudder.data.layout import (
     CAPTION_KINDS,
     NOUN_VERB_COLUMNS,
@@ -58,7 +59,7 @@ _PAIR_LABEL_DIGITS = {str(code) for code in PAIR_LABELS.values()}  # "0".."3" in
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--validation-fraction",
-        type=float,
+        type=float_in(0.0, 0.99),
         default=0.1,
         help="pickle layout: share of training videos held out (default 0.1)",
     )

@@ -67,6 +67,10 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
     dests = [check_language(d, "--to") for d in dests]
     if src in dests:
         raise LayoutError(f"--to {src}: that is the source language; choose other targets")
+    missing = folder.missing_splits("captions")
+    if missing:
+        raise LayoutError(f"{missing[0]} is missing, but the dataset's card lists it: the file "
+                          "was deleted or not copied; restore it (or rebuild the dataset)")
     state, tables = files_state(root, "captions"), _caption_tables(root)
     existing = {c for t in tables.values() for c in t["caption_id"].to_pylist()}
     added, parts = {}, {s: [] for s in tables}

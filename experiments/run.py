@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rudder.atomic import atomic_write_text
-from rudder.config import TrainConfig
+from rudder.cli import ArgumentParser, folder, int_in
+from rudder.config import MAX_EPOCHS, TrainConfig
 from rudder.errors import RudderError, one_line
+from rudder.optional import check_installed, config_needs
 from rudder.run_layout import (
     checkpoint_file,
     config_file,
@@ -80,7 +82,7 @@ class Job:
 
 def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """The arguments experiments.run and experiments.tune share: suite, dataset and folders."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog,
         description=description,
         epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
@@ -93,19 +95,19 @@ def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--output",
-        type=Path,
+        type=folder,
         default=DEFAULT_OUTPUT,
         help=f"folder for the tables, plots and tuned settings (default {DEFAULT_OUTPUT})",
     )
     parser.add_argument(
         "--runs-dir",
-        type=Path,
+        type=folder,
         default=DEFAULT_RUNS_DIR,
         help=f"folder of the run directories (default {DEFAULT_RUNS_DIR}, gitignored)",
     )
     parser.add_argument(
         "--suites-dir",
-        type=Path,
+        type=folder,
         default=SUITES_DIR,
         help="folder of suite folders (default: experiments/suites)",
     )
@@ -117,13 +119,15 @@ def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = suite_parser(
-        "python -m experiments.run",
+        f"python -m {__package__}.run",
         "Reproduce a paper table: train each row over seeds (resuming finished runs), "
         "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per row (default 3)")
+    parser.add_argument("--seeds", type=int_in(1, 1000), default=3,
+                        help="seeds 0..N-1 per row (default 3)")
     parser.add_argument(
-        "--epochs", type=int, help="override every row's epochs (a shorter schedule)"
+        "--epochs", type=int_in(1, MAX_EPOCHS),
+        help="override every row's epochs (a shorter schedule)"
     )
     parser.add_argument(
         "--tuned",
@@ -244,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
             f"({details}); delete those run directories to train them again",
             file=sys.stderr,
         )
+        return 2
+    try:  # every optional package the rows train with, before the first row
+        check_installed(need for job in jobs if job.status != "done"
+                        for need in config_needs(job.config))
+    except RudderError as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     for i, job in enumerate(jobs, 1):
         if job.status == "done":

@@ -47,8 +47,10 @@ import yaml
 from rudder.atomic import atomic_write_text
 from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
+from rudder.errors import one_line
 from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
+from rudder.optional import MissingExtra, check_installed, config_needs
 from rudder.run_layout import log_file, read_history, read_json
 from rudder.runs import RunError, prepare_run_dir, resolve_dataset
 from rudder.selection import improves, reported_value, selection_key, selection_score
@@ -271,8 +273,18 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
             f"suite {suite.name!r} is tuned on validation but {path} does not exist: run "
             f"`python -m experiments.tune {suite.name}` first, or pass --untuned for the defaults"
         )
-    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    rows = document.get("rows") or {}
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise SuiteError(f"{path}: not a readable tuned-settings YAML file ({one_line(error)}); "
+                         "run experiments.tune again, or pass --untuned") from None
+    rows = document.get("rows") if isinstance(document, dict) else None
+    if not isinstance(rows, dict) or not all(
+        isinstance(r, dict) and isinstance(r.get("chosen"), dict) for r in rows.values()
+    ):
+        raise SuiteError(f"{path}: not a file of experiments.tune (expected 'rows: {{label: "
+                         "{row_key: ..., chosen: {...}}}}'); run experiments.tune again, or "
+                         "pass --untuned")
     chosen = {}
     for label, key in base_keys.items():
         if label not in rows:
@@ -290,7 +302,7 @@ def load_tuned(path: Path, suite: Suite, base_keys: dict[str, str]) -> dict[str,
 
 def build_parser() -> argparse.ArgumentParser:
     return suite_parser(
-        "python -m experiments.tune",
+        f"python -m {__package__}.tune",
         "Choose each row's hyper-parameters on the validation split (same number of short "
         "trials per loss) and write <output>/<suite>-tuned.yaml for experiments.run.",
     )
@@ -322,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.dry_run:
         return 0
+    try:  # every optional package the trials train with, before the first trial
+        check_installed(need for _, trials in plans.values() for _, job in trials
+                        for need in config_needs(job.config))
+    except MissingExtra as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     results, done = {}, 0
     for label, (base_key, trials) in plans.items():
         scored = []

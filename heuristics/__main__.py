@@ -6,9 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from rudder.cli import ArgumentParser, float_in, folder, int_in
+from rudder.config import MAX_SEED
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
 from rudder.languages import UnsupportedLanguageError
+from rudder.optional import Need, check_installed
 
 from . import commands
 from .classes import ClassFileError
@@ -41,31 +44,14 @@ MODEL_DIR_HELP = (
 )
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
-
-
-def share(text: str) -> float:
-    """An argparse type: a number in [0, 1] (an overlap threshold alpha)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return value
+positive_int = int_in(1, 10**9)  # counts and steps
+share = float_in(0.0, 1.0)  # an overlap threshold alpha
+seed = int_in(0, MAX_SEED)
 
 
 def _tagger_args(parser) -> None:
     parser.add_argument("--tagger", choices=("stanza", "lexicon"), default="stanza")
-    parser.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
+    parser.add_argument("--model-dir", type=folder, help=MODEL_DIR_HELP)
     parser.add_argument(
         "--lexicon",
         type=Path,
@@ -86,13 +72,13 @@ def _tagger_args(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m heuristics", description=__doc__)
+    parser = ArgumentParser(prog=f"python -m {__package__}", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("download", help="fetch Stanza's official models (needs a network)")
     p.add_argument("--lang", nargs="+", required=True)
-    p.add_argument("--model-dir", type=Path, help=MODEL_DIR_HELP)
-    p.add_argument("--timeout", type=float, default=5.0)
+    p.add_argument("--model-dir", type=folder, help=MODEL_DIR_HELP)
+    p.add_argument("--timeout", type=float_in(0, 3600, low_open=True), default=5.0)
     p.add_argument(
         "--overwrite", action="store_true", help="replace models trained by train-tagger"
     )
@@ -102,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", required=True)
     p.add_argument("--train", type=Path, required=True)
     p.add_argument("--dev", type=Path, required=True)
-    p.add_argument("--model-dir", "--out", type=Path, help=MODEL_DIR_HELP)
+    p.add_argument("--model-dir", "--out", type=folder, help=MODEL_DIR_HELP)
     p.add_argument("--size", choices=sorted(SIZES), default=TrainOptions.size)
     p.add_argument("--max-steps", type=positive_int, default=TrainOptions.max_steps)
     p.add_argument("--batch-size", type=positive_int, default=TrainOptions.batch_size)
@@ -113,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps between dev scores",
     )
     p.add_argument("--lemma-steps", type=positive_int, default=TrainOptions.lemma_steps)
-    p.add_argument("--seed", type=int, default=TrainOptions.seed)
+    p.add_argument("--seed", type=seed, default=TrainOptions.seed)
     p.add_argument("--verbose", action="store_true", help="show Stanza's whole training log")
     p.add_argument("--quiet", action="store_true", help="no progress lines (steps, loss, dev)")
     p.set_defaults(run=commands.cmd_train_tagger)
@@ -123,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--conllu", type=Path, required=True)
     p.add_argument(
-        "--model-dir", "--model", type=Path, help=MODEL_DIR_HELP + "; or its <lang> folder"
+        "--model-dir", "--model", type=folder, help=MODEL_DIR_HELP + "; or its <lang> folder"
     )
     p.add_argument("--lang", help="needed when the directory holds several languages")
     p.add_argument("--report", type=Path, help="also write the scores as JSON")
@@ -136,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", required=True)
     p.add_argument("--input", type=Path, help="one text per line")
     p.add_argument(
-        "--dataset", type=Path, help="captions with nouns/verbs to build the lexicon tagger from"
+        "--dataset", type=folder, help="captions with nouns/verbs to build the lexicon tagger from"
     )
     p.add_argument(
         "--noun-classes", type=Path, action="append", help="EPIC-KITCHENS-100 noun class CSV"
@@ -150,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "label", help="add nouns/verbs/noun_classes/verb_classes to a dataset's captions"
     )
-    p.add_argument("--dataset", type=Path, required=True)
+    p.add_argument("--dataset", type=folder, required=True)
     p.add_argument("--alpha-n", type=share, default=0.5)
     p.add_argument("--alpha-v", type=share, default=0.5)
     p.add_argument("--dry-run", action="store_true", help="only print the statistics")
@@ -176,9 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--langs", nargs="+", help="label only captions in these languages (default: all)"
     )
     p.add_argument(
-        "--sample-pairs", type=int, default=0, help="print N random labelled pairs per split"
+        "--sample-pairs", type=int_in(0, 10**6), default=0,
+        help="print N random labelled pairs per split"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample-pairs")
+    p.add_argument("--seed", type=seed, default=0, help="seed of --sample-pairs")
     p.add_argument("--report", type=Path, help="also write the statistics as JSON")
     p.add_argument(
         "--stop-nouns", type=Path, help="TSV lang<TAB>lemma of subject nouns not counted"
@@ -196,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=eval_classes.run)
 
     p = sub.add_parser("video-relations", help="RUDDER's video-based heuristic -> relations")
-    p.add_argument("--dataset", type=Path, required=True)
+    p.add_argument("--dataset", type=folder, required=True)
     p.add_argument(
         "--sets", type=Path, required=True, help="CSV video_id,objects,actions (or Charades' CSV)"
     )
@@ -208,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "import-relations", help="import manual relations (app export .jsonl or .csv)"
     )
-    p.add_argument("--dataset", type=Path, required=True)
+    p.add_argument("--dataset", type=folder, required=True)
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--annotator", default="manual", help="annotator of rows that name none")
     p.add_argument(
@@ -222,9 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def optional_needs(args) -> list[Need]:
+    """The extras a parsed command needs: Stanza for its own commands, a Stanza tagger
+    (``--tagger stanza``, the default) and ``eval-classes --method tagger``."""
+    stanza = (
+        args.command in ("download", "train-tagger", "eval-tagger")
+        or getattr(args, "tagger", None) == "stanza"
+        or getattr(args, "method", None) == "tagger"
+    )
+    return [Need("stanza", "heuristics", f"python -m heuristics {args.command}")] if stanza else []
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_installed(optional_needs(args))  # before any work
         return args.run(args)
     except ERRORS as error:
         print(f"error: {one_line(error)}", file=sys.stderr)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +137,7 @@ def read_epic_classes(path, pos: str, lang: str = "en") -> ClassMap:
     if not path.is_file():
         raise ClassFileError(f"{path}: no such class CSV")
     out = ClassMap()
+    rows = []  # (line, id, last cell) of every class row
     with open_text(path, ClassFileError, newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
@@ -170,9 +172,45 @@ def read_epic_classes(path, pos: str, lang: str = "en") -> ClassMap:
                 )
             for lemma in dict.fromkeys([key, *instances]):
                 out.add(pos, lang, lemma, concept, f"{path}:{line}")
+            rows.append((line, concept, row[-1].strip() if len(row) > 3 else None))
     if not out:
         raise ClassFileError(f"{path}: no classes in the file")
+    _check_class_rows(path, rows)
     return out
+
+
+def _check_class_rows(path: Path, rows) -> None:
+    """Refuse a class CSV that is cut short or has gaps: ids repeated, integer ids that are
+    not contiguous (EPIC numbers its classes 0..N-1), or a last line with no line end whose
+    last cell (EPIC's category) appears on no other row: a line cut mid-row (``head -c``, a
+    partial download). EPIC's own files end without a line end, so that alone is no error."""
+    ids = [concept for _, concept, _ in rows]
+    seen = {}
+    for line, concept, _ in rows:
+        if concept in seen:
+            raise ClassFileError(f"{path}:{line}: class id {concept!r} is also on line "
+                                 f"{seen[concept]}; each class has one row")
+        seen[concept] = line
+    if all(c.lstrip("-").isdigit() for c in ids):
+        numbers = sorted(int(c) for c in ids)
+        gap = next((a + 1 for a, b in itertools.pairwise(numbers) if b != a + 1), None)
+        if gap is not None:
+            raise ClassFileError(
+                f"{path}: class ids are not contiguous: {gap} is missing between "
+                f"{numbers[0]} and {numbers[-1]} (a row was deleted or the file is damaged); "
+                "use the complete class file"
+            )
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 1))
+        ends_whole = handle.read(1) in (b"\n", b"\r")
+    line, _, last = rows[-1]
+    others = {cell for _, _, cell in rows[:-1]}
+    if not ends_whole and last is not None and len(rows) > 1 and last not in others:
+        raise ClassFileError(
+            f"{path}:{line}: the last line looks cut mid-row (no line end, and its last cell "
+            f"{last!r} is on no other row); the file is truncated: use the complete class file "
+            "(or end the line with a newline if it is whole)"
+        )
 
 
 def read_lexicon(path) -> ClassMap:

@@ -136,11 +136,13 @@ def _model_and_lang(model: Path, lang: str | None) -> tuple[Path, str]:
 
 
 def cmd_eval_tagger(args) -> int:
+    from .conllu import read_conllu
     from .evaluation import evaluate_tagger
     from .taggers import StanzaTagger
 
+    sentences = read_conllu(args.conllu)  # a bad file is refused before models are looked for
     folder, lang = _model_and_lang(model_dir(args.model_dir), args.lang)
-    result = evaluate_tagger(StanzaTagger(folder), args.conllu, lang)
+    result = evaluate_tagger(StanzaTagger(folder), sentences, lang)
     pct = lambda x: "n/a (no gold lemmas)" if x is None else f"{100 * x:.1f}"
     print(f"{lang}: {result['sentences']} sentences, {result['words']} words")
     print(
@@ -170,8 +172,8 @@ def cmd_tag(args) -> int:
         ]
     if not texts:
         raise TaggerError("nothing to tag: give texts or --input FILE")
+    class_map, options = _class_map(args), _options(args)  # files before the tagger's models
     tagger = _build_tagger(args, _annotated_captions(args.dataset) if args.dataset else ())
-    class_map, options = _class_map(args), _options(args)
     tagged = tag_texts(tagger, texts, args.lang, cache=_cache(args))
     vocabulary = lemma_vocabulary(tagger, tagged, args.lang)  # as label: the lemma fallback
     for text, words in zip(texts, tagged):
@@ -197,6 +199,8 @@ def cmd_tag(args) -> int:
 def cmd_label(args) -> int:
     from .label import LabelConfig, format_statistics, label_dataset
 
+    class_map = _class_map(args)  # the class files are read before the tagger's models
+    stop_nouns = load_stop_nouns(args.stop_nouns, not args.no_stop_nouns)
     tagger = _build_tagger(
         args, _annotated_captions(args.dataset) if args.tagger == "lexicon" else ()
     )
@@ -206,7 +210,7 @@ def cmd_label(args) -> int:
         options=_options(args),
         stats_queries=args.stats_queries,
         num_proc=args.num_proc,
-        stop_nouns=load_stop_nouns(args.stop_nouns, not args.no_stop_nouns),
+        stop_nouns=stop_nouns,
         sample_pairs=args.sample_pairs,
         seed=args.seed,
         langs=args.langs,
@@ -214,7 +218,7 @@ def cmd_label(args) -> int:
     stats = label_dataset(
         args.dataset,
         tagger,
-        _class_map(args),
+        class_map,
         config,
         dry_run=args.dry_run,
         overwrite=args.overwrite,

@@ -28,6 +28,8 @@ import json
 from dataclasses import fields, replace
 from pathlib import Path
 
+from rudder.cli import folder
+
 from .class_rules import (
     ClassRules,
     corpus_vocabulary,
@@ -70,6 +72,7 @@ def read_sentences(path) -> list[dict]:
             rows.append(
                 {
                     "id": row["narration_id"],
+                    "line": reader.line_num,
                     "narration": row["narration"],
                     "verb_class": str(verb),
                     "noun_classes": {str(n) for n in nouns},
@@ -187,7 +190,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--verb-classes", type=Path, required=True, help="EPIC verb class CSV")
     parser.add_argument("--noun-classes", type=Path, required=True, help="EPIC noun class CSV")
     parser.add_argument(
-        "--model-dir", type=Path,
+        "--model-dir", type=folder,
         help="Stanza models (unless --method lookup): this folder, else "
         "$STANZA_RESOURCES_DIR, else ~/.cache/rudder/stanza",
     )
@@ -204,9 +207,27 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def check_gold_classes(rows, class_map, sentences, noun_csv, verb_csv) -> None:
+    """Refuse gold classes the class files lack (a truncated or other-version class CSV
+    would otherwise score those rows as misses)."""
+    known = {pos: {c for (p, _, _), c in class_map.entries.items() if p == pos}
+             for pos in ("noun", "verb")}
+    for row in rows:
+        for pos, ids, csv_path in (("verb", {row["verb_class"]}, verb_csv),
+                                   ("noun", row["noun_classes"], noun_csv)):
+            missing = sorted(ids - known[pos], key=lambda c: (len(c), c))
+            if missing:
+                raise ClassFileError(
+                    f"{sentences}:{row['line']}: gold {pos} class {missing[0]} is not in "
+                    f"{csv_path} ({len(known[pos])} classes there): the class file is incomplete "
+                    "or of another version; use the complete class file of these sentences"
+                )
+
+
 def run(args) -> int:
     rows = read_sentences(args.sentences)
     class_map = load_classes(args.noun_classes, args.verb_classes)
+    check_gold_classes(rows, class_map, args.sentences, args.noun_classes, args.verb_classes)
     texts = [r["narration"] for r in rows]
     gold = [(r["verb_class"], r["noun_classes"]) for r in rows]
     if args.method == "lookup":

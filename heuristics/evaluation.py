@@ -13,6 +13,8 @@ lemma scores.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .conllu import read_conllu
 from .nouns_verbs import NOUN_UPOS, normalise
 from .stanza_training import prepare_treebank
@@ -64,9 +66,11 @@ def score(gold_words, predicted_words, lang: str) -> dict:
     return out
 
 
-def evaluate_tagger(tagger, conllu_path, lang: str) -> dict:
-    """Tag the gold tokens of a CoNLL-U file with ``tagger`` and score it (module docstring)."""
-    sentences = prepare_treebank(read_conllu(conllu_path), lang)
+def evaluate_tagger(tagger, conllu, lang: str) -> dict:
+    """Tag the gold tokens of a CoNLL-U file (a path, or its sentences read with
+    ``read_conllu``) with ``tagger`` and score it (module docstring)."""
+    read = read_conllu(conllu) if isinstance(conllu, (str, Path)) else conllu
+    sentences = prepare_treebank(read, lang)
     gold = [s.words for s in sentences]
     predicted = tagger.tag_tokens([[w.form for w in words] for words in gold], lang)
     result = score(gold, predicted, lang)

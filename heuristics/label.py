@@ -59,6 +59,14 @@ class LabelConfig:
 
 
 def caption_tables(folder: DatasetFolder) -> dict[str, pa.Table]:
+    """Every caption split; a split file the card lists but that is missing is an error (a
+    deleted file would otherwise leave that split unlabelled, silently)."""
+    missing = folder.missing_splits("captions")
+    if missing:
+        raise LabelError(
+            f"{missing[0]} is missing, but the dataset's card lists it: the file was deleted "
+            "or not copied; restore it (or rebuild the dataset), then rerun"
+        )
     tables = {}
     for split in SPLITS:
         if (folder.root / "captions" / f"{split}.parquet").is_file():

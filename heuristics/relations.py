@@ -44,7 +44,6 @@ import pandas as pd
 import pyarrow as pa
 
 from rudder.atomic import dataset_lock
-from rudder.data.card import ensure_config
 from rudder.data.layout import RELATIONS_SCHEMA, SPLITS, DatasetFolder
 from rudder.data.layout_writer import replace_tables
 from rudder.labels import PAIR_LABELS, PairLabel
@@ -245,7 +244,15 @@ def _rows(path: Path):
     with open_text(path, RelationError, newline="") as handle:
         reader = csv.DictReader(handle)
         for row in reader:
-            yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
+            yield reader.line_num, {k: _unquoted(v) for k, v in row.items() if v not in (None, "")}
+
+
+def _unquoted(cell):
+    """A CSV cell without the ``'`` the app's export puts before ``=``, ``+``, ``-``, ``@``,
+    a tab or a carriage return (against spreadsheet formulas; ``app/export.py``)."""
+    if isinstance(cell, str) and len(cell) > 1 and cell[0] == "'" and cell[1] in "=+-@\t\r":
+        return cell[1:]
+    return cell
 
 
 def read_manual(
@@ -361,9 +368,9 @@ def write_relations(
     folder = DatasetFolder(root)
     with dataset_lock(folder.root):
         merged = resolve(merge(folder.relations(), table, replace_annotator), rule)
-        replace_tables(folder.root, "relations", {"all": merged})
         relations = [{"split": "train", "path": "relations/all.parquet"}]
-        ensure_config(folder.root, "relations", relations)
+        replace_tables(folder.root, "relations", {"all": merged},
+                       configs={"relations": relations})
     return merged
 
 

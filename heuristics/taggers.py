@@ -20,6 +20,7 @@ from pathlib import Path
 from rudder.languages import check_language
 from rudder.optional import require
 from rudder.paths import cache_dir
+from rudder.progress import progress
 
 from .nouns_verbs import TaggedWord
 
@@ -325,7 +326,8 @@ def tag_texts(
 ) -> list[list[TaggedWord]]:
     """Tag ``texts`` (one language) in bulk: each distinct text once, cached ones read back.
 
-    Uncached texts go to ``tagger.tag`` in one call, or with ``num_proc > 1`` through
+    Uncached texts go to ``tagger.tag`` ``batch_size`` at a time (a progress bar on a
+    terminal), or with ``num_proc > 1`` through
     ``datasets.Dataset.map(batched=True, num_proc=num_proc)`` (each worker builds its own
     Stanza pipeline). New results are written to ``cache``.
     """
@@ -348,7 +350,12 @@ def tag_texts(
                 for t, j in zip(missing, mapped["words"])
             }
         else:
-            new = dict(zip(missing, tagger.tag(missing, lang)))
+            new = {}
+            with progress(total=len(missing), desc=f"tagging {lang}", unit="text") as bar:
+                for start in range(0, len(missing), batch_size):
+                    part = missing[start : start + batch_size]
+                    new.update(zip(part, tagger.tag(part, lang)))
+                    bar.update(len(part))
         if cache is not None:
             cache.put_many(model, lang, new)
         found.update(new)

@@ -11,6 +11,10 @@ the ways a writer can die:
 - SIGTERM (``kill``, a scheduler's time limit): :func:`terminate_cleanly` turns it into
   :class:`Terminated` (exit status 143), an exception, so the same cleanup runs; during the
   renames of a swap it is held back until they are done (:func:`held_termination`);
+- SIGINT (Ctrl-C): Python raises KeyboardInterrupt, an exception, so the same cleanup runs.
+  A process started with SIGINT ignored (``cmd &`` in a script) keeps ignoring it, as its
+  parent asked; stop it with SIGTERM. Code that needs Ctrl-C to stop a child (a test) sets
+  ``signal.default_int_handler`` in that child rather than inheriting the parent's setting;
 - SIGKILL or a power cut: nothing runs, so the next writer of the same target first calls
   :func:`sweep`, which removes the staging of processes that no longer run and restores a
   target that a swap had moved aside (``old``) when the swap did not finish.
@@ -210,6 +214,7 @@ def atomic_savez(path, **arrays) -> Path:
 
 # ----------------------------------------------------------------------------- locks
 LOCK_NAME = ".rudder.lock"
+_held_locks = threading.local()  # the lock files this thread holds
 
 
 class LockTimeout(RudderError):
@@ -223,10 +228,16 @@ def dataset_lock(root, timeout: float = 120.0) -> Iterator[Path]:
 
     ``fcntl.flock`` on ``<root>/.rudder.lock`` (hidden, so uploads leave it out; never
     removed, since removing a lock file lets two writers lock different files); the kernel
-    releases it when the process exits, also on SIGKILL. Waits at most ``timeout`` seconds
-    for another holder, then raises :class:`LockTimeout` naming the folder.
+    releases it when the process exits, also on SIGKILL. Re-entrant within a thread. Waits
+    at most ``timeout`` seconds for another holder, then raises :class:`LockTimeout` naming
+    the folder.
     """
     path = Path(root) / LOCK_NAME
+    key = os.path.realpath(path)
+    held = _held_locks.__dict__.setdefault("roots", set())
+    if key in held:  # re-entrant within a thread (a writer opening the folder it locked)
+        yield path
+        return
     deadline = time.monotonic() + timeout
     try:  # read-only: flock needs no write access, so every user who may write the folder
         fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # can lock another's lock file
@@ -245,7 +256,9 @@ def dataset_lock(root, timeout: float = 120.0) -> Iterator[Path]:
                         f"over {timeout:g} s (it holds {path}); wait for it to finish and rerun"
                     ) from None
                 time.sleep(0.05)
+        held.add(key)
         try:
             yield path
         finally:
+            held.discard(key)
             fcntl.flock(handle, fcntl.LOCK_UN)

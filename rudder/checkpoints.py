@@ -55,16 +55,31 @@ def read_plain(path, map_location="cpu", error: type[RudderError] = RunError):
     except OSError as failure:
         raise error(f"{path}: cannot be read ({failure.strerror or failure})") from None
     except Exception as failure:  # noqa: BLE001 -- a damaged zip or pickle fails in many ways
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(failure))
-        if isinstance(failure, pickle.UnpicklingError) and found:
+        found = _refused_global(failure)
+        if found:
             raise error(
-                f"{path}: refused: the file asks to build an object that is not a tensor or a "
-                f"plain value ({found.group(1)}); rudder never writes such files, so it was made "
-                "elsewhere or tampered with"
+                f"{path}: holds objects that are not tensors or plain values: refused for "
+                f"safety (it asks to build {found}); rudder never writes such files, so it was "
+                "made elsewhere or tampered with"
             ) from None
         raise error(
             f"{path}: cannot be read, it is truncated or corrupt ({_reason(failure)})"
         ) from None
+
+
+# How torch's weights-only unpickler names a refused global: "Unsupported global: GLOBAL
+# m.f was not an allowed global" (torch 2.4-2.12, and 2.13 for classes) and "unsupported
+# GLOBAL m.f whose module m is blocked" (torch 2.13 for functions of blocked modules).
+_REFUSED = re.compile(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.<>]+)",
+                      re.IGNORECASE)
+
+
+def _refused_global(failure: Exception) -> str | None:
+    """The global a weights-only load refused (``module.name``), or None for other errors."""
+    if not isinstance(failure, pickle.UnpicklingError):
+        return None
+    found = _REFUSED.search(str(failure))
+    return found.group(1) if found else None
 
 
 def _reason(failure: Exception) -> str:

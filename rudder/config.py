@@ -197,10 +197,14 @@ def _fraction(high_open: bool = False, low_open: bool = False) -> Rule:
 
 # One row per constrained key (types come from the dataclass annotations; ``model.*`` ranges
 # are checked by ModelConfig itself).
+MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; seeds are offset per run and rank
+MAX_EPOCHS = 100_000
+
 RULES: dict[str, Rule] = {
+    "seed": Rule(low=0, high=MAX_SEED),
     "device": Rule(choices=("auto", "cpu", "cuda")),
     "cpu_threads": _at_least(0),
-    "epochs": _at_least(1),
+    "epochs": Rule(low=1, high=MAX_EPOCHS),
     "patience": _at_least(0),
     "selection": Rule(choices=SELECTIONS),
     "compile": Rule(choices=("none", "default", "reduce-overhead", "max-autotune")),
@@ -455,13 +459,31 @@ def dump_yaml(data) -> str:
     return yaml.dump(data, Dumper=_CoreSchemaDumper, sort_keys=False, allow_unicode=True)
 
 
-def load_yaml(path) -> dict:
-    """Read a YAML config file as a dict, naming the file on errors."""
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: real configs are a few KB; PyYAML reads ~100 KB/s
+
+
+def load_yaml(path, max_bytes: int = MAX_CONFIG_BYTES) -> dict:
+    """Read a YAML config file (UTF-8, at most ``max_bytes``) as a dict, naming the file on
+    errors."""
     path = Path(path)
     try:
+        if path.is_dir():
+            raise ConfigError(f"config file {path} is a folder; name a YAML file")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(f"config file {path} has {size:,d} bytes, over the limit of "
+                              f"{max_bytes:,d}; a config is a few KB of YAML: is it the right "
+                              "file?")
         data = parse_yaml(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError as error:
+        byte = error.object[error.start]
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {byte:#04x} at offset "
+                          f"{error.start}); save it as UTF-8") from None
+    except OSError as error:
+        raise ConfigError(
+            f"config file {path} cannot be read ({error.strerror or error})") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: invalid YAML ({error})") from None
     if not isinstance(data, dict):

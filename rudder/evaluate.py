@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from rudder import fusion
+from rudder import fusion, model_hub
+from rudder.cli import ArgumentParser, folder, int_in
 from rudder.data.loader import build_class_index, load_split
 from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
@@ -25,8 +26,6 @@ from rudder.results_table import results_table
 from rudder.run_layout import (
     evaluation_dir,
     evaluation_predictions_file,
-    find_checkpoint,
-    run_of_checkpoint,
     write_metrics,
     write_predictions,
 )
@@ -34,23 +33,25 @@ from rudder.runs import load_run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.evaluate",
         description="Evaluate trained runs (checkpoints) on a dataset split.",
     )
-    parser.add_argument("runs", nargs="*", type=Path,
-                        help="run directories or checkpoint files, each evaluated alone")
-    parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", type=Path, default=[],
+    parser.add_argument("runs", nargs="*",
+                        help="run directories, checkpoint files, published model folders or "
+                        "Hub models hf://USER/NAME[@REV], each evaluated alone")
+    parser.add_argument("--fuse", "--ensemble", dest="fuse", nargs="+", default=[],
                         metavar="RUN",
                         help="runs fused into one model "
                         "(see --fusion; --ensemble: the old spelling)")
     parser.add_argument("--fusion", choices=fusion.FUSIONS,
                         help="how --fuse runs are fused (default: sum of similarities)")
-    parser.add_argument("--hybrid-q", type=int, default=2, help="Q' of Hybrid rank fusion")
+    parser.add_argument("--hybrid-q", type=int_in(1, 1000), default=2,
+                        help="Q' of Hybrid rank fusion (1 <= Q' <= the number of --fuse runs)")
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
     parser.add_argument("--dataset", help="dataset to evaluate on (default: the run's own)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--output", type=Path, help="folder for the metrics and predictions "
+    parser.add_argument("--output", type=folder, help="folder for the metrics and predictions "
                         "(several single runs: one sub-folder per run)")
     return parser
 
@@ -101,6 +102,12 @@ def main(argv: list[str] | None = None) -> dict:
         build_parser().error("--fusion fuses the runs of --fuse")
     if args.fuse and len(args.fuse) < 2:
         build_parser().error("--fuse needs at least two runs")
+    if args.fusion == "hybrid" and args.hybrid_q > len(args.fuse):
+        build_parser().error(f"argument --hybrid-q: {args.hybrid_q} is more than the "
+                             f"{len(args.fuse)} --fuse runs; use 1 <= Q' <= {len(args.fuse)}")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        build_parser().error(f"argument --output: {args.output} is a file; name a folder "
+                             "(metrics.json and the predictions are written into it)")
     with exit_on_error():
         device = str(pick_device(args.device))
         if args.fuse:
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict:
             name = f"fusion-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
             out = args.output or _default_output(args.fuse[0], args.split, name)
             return _evaluate(args, args.fuse, out, device, how)
-        run_dirs = [run_of_checkpoint(find_checkpoint(p)) for p in args.runs]
+        run_dirs = [model_hub.result_dir(p) for p in args.runs]
         outputs = [evaluation_dir(run_dir, args.split, "single") for run_dir in run_dirs]
         if args.output and len(args.runs) > 1:
             outputs = [args.output / f"{i}-{run_dir.name}" for i, run_dir in enumerate(run_dirs)]
@@ -119,8 +126,8 @@ def main(argv: list[str] | None = None) -> dict:
     return next(iter(summaries.values())) if len(summaries) == 1 else summaries
 
 
-def _default_output(path: Path, split: str, name: str) -> Path:
-    return evaluation_dir(run_of_checkpoint(find_checkpoint(path)), split, name)
+def _default_output(path, split: str, name: str) -> Path:
+    return evaluation_dir(model_hub.result_dir(path), split, name)
 
 
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
@@ -128,7 +135,7 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                                  args.hybrid_q)
     summary = {"test" if args.split == "test" else args.split: result,
-               "runs": [str(p) for p in paths],
+               "runs": [model_hub.pinned(p) for p in paths],  # Hub ids with their commit
                "combination": how if len(paths) > 1 else None}
     v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
+from rudder.optional import check_installed, config_needs
 from rudder.run_layout import (
     checkpoint_file,
     checkpoints_under,
@@ -50,7 +51,11 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> bool:
         return False
     if path.exists() and any(path.iterdir()):
         shutil.rmtree(path)
-    make_run_dirs(path)
+    try:
+        make_run_dirs(path)
+    except OSError as error:
+        raise RunError(f"--output-dir {path}: cannot create it ({error.strerror or error}); "
+                       "choose a folder you can write") from None
     return True
 
 
@@ -59,15 +64,43 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool, marker: Path | None
     needs ``marker`` (default: the run's ``last.pt``)."""
     if resume and overwrite:
         raise RunError("--resume and --overwrite cannot be combined")
+    if path.exists() and not path.is_dir():
+        raise RunError(f"--output-dir {path} is a file, not a folder; choose another "
+                       "--output-dir")
     if resume:
         marker = marker or checkpoint_file(path, "last")
         if not marker.is_file():
-            raise RunError(f"cannot resume: {marker} does not exist")
+            raise RunError(
+                f"cannot resume: {marker} does not exist (the run stopped before its first "
+                "checkpoint, or this is not a run folder); start it again with --overwrite "
+                "instead of --resume"
+            )
     elif path.exists() and any(path.iterdir()) and not overwrite:
         raise RunError(
             f"output directory {path} is not empty; pass --resume to continue it or "
             "--overwrite to start again"
         )
+    else:
+        check_creatable(path)
+
+
+def check_creatable(path: Path) -> None:
+    """Refuse an output folder that cannot be made: its nearest existing ancestor is a file,
+    or no folder can be created there (read-only, ``/proc``); tried with an empty probe."""
+    from rudder.atomic import staging_path
+
+    path = Path(path).absolute()
+    ancestor = path if path.exists() else next(p for p in path.parents if p.exists())
+    if not ancestor.is_dir():
+        raise RunError(f"--output-dir {path}: {ancestor} is a file, not a folder; choose "
+                       "another --output-dir")
+    probe = staging_path(ancestor / "rudder-probe", "tmp")
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as error:
+        raise RunError(f"--output-dir {path}: cannot create a folder in {ancestor} "
+                       f"({error.strerror or error}); choose a folder you can write") from None
 
 
 def discard_unfinished(path: Path) -> None:
@@ -161,6 +194,7 @@ class LoadedRun:
     fingerprint: str
     experts: list[str]
     text_encoder: object = None  # loaded on first use when the run has one
+    source: str | None = None  # a Hub model's pinned id, hf://USER/NAME@<commit>
 
 
 def resolve_dataset(spec: str) -> DatasetFolder:
@@ -192,9 +226,32 @@ def _download_from_hub(repo_id: str) -> Path:
         ) from None
 
 
+def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> None:
+    """Refuse a dataset that lacks an expert the run was trained with, or has it with
+    another dimension, naming them (the model needs every one)."""
+    missing = sorted(e for e in experts if e not in folder.meta.experts)
+    if missing:
+        raise RunError(
+            f"{checkpoint} was trained with experts {sorted(experts)}, but dataset "
+            f"{folder.root} lacks {missing} (it has {folder.experts}); evaluate on a dataset "
+            "with these experts (e.g. the run's own: drop --dataset)"
+        )
+    for name, info in experts.items():
+        if folder.meta.experts[name].dim != info.dim:
+            raise RunError(
+                f"{checkpoint}: expert {name!r} has dim {info.dim} in the run but "
+                f"{folder.meta.experts[name].dim} in dataset {folder.root}; evaluate on a "
+                "dataset built with the same features"
+            )
+
+
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
-    """Load a run directory or checkpoint for inference (the model is in eval mode)."""
-    from rudder import models
+    """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
+    (:mod:`rudder.model_hub`) for inference (the model is in eval mode)."""
+    from rudder import model_hub, models
+
+    if model_hub.is_model_reference(path):
+        return model_hub.load_model(path, device, dataset)
     from rudder.checkpoints import load_checkpoint
     from rudder.text.subwords import vocabulary_from_dict
 
@@ -204,12 +261,14 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         config = from_dict(state["config"])
     except ConfigError as error:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
+    check_installed(config_needs(config))  # e.g. its text encoder's extra, before any work
     experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
     vocab = vocabulary_from_dict(state["vocab"])
     model = models.build(config.model, experts, vocab.table_size)
     model.load_state_dict(state["model"])
     model.to(device).eval()
     folder = resolve_dataset(dataset or config.data.dataset)
+    check_dataset_experts(checkpoint, experts, folder)
     return LoadedRun(
         model=model,
         vocab=vocab,

@@ -1,8 +1,9 @@
 """``python -m rudder.train``: train a Collaborative-Experts model and print a results table.
 
 With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
-captions, audio experts in all four languages). Every flag is a config override; see
-DESIGN.md "Runs and results" for the run directory it writes.
+captions, audio experts in all four languages). Every flag is a config override; the run
+directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in the README
+and ``rudder/run_layout.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-from rudder.config import ConfigError, TrainConfig, apply_override, from_dict, load_yaml, to_dict
+from rudder.cli import ArgumentParser, folder, int_in
+from rudder.config import (
+    MAX_EPOCHS,
+    MAX_SEED,
+    ConfigError,
+    TrainConfig,
+    apply_override,
+    from_dict,
+    load_yaml,
+    to_dict,
+)
 from rudder.errors import RunError, exit_on_error
+from rudder.optional import check_installed, config_needs
 from rudder.results_table import results_table, seeds_table
 from rudder.run_layout import (
     checkpoint_file,
@@ -40,6 +52,9 @@ from rudder.runs import (
     prepare_run_dir,
 )
 
+# rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).
+LOSS_NAMES = ("mm", "triplet", "hn", "dw", "ot", "po", "ran", "ranp", "relevance_margin",
+              "mimm_adaptive", "sms", "hn_exclusion")
 SHORTHANDS = {
     "dataset": "data.dataset",
     "loss": "loss.name",
@@ -50,15 +65,16 @@ SHORTHANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rudder.train",
         description="Train a Collaborative-Experts text-video retrieval model and print its "
         "test metrics.",
     )
     parser.add_argument("--config", type=Path,
                         help="YAML config (fields of rudder.config.TrainConfig)")
-    parser.add_argument("--output-dir", type=Path,
-                        help="run directory (default runs/<timestamp>-<name>)")
+    parser.add_argument("--output-dir", type=folder,
+                        help="run directory (default runs/<time>-<name>-<loss>, time as "
+                        "YYYYmmdd-HHMMSS)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --output-dir from last.pt")
     parser.add_argument("--overwrite", action="store_true",
@@ -69,10 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset",
                         help="'sample', a dataset folder, or a Hub repo id (data.dataset)")
     parser.add_argument("--loss",
-                        help="loss name (loss.name); its parameters via --set loss.params.X=V")
-    parser.add_argument("--epochs", type=int, help="maximum number of epochs")
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--seeds", type=int, nargs="+",
+                        help=f"loss name (loss.name): {', '.join(LOSS_NAMES)}; its parameters "
+                        "via --set loss.params.X=V (the loss table of docs/architecture.md)")
+    parser.add_argument("--epochs", type=int_in(1, MAX_EPOCHS), help="maximum number of epochs")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), help="random seed")
+    parser.add_argument("--seeds", type=int_in(0, MAX_SEED), nargs="+",
                         help="train one run per seed and report mean ± std")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device (default auto)")
     return parser
@@ -119,6 +136,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
     from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.trainer import Trainer
 
+    check_installed(config_needs(config))  # a missing extra fails before any work
     ctx = init_distributed(pick_device(config.device))
     run_dir = broadcast_object(run_dir, ctx)  # a default name has rank 0's timestamp
     created = False
@@ -179,8 +197,12 @@ def _run_seeds(args) -> dict:
                 f"{run_dir} is a single run, not a --seeds run; resume it without --seeds")
         check_run_dir(run_dir, resume=True, overwrite=args.overwrite, marker=config_file(run_dir))
         config = resumed_config(args, run_dir)
+        check_installed(config_needs(config))
     else:
         config = resolve_config(args)
+        check_installed(config_needs(config))  # before --overwrite removes anything
+        for seed in args.seeds:  # every seed valid before the first one trains
+            from_dict({**to_dict(config), "seed": seed})
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         check_run_dir(run_dir, resume=False, overwrite=args.overwrite)
         if args.overwrite and run_dir.exists():
@@ -198,6 +220,8 @@ def _run_seeds(args) -> dict:
     summary = aggregate_seeds(results)
     write_metrics(run_dir, summary)
     print(seeds_table(summary))
+    print(f"\nruns: {', '.join(str(run_dir / f'seed-{seed}') for seed in args.seeds)}; "
+          f"mean ± std in {metrics_file(run_dir)}")
     return summary
 
 
@@ -243,6 +267,8 @@ def main(argv: list[str] | None = None) -> dict:
             config = resumed_config(args, args.output_dir)
         else:
             config = resolve_config(args)
+            if args.output_dir is not None:  # an unusable folder, before any work
+                check_run_dir(args.output_dir, resume=False, overwrite=args.overwrite)
         run_dir = args.output_dir or default_run_dir(f"{config.name}-{config.loss.name}")
         result = run(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if result:

@@ -213,6 +213,10 @@ class Trainer:
             barrier(self.ctx)
         if writer is not None:
             writer.close()
+        if self._patience_exhausted() and self.ctx.is_main:
+            log.info("early stopping: the validation selection score did not improve for %d "
+                     "epoch(s) (patience); stopped after epoch %d of at most %d, best epoch %d",
+                     self.config.patience, self.epoch, cfg.epochs, self.best_epoch)
 
     def _seed_other_ranks(self) -> None:
         """Give every process but rank 0 its own dropout stream for the coming epoch.

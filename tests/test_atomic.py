@@ -1,7 +1,9 @@
 """rudder.atomic: files replaced in one rename; staging folders removed on errors, Ctrl-C and
 SIGTERM, and after kill -9 at the next start."""
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,10 +13,13 @@ import pytest
 
 from rudder.atomic import atomic_write_text, replacing, staged_folder, swap_into_place, sweep
 
+# The holder relies on SIGINT raising KeyboardInterrupt, so it says so rather than inheriting
+# what its parent had: a runner that ignores SIGINT (a background job of a script) passes that on.
 HOLD = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from rudder.atomic import staged_folder
+signal.signal(signal.SIGINT, signal.default_int_handler)
 with staged_folder(Path(sys.argv[1]) / "en") as stage:
     (stage / "pos").mkdir()
     print(stage, flush=True)
@@ -26,23 +31,50 @@ def hidden(folder):
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
-def start_holder(parent):
+@contextlib.contextmanager
+def sigint_ignored_for_children(ignored=True):
+    """Children started within inherit an ignored SIGINT (what ``cmd &`` does in a script)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignored else None
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, previous)
+
+
+def start_holder(parent, sigint_ignored=False):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    process = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(parent)], stdout=subprocess.PIPE, text=True, env=env
-    )
+    with sigint_ignored_for_children(sigint_ignored):
+        process = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(parent)], stdout=subprocess.PIPE, text=True, env=env
+        )
     stage = process.stdout.readline().strip()
     assert stage and os.path.isdir(stage)
     return process, stage
 
 
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["sigint-default", "sigint-ignored"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_removes_the_staging_folder(tmp_path, sig):
-    process, stage = start_holder(tmp_path)
+def test_signal_removes_the_staging_folder(tmp_path, sig, sigint_ignored):
+    process, stage = start_holder(tmp_path, sigint_ignored)
     assert hidden(tmp_path) == [os.path.basename(stage)]
     process.send_signal(sig)
     assert process.wait(timeout=30) != 0
     assert hidden(tmp_path) == []
+
+
+def test_the_signal_test_passes_when_the_suite_starts_with_sigint_ignored():
+    """As under ``nohup pytest &`` in a script: every process below inherits SIG_IGN."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with sigint_ignored_for_children():
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "tests/test_atomic.py::test_signal_removes_the_staging_folder"],
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env=env,
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "4 passed" in result.stdout
 
 
 def test_kill_9_leftover_is_removed_at_the_next_start(tmp_path):
@@ -107,13 +139,27 @@ def test_a_temporary_left_by_a_killed_writer_is_swept(tmp_path):
 
 
 def test_dataset_lock_waits_then_names_the_folder(tmp_path):
+    import threading
+
     from rudder.atomic import LockTimeout, dataset_lock
 
+    def other_thread():
+        try:
+            with dataset_lock(tmp_path, timeout=0.2):
+                outcome.append("locked")
+        except LockTimeout as error:
+            outcome.append(error)
+
+    outcome = []
     with dataset_lock(tmp_path):
         start = time.monotonic()
-        expected = f"{tmp_path}: another process .* over 0.2 s"
-        with pytest.raises(LockTimeout, match=expected), dataset_lock(tmp_path, timeout=0.2):
+        with dataset_lock(tmp_path, timeout=0):  # re-entrant in the thread that holds it
             pass
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert isinstance(outcome[0], LockTimeout), outcome
+        assert re.search(f"{tmp_path}: another process .* over 0.2 s", str(outcome[0]))
         assert time.monotonic() - start >= 0.2
     with dataset_lock(tmp_path, timeout=0):  # released at the end of the block
         pass

@@ -8,6 +8,7 @@ import pytest
 COMMANDS = [
     ["rudder.train"],
     ["rudder.evaluate"],
+    ["rudder.publish"],
     ["rudder.data.sample"],
     ["heuristics"],
     ["heuristics", "label"],
@@ -46,6 +47,8 @@ ERROR_CASES = {
     "rudder.train bad value": ("rudder.train", lambda tmp: ["--set", "optim.lr=fast",
                                                             "--output-dir", str(tmp / "r")]),
     "rudder.evaluate": ("rudder.evaluate", lambda tmp: [str(tmp)]),
+    "rudder.evaluate hf://": ("rudder.evaluate", lambda tmp: ["hf://u/n@@"]),
+    "rudder.publish": ("rudder.publish", lambda tmp: [str(tmp), "--repo-id", "u/n", "--dry-run"]),
     "app": ("app.__main__", lambda tmp: ["--checkpoint", str(tmp)]),
     "heuristics": ("heuristics.__main__",
                    lambda tmp: ["label", "--dataset", str(tmp), "--tagger", "lexicon"]),

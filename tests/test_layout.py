@@ -240,7 +240,9 @@ def _kill_midway(tmp_path, mode, sig):
 
 
 def _hidden(folder):
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(".*"))
+    """Hidden files and folders, but the dataset lock file (kept on purpose)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(".*")
+                  if p.name != ".rudder.lock")
 
 
 @pytest.mark.parametrize("mode", ["build", "replace"])

@@ -12,8 +12,8 @@ ATOMIC_OWNER = "rudder/atomic.py"
 RENAMES = {"os.replace", "os.rename", "shutil.move"}
 # Places that rename or use tempfile for another job than rudder.atomic's, and why.
 OTHER_JOBS = {
-    ("rudder/data/layout_writer.py", "os.replace"): "replace_tables commits several staged "
-    "files together (all splits or none), under held_termination",
+    ("rudder/data/update_journal.py", "os.replace"): "applies a committed multi-file update "
+    "(all splits or none, redone by the next reader after a kill), under held_termination",
     ("rudder/data/sample.py", "os.rename"): "publishes the sample once: never over a copy "
     "another process finished first",
     ("app/annotate_handlers.py", "tempfile.TemporaryDirectory"): "the app's folder Gradio "

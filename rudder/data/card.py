@@ -157,6 +157,14 @@ def _config_paths(config: dict) -> list[str]:
     return [f["path"] for f in files if isinstance(f, dict) and isinstance(f.get("path"), str)]
 
 
+def listed_paths(root, config_name: str) -> list[str]:
+    """The files the card's ``configs:`` block lists for one config (none without a card)."""
+    parts = _split_card(root)
+    configs = parts[1].get("configs", []) if parts else []
+    return [p for c in configs if isinstance(c, dict) and c.get("config_name") == config_name
+            for p in _config_paths(c)]
+
+
 def card_digests(root) -> dict[str, str]:
     """The data digests an existing card records, ``{config_name: description}``."""
     parts = _split_card(root)

@@ -32,7 +32,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rudder.data.card import SPLITS, card_digests
+from rudder.data.card import SPLITS, card_digests, listed_paths
+from rudder.data.update_journal import complete_pending
 from rudder.errors import RudderError
 from rudder.languages import check_language
 
@@ -169,6 +170,7 @@ class DatasetFolder:
 
     def __init__(self, root):
         self.root = Path(root)
+        complete_pending(self.root)  # an update a killed writer committed but did not apply
         meta_path = self.root / "rudder.json"
         if not meta_path.is_file():
             raise LayoutError(
@@ -223,6 +225,35 @@ class DatasetFolder:
             raise LayoutError(f"{path} is missing: the text_features config has no {split!r} split")
         return _read_parquet(path, reader=pq.ParquetFile)
 
+    def missing_splits(self, folder: str) -> list[Path]:
+        """Split files of ``folder`` (``captions``, ``videos``) that should be there but are
+        not: listed by the card, or (without a card) of a split whose videos file has rows."""
+        listed = listed_paths(self.root, folder)
+        if not listed:
+            listed = [f"{folder}/{s}.parquet" for s in SPLITS
+                      if (v := self.root / "videos" / f"{s}.parquet").is_file()
+                      and _read_parquet(v, reader=pq.ParquetFile).metadata.num_rows]
+        return [self.root / p for p in listed if not (self.root / p).is_file()]
+
+    def check_splits_agree(self) -> None:
+        """Refuse captions whose splits disagree on the noun/verb columns (some splits
+        labelled, others not: a folder an interrupted or partial rewrite left), naming the
+        fix; reads only the files' footers."""
+        have = {}
+        for split in SPLITS:
+            path = self.root / "captions" / f"{split}.parquet"
+            if path.is_file():
+                names = _read_parquet(path, reader=pq.read_schema).names
+                have[split] = tuple(c for c in NOUN_VERB_COLUMNS if c in names)
+        if len(set(have.values())) > 1:
+            parts = "; ".join(f"captions/{s}.parquet has {list(c) or 'none'}"
+                              for s, c in have.items())
+            raise LayoutError(
+                f"{self.root}: the caption splits disagree on the noun/verb columns ({parts}); "
+                f"label every split again with `python -m heuristics label {self.root} "
+                "--overwrite` (or rebuild the dataset)"
+            )
+
     def relations(self) -> pa.Table | None:
         path = self.root / "relations" / "all.parquet"
         return _read_parquet(path) if path.is_file() else None
@@ -234,6 +265,8 @@ class DatasetFolder:
         does, where the content matters (the app's index cache)."""
         digest = hashlib.sha256()
         for path in sorted(self.root.rglob("*.parquet")):
+            if any(part.startswith(".") for part in path.relative_to(self.root).parts):
+                continue  # a writer's staging, not the dataset
             digest.update(str(path.relative_to(self.root)).encode())
             digest.update(str(path.stat().st_size).encode())
         digest.update((self.root / "rudder.json").read_bytes())

@@ -3,13 +3,13 @@
 :class:`DatasetWriter` writes into a hidden staging sibling and renames it into place when
 :meth:`DatasetWriter.close` succeeds, so a failed or killed build leaves nothing behind (see
 :mod:`rudder.atomic`); :func:`replace_tables` rewrites some splits of one config, all or
-nothing. Every rewrite refreshes the card's data digests so ``datasets.load_dataset`` does not
-serve a stale cache (see :mod:`rudder.data.card`).
+nothing, also across a kill (:mod:`rudder.data.update_journal`). Every rewrite refreshes the
+card's data digests so ``datasets.load_dataset`` does not serve a stale cache (see
+:mod:`rudder.data.card`).
 """
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rudder.atomic import (
-    held_termination,
     remove,
     staging_path,
     swap_into_place,
@@ -34,6 +33,7 @@ from rudder.data.layout import (
     ExpertInfo,
     LayoutError,
 )
+from rudder.data.update_journal import update_files
 from rudder.labels import PairLabel
 from rudder.languages import SUPPORTED, check_language
 
@@ -272,36 +272,25 @@ def files_state(root, folder: str) -> tuple:
 
 
 def replace_tables(
-    root, folder: str, tables: dict[str, pa.Table], texts: dict[str, str] | None = None
+    root, folder: str, tables: dict[str, pa.Table], texts: dict[str, str] | None = None,
+    configs: dict[str, list] | None = None,
 ) -> None:
     """Replace ``<root>/<folder>/<split>.parquet`` for the given splits, and the text files
     ``texts`` (``{relative path: content}``, e.g. ``rudder.json`` and ``README.md``), all or
-    nothing.
+    nothing, and refresh the card's data digests; ``configs`` (``{name: data_files}``) are
+    added to the card when missing.
 
-    Every new file is staged beside its target first; only when all are written are they
-    renamed into place and the card's data digests refreshed, so a failure (or SIGTERM)
-    leaves the dataset unchanged and no staged file behind; staging a killed earlier call
-    left is removed first.
+    Goes through :func:`rudder.data.update_journal.update_files`: every new file is staged,
+    one journal write commits them, and an update killed after its commit is completed by
+    the next reader or writer, so no reader sees some splits new and some old.
     """
     root = Path(root)
-    staged = []
-
-    def stage(target: Path) -> Path:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        sweep(target)
-        staged.append((staging_path(target, "tmp"), target))
-        return staged[-1][0]
-
-    with terminate_cleanly():
-        try:
-            for split, table in tables.items():
-                pq.write_table(table, stage(root / folder / f"{split}.parquet"))
-            for relative, text in (texts or {}).items():
-                stage(root / relative).write_text(text, encoding="utf-8")
-            with held_termination():
-                for tmp, target in staged:
-                    os.replace(tmp, target)
-                refresh_digests(root, folder)
-        finally:
-            for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
+    for split in tables:  # staging that older rudder versions left beside the files
+        sweep(root / folder / f"{split}.parquet")
+    writers = {
+        f"{folder}/{split}.parquet": (lambda path, t=table: pq.write_table(t, path))
+        for split, table in tables.items()
+    }
+    for relative, text in (texts or {}).items():
+        writers[relative] = lambda path, t=text: path.write_text(t, encoding="utf-8")
+    update_files(root, writers, configs, digests=(folder,))

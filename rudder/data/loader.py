@@ -131,19 +131,26 @@ def caption_ordinals(video_ids) -> np.ndarray:
     return ordinals
 
 
-def _load_expert(folder, expert, split, row_of, num_videos, max_frames):
+def _load_expert(folder, expert, split, row_of, num_videos, max_frames, listed=()):
     """Features of one expert for the split's videos, read from Arrow without Python lists:
     fixed-size features as one (n, D) view of the column's float buffer (a file of several
     row groups is first combined into one buffer, a copy); variable-length ones subsampled
-    to ``max_frames`` by index arithmetic before anything else is copied."""
+    to ``max_frames`` by index arithmetic before anything else is copied. ``listed``: the
+    split's videos whose ``experts`` column names this expert (its file must then exist)."""
     info = folder.meta.experts[expert]
     table = folder.features(expert, split)
     present = np.zeros(num_videos, dtype=bool)
+    path = folder.root / "features" / expert / f"{split}.parquet"
+    if table is None and listed:
+        raise LayoutError(
+            f"{path} is missing, but {len(listed)} {split!r} video(s) list expert {expert!r} in "
+            f"videos/{split}.parquet (e.g. {listed[0]!r}): restore the file (or rebuild the "
+            f"dataset), or leave the expert out of the run with data.experts"
+        )
     if table is None:
         shape = (num_videos, 1, info.dim) if info.variable_length else (num_videos, info.dim)
         masks = torch.zeros(num_videos, 1, dtype=torch.bool) if info.variable_length else None
         return torch.zeros(shape), masks, present
-    path = folder.root / "features" / expert / f"{split}.parquet"
     _check_feature_table(table, info, path, f"experts.{expert}.dim")
     ids = table.column("video_id").to_numpy(zero_copy_only=False)
     rows = np.array([row_of.get(v, -1) for v in ids], dtype=np.int64)
@@ -253,9 +260,11 @@ def load_videos(folder: DatasetFolder, split: str, experts: list[str],
     row_of = {v: i for i, v in enumerate(video_ids)}
     features, frame_masks = {}, {}
     available = np.zeros((len(video_ids), len(experts)), dtype=bool)
+    has = videos.get("experts") or [[] for _ in video_ids]
     for e, expert in enumerate(experts):
+        listed = [v for v, names in zip(video_ids, has) if expert in (names or ())]
         feats, masks, present = _load_expert(folder, expert, split, row_of, len(video_ids),
-                                             max_frames)
+                                             max_frames, listed)
         features[expert] = feats
         if masks is not None:
             frame_masks[expert] = masks
@@ -287,6 +296,7 @@ def load_split(
     (for CE's feature pickles). A :class:`DatasetTextFeatures` encoder reads the dataset's
     own ``text_features`` config instead.
     """
+    folder.check_splits_agree()
     videos = load_videos(folder, split, experts, max_frames)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
     captions = folder.captions(split).to_pydict()
@@ -411,5 +421,5 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         [captions["text"][i] for i in keep],
         [captions["video_id"][i] for i in keep],
         caption_ordinals(video_langs)[keep],
-        owner, slot, shape,
+        owner, slot, shape, desc=f"encoding the {split} captions",
     )

@@ -18,7 +18,6 @@ DIR`` writes a copy.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 from pathlib import Path
@@ -408,8 +407,10 @@ def sample_dataset_path() -> Path:
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser():
+    from rudder.cli import ArgumentParser
+
+    parser = ArgumentParser(
         prog="python -m rudder.data.sample",
         description="Write rudder's SIMULATED RUDDER-like sample dataset (deterministic; "
         f"generator version {SAMPLE_VERSION}, seed {SAMPLE_SEED}).",
@@ -417,6 +418,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="folder to write; default: the cache folder "
                         "($RUDDER_CACHE or ~/.cache/rudder)/sample-v<version>, built if absent")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.out:

@@ -50,16 +50,21 @@ def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarr
 
 
 def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
-                       chunk: int = 2048) -> TokenStore:
+                       chunk: int = 256, desc: str = "encoding captions") -> TokenStore:
     """Encode captions chunk by chunk, keeping only real tokens (``encoder`` returns padded
     ``(n, L, D)`` features and an ``(n, L)`` mask, as :mod:`rudder.text.pretrained`; it
-    decides the length itself)."""
+    decides the length itself). A progress bar (``desc``) counts the captions on a terminal."""
+    from rudder.progress import progress
+
     parts, lengths = [], []
-    for start in range(0, len(texts), chunk):
-        part = slice(start, start + chunk)
-        features, mask = encoder(texts[part], video_ids=video_ids[part], ordinals=ordinals[part])
-        parts.append(features[mask])
-        lengths.append(mask.sum(1).numpy())
+    with progress(total=len(texts), desc=desc, unit="caption") as bar:
+        for start in range(0, len(texts), chunk):
+            part = slice(start, start + chunk)
+            features, mask = encoder(texts[part], video_ids=video_ids[part],
+                                     ordinals=ordinals[part])
+            parts.append(features[mask])
+            lengths.append(mask.sum(1).numpy())
+            bar.update(len(texts[part]))
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     return store_from_lengths(torch.cat(parts), starts, lengths, owner, slot, shape, None)

@@ -8,50 +8,26 @@ encode the datasets' English annotations), so rudder matches the ``k``-th Englis
 of a video in the built ``captions`` table (the builders keep the release order) to entry
 ``k``, and refuses captions in other languages.
 
-Pickles can run code when loaded, so this reader unpickles with an allow-list: plain
-containers, numbers, strings and numpy arrays; anything else is refused naming the file.
-Pickles written by Python 2 or with protocols 0-2 load too (numpy's ``encoding="latin1"``
-and the ``_codecs.encode`` that those protocols store array bytes with).
+Pickles can run code when loaded, so this reader unpickles with the allow-list of
+:mod:`rudder.safe_pickle` (plain containers, numbers, strings, numpy arrays); anything else
+is refused naming the file.
 Free-text queries cannot be encoded from such a file (it holds features of the dataset's
 own captions only), which is said when it is asked to.
 """
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from rudder.errors import RudderError
-
-_ALLOWED = {
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("collections", "OrderedDict"), ("builtins", "list"), ("builtins", "dict"),
-    ("_codecs", "encode"),  # protocols 0-2 store an array's bytes as encode(latin-1 text)
-}
+from rudder.safe_pickle import safe_load
 
 
 class CaptionFeatureError(RudderError):
     """A caption-feature file that cannot be used; the message names the file."""
-
-
-class _SafeUnpickler(pickle.Unpickler):
-    def __init__(self, handle, path):
-        super().__init__(handle, encoding="latin1")  # numpy's advice for Python 2 pickles
-        self.path = path
-
-    def find_class(self, module, name):
-        if (module, name) not in _ALLOWED:
-            raise CaptionFeatureError(
-                f"{self.path}: refusing to unpickle {module}.{name}: a text-feature pickle may "
-                "only hold dicts, lists and numpy arrays"
-            )
-        return super().find_class(module, name)
 
 
 class CaptionFeatureFile:
@@ -65,14 +41,7 @@ class CaptionFeatureFile:
 
     def __init__(self, path, max_tokens: int | None = None):
         self.path = Path(path).expanduser()
-        try:
-            with self.path.open("rb") as handle:
-                table = _SafeUnpickler(handle, self.path).load()
-        except OSError as error:
-            raise CaptionFeatureError(f"{self.path}: cannot read ({error})") from None
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                ImportError, IndexError, KeyError) as error:
-            raise CaptionFeatureError(f"{self.path}: not a readable pickle ({error})") from None
+        table = safe_load(self.path, CaptionFeatureError, "a text-feature pickle")
         if not isinstance(table, dict) or not table:
             raise CaptionFeatureError(f"{self.path}: expected a dict video_id -> list of arrays")
         first = next(iter(table.values()))

@@ -133,7 +133,7 @@ def test_marathi_query_ranked_then_display_language_switched(page, tmp_path):
     assert [int(row[0]) for row in rows] == list(range(1, 11))
     scores = [float(row[5]) for row in rows]
     assert scores == sorted(scores, reverse=True) and {row[3] for row in rows} == {"en"}
-    assert "detected from the script" in page.locator("#search-status").inner_text()
+    assert "detected from its words and script" in page.locator("#search-status").inner_text()
     shot(page, tmp_path, "search-marathi")
 
     choose(page, "search-display", "Tamil (ta)")

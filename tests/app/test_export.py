@@ -91,3 +91,48 @@ def test_kappa_undefined_when_both_use_one_label():
         for i in range(4)
     ]
     assert agreement(records)[0]["kappa"] is None
+
+
+def test_csv_cells_that_spreadsheets_would_run_are_quoted(tmp_path):
+    """Annotator names or ids starting with = + - @ reach a spreadsheet as text (issue 22),
+    and import-relations reads the export back as it was stored."""
+    from heuristics.relations import read_manual
+
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("sample", "=HYPERLINK(\"http://x\")", "v1-mr", "v2-mr", "partial")
+    store.add("sample", "+1", "v1-mr", "-v3", "negative")
+    store.add("sample", "@me", "v1-mr", "v2-mr", "positive")
+    jsonl, csv_path = export(store, tmp_path / "out")
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["annotator"] for r in rows] == ["'=HYPERLINK(\"http://x\")", "'+1", "'@me"]
+    assert rows[1]["caption_id_b"] == "'-v3" and rows[0]["caption_id_a"] == "v1-mr"
+    assert json.loads(jsonl.read_text(encoding="utf-8").splitlines()[1])["annotator"] == "+1"
+    table, _ = read_manual([csv_path], {"v1-mr", "v2-mr", "-v3"})
+    assert sorted(table.column("annotator").to_pylist()) == sorted(
+        ["=HYPERLINK(\"http://x\")", "+1", "@me"])
+    assert "-v3" in table.column("caption_id_b").to_pylist()
+
+
+def test_nul_bytes_in_names_are_refused_before_writing(tmp_path):
+    from app.export import ExportError
+
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("sample", "as\0ha", "v1-mr", "v2-mr", "partial")
+    with pytest.raises(ExportError, match=r"record 1 .*annotator 'as\\x00ha' holds a NUL byte"):
+        export(store, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_into_a_file_is_one_error_line(tmp_path, capsys):
+    import app.__main__ as app_cli
+
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("sample", "asha", "v1-mr", "v2-mr", "partial")
+    target = tmp_path / "taken.csv"
+    target.write_text("keep me", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        app_cli.main(["--db", str(tmp_path / "a.sqlite"), "--export", str(target)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1
+    assert f"--export: {target} is a file" in err[0] and target.read_text() == "keep me"

@@ -103,7 +103,7 @@ def patched(monkeypatch, tmp_path):
     recorder = Recorder()
 
     class Run:
-        model, vocab, fingerprint = "model", "vocab", "fp"
+        model, vocab, fingerprint, source = "model", "vocab", "fp", None
         dataset = type("Folder", (), {"root": tmp_path / "data"})()
         checkpoint, run_dir = tmp_path / "run" / "checkpoints" / "best.pt", tmp_path / "run"
         data = type("D", (), {"max_words": 12, "max_frames": 8, "caption_langs": FIVE})

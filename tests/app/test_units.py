@@ -12,7 +12,7 @@ from app.collection import Collection
 from app.engine import SearchEngine, word_overlap
 from app.escaping import cap_query, html_text, markdown_text
 from app.results_tab import per_language_table, plot_runs, runs_table
-from app.search_tab import SearchTab
+from app.search_tab import SearchTab, detection_note
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.models import CollaborativeExperts
 from rudder.text import tokenize
@@ -234,6 +234,26 @@ def test_page_says_when_the_model_cannot_read_the_query(
         assert table.empty  # no made-up ranking
     status, table, _, _ = SearchTab(engine).search("कागद दुमडा", k=5)
     assert "⚠" not in status and len(table) == 5
+    assert "**Marathi** (detected from its words and script, 99% confident)" in status
+    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", k=5)  # Hindi, same script
+    assert "**Hindi** (detected from its words and script" in status
+    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", "mr", k=5)
+    assert "**Marathi** (chosen)" in status  # the manual choice wins
+
+
+def test_detection_note_gives_the_confidence_and_the_way_out():
+    from rudder.languages import LanguageGuess, identify_language
+
+    assert detection_note(identify_language("मुलगा शाळेत जातो")) == (
+        "detected from its words and script, 100% confident"
+    )
+    unsure = LanguageGuess("hi", 0.61, "Devanagari", (("hi", 0.61), ("mr", 0.39)))
+    assert detection_note(unsure) == (
+        "detected from its words and script, 61% confident (Marathi 39%); "
+        "choose the language if it is wrong"
+    )
+    # A query without a language (no letters, an uncovered script) is not searched at all:
+    # tests/app/test_search_page.py checks its messages.
 
 
 def write_run(root, name, r_at, losses, dataset="sample", loss="mm", per_language=None):

@@ -207,3 +207,18 @@ def test_clip_list_errors(tmp_path, build, capsys):
     assert folder.captions("test")["text"].to_pylist() == ["two."]
     assert folder.captions("train")["text"].to_pylist() == ["three."]
     assert "1 listed clip(s) have several sentences" not in err  # B has one sentence
+
+
+def test_a_caption_over_the_length_limit_stops_the_build(build, tmp_path, capsys):
+    """A 400 MB caption line was built (4.2 GB peak; issue 22): over MAX_CAPTION_CHARS the
+    build stops naming the caption, and writes nothing."""
+    from datasets_scripts.build import MAX_CAPTION_CHARS
+
+    src = tmp_path / "src"
+    src.mkdir()
+    long = "a " * (MAX_CAPTION_CHARS // 2 + 1)
+    (src / "charades_sta_test.txt").write_text(f"A1 0.0 4.0##ok.\nB2 1.0 3.0##{long}\n")
+    code, out = build("charades_sta", src)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: caption 'B2/0' (video 'B2') has ")
+    assert f"over the limit of {MAX_CAPTION_CHARS:,d}" in err[-1] and not out.exists()

@@ -374,4 +374,4 @@ def test_bad_option_values_are_refused(tmp_path, build, capsys):
 
     with pytest.raises(SystemExit):
         main(["translate", str(tmp_path), "--from", "mr", "--to", "ta", "--batch-size", "0"])
-    assert "'0' is not a positive integer" in capsys.readouterr().err
+    assert "argument --batch-size: 0 is outside [1, 100000]" in capsys.readouterr().err

@@ -185,3 +185,45 @@ def test_read_npy_refuses_bad_files(tmp_path):
         reporter.counts["unreadable feature"] == 2
         and "no video of the dataset" in reporter.warnings[0]
     )
+
+
+class _Payload:
+    """Unpickling this would create the file ``marker`` (a code-execution payload)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import pathlib
+
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_feature_pickle_with_code_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+    path = _pickle(tmp_path / "scene.pickle", {"v1": np.ones(4), "v2": _Payload(marker)})
+    source = FeatureSource("scene", "pickle", [path])
+    with pytest.raises(BuildError, match=r"scene\.pickle: refusing to unpickle pathlib"):
+        scan_source(source, {"v1", "v2"}, Reporter())
+    assert not marker.exists()
+
+
+def test_rudder_release_pickle_with_code_is_refused(tmp_path, capsys):
+    from datasets_scripts.__main__ import main
+
+    marker = tmp_path / "ran"
+    src = tmp_path / "src"
+    _pickle(src / "rudder_train.pkl", [{"id": "v1", "2d": np.ones(3), "x": _Payload(marker)}])
+    _pickle(src / "rudder_test.pkl", [{"id": "v2", "2d": np.ones(3)}])
+    code = main(["build", "rudder", "--src", str(src), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "rudder_train.pkl: refusing to unpickle" in err
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_damaged_feature_pickle_is_named(tmp_path):
+    path = _pickle(tmp_path / "scene.pickle", {"v1": np.ones(4)})
+    path.write_bytes(path.read_bytes()[:20])
+    source = FeatureSource("scene", "pickle", [path])
+    with pytest.raises(BuildError, match=r"scene\.pickle: cannot be unpickled"):
+        scan_source(source, {"v1"}, Reporter())

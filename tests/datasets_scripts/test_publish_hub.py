@@ -224,3 +224,46 @@ def proxy(monkeypatch, hub_online):
 def test_check_reachable_goes_through_the_proxy(proxy):
     """A host only the proxy can reach passes the check (a direct connection cannot)."""
     publish_module.check_reachable("http://hub.example.invalid", timeout=2)
+
+
+def test_dry_run_reads_every_file_against_the_card(dataset, tmp_path, capsys):
+    """A truncated parquet file, or one with other rows than the card states, is no 'card OK'
+    (issue 22)."""
+    import pyarrow.parquet as pq
+
+    path = dataset / "captions" / "test.parquet"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    assert main(["publish", str(dataset), "--repo-id", "me/x", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: not a readable parquet file" in err and "truncated" in err
+    path.write_bytes(whole)
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 1), path)
+    with pytest.raises(PublishError, match=r"test.parquet: holds 1 rows, but the card says 2"):
+        publish(dataset, "me/x", dry_run=True)
+    pq.write_table(table, path)
+    assert main(["publish", str(dataset), "--repo-id", "me/x", "--dry-run"]) == 0
+    assert "card OK" in capsys.readouterr().out
+
+
+def test_dry_run_refuses_splits_that_disagree(tmp_path, build, capsys):
+    """A folder labelled on one split only (an interrupted label of an older rudder) is not
+    'card OK' (issue 22)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src2"
+    src.mkdir()
+    (src / "charades_sta_train.txt").write_text("A1 0.0 4.0##a person cooks.\n")
+    (src / "charades_sta_test.txt").write_text("B2 1.0 3.0##someone sits.\n")
+    code, out = build("charades_sta", src, out=tmp_path / "mixed")
+    assert code == 0
+    path = out / "captions" / "train.parquet"
+    table = pq.read_table(path)
+    none = pa.array([None] * table.num_rows, pa.list_(pa.string()))
+    for column in ("nouns", "verbs", "noun_classes", "verb_classes"):
+        table = table.append_column(column, none)
+    pq.write_table(table, path)
+    with pytest.raises(Exception, match=r"caption splits disagree .* --overwrite"):
+        publish(out, "me/x", dry_run=True)

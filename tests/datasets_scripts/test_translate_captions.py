@@ -251,3 +251,14 @@ def test_a_failure_before_the_commit_changes_nothing(dataset, tmp_path, monkeypa
     folder = DatasetFolder(dataset)
     assert folder.meta.languages == ["mr", "ta", "en"] and folder.meta.extra["translations"]
     assert "Machine translations added" in (dataset / "README.md").read_text()
+
+
+def test_a_deleted_split_file_is_an_error(dataset, tmp_path):
+    """A deleted caption split would be left untranslated, silently (issue 22)."""
+    (dataset / "captions" / "test.parquet").unlink()
+    before = _snapshot(dataset)
+    with pytest.raises(Exception, match=r"captions/test.parquet is missing, but the dataset's "
+                                         r"card lists it"):
+        translate_dataset(dataset, "mr", ["ta"], backend=FakeBackend(),
+                          cache_path=tmp_path / "c.sqlite")
+    assert _snapshot(dataset) == before

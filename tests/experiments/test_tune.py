@@ -220,3 +220,18 @@ def test_settings_reach_the_config_unchanged():
     row = Row("MM", None, {"loss": {"name": "mm"}})
     config = row_config(row, settings={"optim.lr": 1e-05, "loss.params.margin": 0.1})
     assert config.optim.lr == 1e-05 and config.loss.params == {"margin": 0.1}
+
+
+@pytest.mark.parametrize("content", [b"rows: [1, 2", b"just text", b"rows: {mm: 3}",
+                                     b"\xff\xfe not utf-8", b"rows: {mm: {row_key: x}}"],
+                         ids=["bad-yaml", "scalar", "row-not-mapping", "binary", "no-chosen"])
+def test_a_malformed_tuned_file_is_one_error_line(tiny_dataset, tmp_path, capsys, content):
+    """experiments.run --tuned MALFORMED.yaml used to end in a traceback (issue 22)."""
+    root = tmp_path / "suites"
+    write_suite(root, "two", [("mm", "MM", "mm", {}), ("po", "PO", "po", {})], tune=TUNE)
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    code = run.main([*_argv(root, tmp_path, tiny_dataset), "--tuned", str(bad), "--dry-run"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {bad}: ")
+    assert "Traceback" not in err[0]

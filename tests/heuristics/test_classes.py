@@ -8,6 +8,7 @@ EPIC_CSV = """id,key,instances,category
 """
 EPIC_VERBS = """id,key,instances,category
 0,take,"['take', 'pick-up', 'grab']",retrieve
+""" + "".join(f"{i},zzfill{i},\"['zzfill{i}']\",other\n" for i in range(1, 6)) + """\
 6,turn-on,"['turn-on', 'switch-on']",manipulate
 """
 
@@ -55,6 +56,16 @@ def test_real_epic_class_files(shared_data):
     assert verbs.lookup("verb", "en", "turn-on") == "6"
 
 
+def test_a_whole_last_line_without_a_line_end_is_fine(tmp_path):
+    """EPIC's own class files end without a newline."""
+    text = EPIC_CSV.rstrip("\n").replace("cutlery", "appliances")
+    assert read_epic_classes(write(tmp_path, "n.csv", text), "noun").lookup(
+        "noun", "en", "spoon") == "1"
+    cut = EPIC_CSV.rstrip("\n")[:-3]  # a category no other row has: refused, see below
+    with pytest.raises(ClassFileError, match="cut mid-row"):
+        read_epic_classes(write(tmp_path, "m.csv", cut), "noun")
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -71,6 +82,18 @@ def test_real_epic_class_files(shared_data):
         (
             "id,key,instances\n0,tap,\"['tap']\"\n1,faucet,\"['tap']\"\n",
             r"n.csv:3: noun 'tap' \(en\) maps to class '1', but .*n.csv:2 maps it to '0'",
+        ),
+        (  # ids with a gap (a deleted row)
+            "id,key,instances\n0,tap,\"['tap']\"\n2,cup,\"['cup']\"\n",
+            r"n.csv: class ids are not contiguous: 1 is missing between 0 and 2",
+        ),
+        (
+            "id,key,instances\n0,tap,\"['tap']\"\n0,cup,\"['cup']\"\n",
+            r"n.csv:3: class id '0' is also on line 2",
+        ),
+        (  # head -c: cut inside the category of the last row
+            EPIC_CSV.rstrip("\n")[:-3],
+            r"n.csv:3: the last line looks cut mid-row .* 'cutl' is on no other row",
         ),
     ],
 )

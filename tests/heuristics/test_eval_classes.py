@@ -9,8 +9,16 @@ from heuristics.classes import ClassFileError, ClassMap
 from heuristics.eval_classes import lookup, phrases, read_sentences, scores
 
 HEADER = "narration_id,narration,verb_class,noun_classes,verb,nouns\n"
-NOUN_CSV = "id,key,instances\n3,cupboard,\"['cupboard', 'cupboard:open']\"\n8,sink,\"['sink']\"\n"
-VERB_CSV = "id,key,instances\n1,put,\"['put']\"\n3,open,\"['open']\"\n5,insert,\"['put-in']\"\n"
+def _filled(rows: dict) -> str:
+    """An EPIC class CSV with ids 0..max (contiguous, as EPIC's): ``rows`` {id: (key,
+    instances)}, other ids filler classes no text names."""
+    lines = [f"{i},{rows[i][0]},\"{rows[i][1]}\"" if i in rows
+             else f"{i},zzfill{i},\"['zzfill{i}']\"" for i in range(max(rows) + 1)]
+    return "id,key,instances\n" + "\n".join(lines) + "\n"
+
+
+NOUN_CSV = _filled({3: ("cupboard", "['cupboard', 'cupboard:open']"), 8: ("sink", "['sink']")})
+VERB_CSV = _filled({1: ("put", "['put']"), 3: ("open", "['open']"), 5: ("insert", "['put-in']")})
 
 
 def _tiny_epic(tmp_path) -> list[str]:
@@ -98,3 +106,14 @@ def test_cli_tagger_path_with_a_trained_stanza_model(tiny_treebank, tmp_path, ca
     assert result["rows"] == 2 and result["verb_class_accuracy"] == 100.0
     assert main(argv + ["--without", "particles"]) == 0
     assert json.loads(capsys.readouterr().out)["verb_class_accuracy"] == 50.0  # percent
+
+
+def test_gold_classes_missing_from_the_class_files_are_refused(tmp_path, capsys):
+    """A class CSV cut short (``head``) scored gold rows of its lost classes as misses with
+    exit 0 (issue 22); the first such row and class are named."""
+    argv = _tiny_epic(tmp_path)
+    (tmp_path / "n.csv").write_text(NOUN_CSV.split("\n4,")[0] + "\n", encoding="utf-8")
+    assert main(argv + ["--method", "lookup"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "s.csv:3: gold noun class 8 is not in" in err[0]
+    assert "n.csv (4 classes there)" in err[0] or "n.csv" in err[0]

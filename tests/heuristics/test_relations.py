@@ -169,10 +169,11 @@ def test_cli_merges_and_updates_the_card(tiny_dataset, sets_path, tmp_path, caps
     assert main(["video-relations", "--dataset", str(tiny_dataset), "--sets", str(sets_path)]) == 0
     assert DatasetFolder(tiny_dataset).relations().num_rows == 6
     front = (tiny_dataset / "README.md").read_text(encoding="utf-8").split("---\n")[1]
-    assert {
-        "config_name": "relations",
-        "data_files": [{"split": "train", "path": "relations/all.parquet"}],
-    } in yaml.safe_load(front)["configs"]
+    configs = {c["config_name"]: c for c in yaml.safe_load(front)["configs"]}
+    assert configs["relations"]["data_files"] == [
+        {"split": "train", "path": "relations/all.parquet"}
+    ]
+    assert configs["relations"]["description"].startswith("data sha256 ")
     manual = tmp_path / "m.csv"
     manual.write_text(
         "caption_id_a,caption_id_b,label,annotator\nc1,c5,description,ann\n", encoding="utf-8"

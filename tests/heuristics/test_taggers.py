@@ -1,4 +1,6 @@
+import io
 import json
+import sys
 
 import pytest
 
@@ -77,6 +79,21 @@ def test_tag_texts_tags_each_text_once_and_caches(tmp_path):
     assert again[0] == [TaggedWord("B", "b", "NOUN")]
     tag_texts(tagger, ["B"], "hi", cache=cache)  # another language is another key
     assert tagger.calls[-1] == ["B"]
+
+
+def test_tag_texts_goes_by_batches_with_progress_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    tagger = CountingTagger()
+    texts = [f"T{k}" for k in range(5)]
+    out = tag_texts(tagger, [*texts, "T0"], "en", batch_size=2)
+    assert tagger.calls == [["T0", "T1"], ["T2", "T3"], ["T4"]]
+    assert [w[0].lemma for w in out] == ["t0", "t1", "t2", "t3", "t4", "t0"]
+    assert "tagging en:" in terminal.getvalue()
 
 
 def test_tag_texts_in_worker_processes(tmp_path, lexicon_path):

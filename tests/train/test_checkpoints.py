@@ -34,6 +34,33 @@ class WritesMarker:
         return (exec, (f"open({self.path!r}, 'w').write('pwned')",))
 
 
+REFUSED = "holds objects that are not tensors or plain values: refused for safety"
+
+
+class RunsSystem:
+    """A payload calling a function of a module torch blocks outright (os.system)."""
+
+    def __reduce__(self):
+        return (os.system, ("true",))
+
+
+class Custom:
+    """An object of a class that is not a tensor or plain value."""
+
+
+@pytest.mark.parametrize("payload", [WritesMarker("/nonexistent/x"), RunsSystem(), Custom()],
+                         ids=["builtin-exec", "blocked-module", "custom-class"])
+def test_each_kind_of_payload_is_refused_for_safety(tmp_path, payload):
+    """On the installed torch (2.13 words a blocked module's refusal differently)."""
+    from rudder.checkpoints import read_plain
+
+    path = tmp_path / "x.pt"
+    torch.save({"version": CHECKPOINT_VERSION, "model": payload}, path)
+    with pytest.raises(RunError, match=rf"{path}: {REFUSED}") as info:
+        read_plain(path)
+    assert "truncated" not in str(info.value)
+
+
 def craft(path: Path, marker: Path) -> None:
     torch.save({"version": CHECKPOINT_VERSION, "model": WritesMarker(marker)}, path)
 
@@ -69,11 +96,12 @@ def test_a_crafted_checkpoint_is_refused_by_every_reader(run_copy, tiny_dataset,
     best, last = run_copy / "checkpoints" / "best.pt", run_copy / "checkpoints" / "last.pt"
     craft(best, marker)
 
-    with pytest.raises(RunError, match=rf"{best}: refused: .*exec"):
+    with pytest.raises(RunError, match=rf"{best}: {REFUSED}.*exec"):
         load_run(run_copy)
     with pytest.raises(SystemExit) as exit_info:  # rudder.evaluate
         evaluate.main([str(run_copy)])
-    assert exit_info.value.code == 2 and str(best) in one_error_line(capsys)
+    line = one_error_line(capsys)
+    assert exit_info.value.code == 2 and str(best) in line and "refused for safety" in line
     with pytest.raises(SystemExit) as exit_info:  # python -m app finds the newest run by itself
         app_cli.main(["--runs", str(run_copy.parent), "--dataset", str(tiny_dataset)])
     assert exit_info.value.code == 2 and str(best) in one_error_line(capsys)
@@ -88,7 +116,7 @@ def test_a_crafted_checkpoint_is_refused_by_every_reader(run_copy, tiny_dataset,
     assert exit_info.value.code == 2 and str(last) in one_error_line(capsys)
     index = tmp_path / "index.pt"
     torch.save({"version": 1, "video_ids": WritesMarker(marker)}, index)
-    with pytest.raises(SearchIndexError, match=rf"{index}: refused"):
+    with pytest.raises(SearchIndexError, match=rf"{index}: {REFUSED}"):
         VideoIndex.load(index)
     assert not marker.exists()
 

@@ -53,7 +53,7 @@ def test_yaml_errors_name_the_file(tmp_path):
     ("supervision.alpha_v", -0.5, "in [0.0, 1.0]"),
     ("optim.momentum", 1.0, "in [0.0, 1.0)"),
     ("supervision.rho", 0.0, "in (0.0, 1.0]"),
-    ("epochs", True, "an integer >= 1"),
+    ("epochs", True, "an integer in [1, 100000]"),
     ("amp", 1, "true or false"),
     ("selection", "t2v.R7", "one of ['t2v.gmean_r5_r10_r50'"),
     ("selection", "R1", "one of ['t2v.gmean_r5_r10_r50'"),

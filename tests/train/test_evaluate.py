@@ -118,3 +118,51 @@ def test_ambiguous_combinations_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main(argv)
     assert exit_info.value.code == 2 and "error:" in capsys.readouterr().err
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
+    return err[0]
+
+
+def test_another_dataset_without_the_runs_experts_names_them(two_runs, tiny_dataset, tmp_path,
+                                                              capsys):
+    """``evaluate RUN --dataset OTHER`` whose experts differ ended in KeyError (issue 22)."""
+    import shutil
+
+    from rudder.data.layout import DatasetFolder
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_dataset, other)
+    meta = json.loads((other / "rudder.json").read_text())
+    del meta["experts"]["object"]
+    (other / "rudder.json").write_text(json.dumps(meta))
+    assert "object" not in DatasetFolder(other).experts
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(two_runs[0]), "--dataset", str(other), "--output", str(tmp_path / "e")])
+    line = _one_error_line(capsys)
+    assert exit_info.value.code == 2 and "lacks ['object']" in line and str(other) in line
+    assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--fusion", "hybrid", "--hybrid-q", "-1"], "argument --hybrid-q: -1 is outside"),
+    (["--fusion", "hybrid", "--hybrid-q", "3"], "argument --hybrid-q: 3 is more than the 2"),
+])
+def test_hybrid_q_is_checked_before_loading(two_runs, flags, named, capsys, monkeypatch):
+    """--hybrid-q -1 was refused after 17 s of loading and scoring (issue 22)."""
+    monkeypatch.setattr(evaluate, "load_run", lambda *a, **k: pytest.fail("loaded a run"))
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(["--fuse", str(two_runs[0]), str(two_runs[1]), *flags])
+    assert exit_info.value.code == 2 and named in _one_error_line(capsys)
+
+
+def test_output_naming_a_file_is_refused_before_loading(two_runs, tmp_path, capsys):
+    taken = tmp_path / "metrics.txt"
+    taken.write_text("keep")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(two_runs[0]), "--output", str(taken)])
+    line = _one_error_line(capsys)
+    assert exit_info.value.code == 2 and f"argument --output: {taken} is a file" in line
+    assert taken.read_text() == "keep"

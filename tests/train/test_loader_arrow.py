@@ -103,3 +103,31 @@ def test_a_features_file_of_another_split_is_refused(tiny_dataset, tmp_path):
     with pytest.raises(LayoutError, match=r"object/train.parquet: none of its \d+ video ids is a "
                        r"'train' video"):
         load_videos(folder, "train", ["object"])
+
+
+def test_a_declared_expert_missing_on_a_split_is_an_error(tiny_dataset, tmp_path):
+    """A deleted features/<expert>/<split>.parquet whose videos list the expert is refused,
+    not read as 'no video has it' (issue 22: R@10 dropped silently); a split none of whose
+    videos list the expert still reads without the file."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from rudder.data.layout import LayoutError
+
+    root = tmp_path / "copy"
+    shutil.copytree(tiny_dataset, root)
+    (root / "features" / "object" / "test.parquet").unlink()
+    with pytest.raises(LayoutError, match=r"object/test.parquet is missing, but \d+ 'test' "
+                                          r"video\(s\) list expert 'object'.*data.experts"):
+        load_videos(DatasetFolder(root), "test", ["audio@mr", "object"])
+    shutil.copy(tiny_dataset / "features" / "object" / "test.parquet",
+                root / "features" / "object" / "test.parquet")
+    (root / "features" / "audio@mr" / "test.parquet").unlink()
+    videos = DatasetFolder(root).videos("test")
+    kept = pa.table({**videos.to_pydict(), "experts": [
+        [e for e in names if e != "audio@mr"] for names in videos.column("experts").to_pylist()]},
+        schema=videos.schema)
+    pq.write_table(kept, root / "videos" / "test.parquet")
+    loaded = load_videos(DatasetFolder(root), "test", ["audio@mr", "object"])
+    assert not loaded.available[:, 0].any() and loaded.available[:, 1].all()

@@ -27,6 +27,7 @@ def test_end_to_end_writes_the_run_directory(train_tiny, tmp_path, capsys):
     assert predictions["sims"].shape == (10 * 2, 10)
     out = capsys.readouterr().out
     assert "text→video" in out and "video→text" in out
+    assert "early stopping" not in (run / "train.log").read_text()  # it ran every epoch
 
 
 def test_existing_output_dir_needs_resume_or_overwrite(train_tiny, tmp_path):
@@ -70,6 +71,10 @@ def test_early_stopping_really_stops(train_tiny, tmp_path):
     assert all(b > a for a, b in itertools.pairwise(scores[:-1]))  # improving until ...
     assert scores[-1] <= max(scores[:-1])  # ... the first evaluation without improvement
     assert result["best_epoch"] == len(scores) - 1
+    log = (tmp_path / "run" / "train.log").read_text()
+    assert (f"early stopping: the validation selection score did not improve for 1 epoch(s) "
+            f"(patience); stopped after epoch {len(scores)} of at most 30, best epoch "
+            f"{len(scores) - 1}") in log
 
 
 def test_a_rank_selection_is_reported_as_its_own_value(train_tiny, tmp_path):
@@ -86,8 +91,12 @@ def test_a_rank_selection_is_reported_as_its_own_value(train_tiny, tmp_path):
     assert summary["selection"] == {"t2v.gmean_mdr_mnr": pytest.approx(best)}
 
 
-def test_seeds_are_aggregated(train_tiny, tmp_path):
+def test_seeds_are_aggregated(train_tiny, tmp_path, capsys):
     summary = train_tiny(tmp_path / "seeds", "--epochs", "1", "--seeds", "0", "1")
+    out = capsys.readouterr().out
+    where = tmp_path / "seeds"
+    assert (f"runs: {where / 'seed-0'}, {where / 'seed-1'}; mean ± std in "
+            f"{where / 'metrics.json'}") in out
     r1 = summary["test"]["t2v"]["R1"]
     seeds = [json.loads((tmp_path / "seeds" / f"seed-{s}" / "metrics.json").read_text())
              for s in (0, 1)]
