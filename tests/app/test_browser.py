@@ -180,7 +180,7 @@ def test_three_labels_reach_sqlite(page, tmp_path, served):
     for action, code in (("key:1", 2), ("button:ann-partial", 1), ("key:n", 0)):
         current = candidate.input_value()
         if action.startswith("key:"):
-            page.locator("#ann-query").click()  # focus outside the text fields: shortcuts apply
+            page.locator("#ann-query .rudder-text").click()  # outside text fields: keys label
             page.keyboard.press(action[4:])
         else:
             page.locator(f"#{action[7:]}").click()
@@ -237,7 +237,7 @@ def test_keyboard_shortcuts_are_listed_on_the_page(page):
 
 def test_a_missing_annotator_name_is_one_message(page, tmp_path):
     open_annotation(page, annotator="")
-    page.locator("#ann-query").click()
+    page.locator("#ann-query .rudder-text").click()
     page.keyboard.press("1")
     page.locator("#ann-positive").click()
     message = "Enter your name in the Annotator field (top left) to label."

@@ -325,7 +325,7 @@ def test_typing_never_labels_and_the_name_is_normalised_and_remembered(
         # Outside a text field the same key labels.
         page.locator("#ann-annotator textarea").fill(name)
         page.locator("#ann-annotator textarea").press("Tab")
-        page.locator("#ann-query").click()
+        page.locator("#ann-query .rudder-text").click()
         page.keyboard.press("1")
         page.wait_for_function(
             f"document.querySelector('#ann-candidate-id textarea').value !== {candidate!r}"
