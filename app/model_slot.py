@@ -30,6 +30,7 @@ class ModelSlot:
         self.error: str | None = None
         self.started = time.monotonic()
         self._lock = threading.Lock()
+        self._last_epoch = (0, self.started)  # (epochs done, when that count was first seen)
 
     @property
     def ready(self) -> bool:
@@ -72,10 +73,19 @@ class ModelSlot:
             return (f"⚠ **Training the first model failed**: {markdown_text(self.error)} "
                     "(see the server's log). The Annotate and Results tabs still work.")
         done = min(self.epochs_done(), self.epochs)
+        now = time.monotonic()
+        if done > self._last_epoch[0]:
+            self._last_epoch = (done, now)
         step = ("building the search index" if self.stage == "indexing"
                 else f"epoch {min(done + 1, self.epochs)} of {self.epochs}")
+        left = ""
+        if 0 < done < self.epochs and self.stage != "indexing":
+            seen_done, seen_at = self._last_epoch
+            per_epoch = (seen_at - self.started) / seen_done
+            remaining = per_epoch * (self.epochs - seen_done) - (now - seen_at)
+            left = f", about {max(remaining, 1):.0f} s of training left"
         return (f"**A first model is training on this dataset** ({step}; {done} of "
-                f"{self.epochs} epochs done, {seconds:.0f} s so far). Search works as soon "
+                f"{self.epochs} epochs done, {seconds:.0f} s so far{left}). Search works as soon "
                 "as it is ready, on this page without reloading; the Annotate and Results "
                 "tabs work now.")
 

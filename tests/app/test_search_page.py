@@ -152,8 +152,10 @@ def test_a_pending_model_says_it_is_training(collection, tmp_path):
     status, table, _, _ = tab.search("fold the paper")
     assert "A first model is training" in status and "0 of 3 epochs done" in status
     assert table.empty and "Annotate and Results tabs work now" in status
+    slot.started = time.monotonic() - 20  # the first epoch took 20 s
     (run / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "t2v": {}}) + "\n")
-    assert "epoch 2 of 3; 1 of 3 epochs done" in slot.progress_markdown()
+    text = slot.progress_markdown()
+    assert "epoch 2 of 3; 1 of 3 epochs done, 20 s so far, about 40 s of training left" in text
     assert slot.progress() == (1, 4) and "value='1' max='4'" in slot.progress_html()
     assert "Model** a first model is training" in header_markdown(collection, slot)
     slot.fail("boom")
