@@ -46,6 +46,7 @@ def open_page(browser, url, size, path=""):
     """A page of a fresh browser context at viewport ``size``, loaded at ``url + path``."""
     width, height = VIEWPORTS[size]
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(60_000)  # the machine may be shared and loaded
     page = context.new_page()
     page.rudder_errors = []
     page.on("pageerror", lambda error: page.rudder_errors.append(str(error)))
