@@ -13,6 +13,16 @@ says what the table compares::
     fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4}   # optional
     tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
+    evaluation: {rho: 0.25, relevance: reference}   # the suite's one evaluation protocol
+
+``evaluation`` (optional; these are its defaults) fixes how every row is evaluated:
+``rho`` is the video class-set threshold of the relevance behind nDCG and mAP (0.25, the
+RANP paper's, unless the suite says otherwise). It is written into every row's
+``supervision.rho`` (so rows with ``batch_relevance: video`` train on the same class sets);
+a row may not set another value, and a tuning grid may not hold it (never tuned).
+``relevance`` names the relevance definition of the tables: ``reference`` (the
+EPIC-KITCHENS-100 code's R of the class sets) or ``own_video`` (the same, with each
+caption's own video counted fully relevant, R = 1; :func:`rudder.inference.relevance_matrix`).
 
 Run directories are keyed by :func:`run_key` (the config without its seed, plus the
 dataset's fingerprint), so a row that two suites share (same YAML content) is trained once.
@@ -34,6 +44,8 @@ SUITES_DIR = Path(__file__).resolve().parent / "suites"
 SUITE_FILE = "suite.yaml"
 FUSION_METHODS = ("avg", "max", "hybrid")
 BEST = "best"
+DEFAULT_RHO = 0.25  # the RANP paper's threshold
+RELEVANCE_DEFINITIONS = ("reference", "own_video")
 
 
 class SuiteError(ValueError):
@@ -62,6 +74,24 @@ class Fusion:
 
 
 @dataclass(frozen=True)
+class Protocol:
+    """The suite's evaluation protocol (see the module docstring)."""
+
+    rho: float = DEFAULT_RHO
+    relevance: str = "reference"
+
+    def describe(self) -> str:
+        definition = (
+            "the reference relevance (EPIC-KITCHENS-100 code: items with R = 1 are relevant)"
+            if self.relevance == "reference"
+            else "each caption's own video counted fully relevant (R = 1), else the reference R"
+        )
+        return (
+            f"nDCG and mAP at rho {self.rho:g} for every row (fixed, never tuned), {definition}"
+        )
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     folder: Path
@@ -73,6 +103,7 @@ class Suite:
     fusion: Fusion | None = None
     requires_dataset: str | None = None
     tune: dict | None = None
+    protocol: Protocol = Protocol()
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -84,7 +115,10 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
     return sorted(p.parent.name for p in Path(root).glob(f"*/{SUITE_FILE}"))
 
 
-_KEYS = {"title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune"}
+_KEYS = {
+    "title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune",
+    "evaluation",
+}
 
 
 def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
@@ -100,6 +134,7 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
     for key in ("title", "rows"):
         if key not in meta:
             raise SuiteError(f"{meta_path}: missing key {key!r}")
+    protocol = _protocol(meta_path, meta.get("evaluation"))
     rows = []
     for i, entry in enumerate(meta["rows"]):
         if not isinstance(entry, dict) or set(entry) != {"config", "label"}:
@@ -107,7 +142,7 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
                 f"{meta_path}: rows[{i}] must be a mapping with exactly 'config' and 'label'"
             )
         path = folder / entry["config"]
-        rows.append(Row(str(entry["label"]), path, _load(path)))
+        rows.append(Row(str(entry["label"]), path, _with_rho(path, _load(path), protocol.rho)))
     labels = [r.label for r in rows]
     if len(set(labels)) != len(labels):
         raise SuiteError(f"{meta_path}: row labels must be unique, got {labels}")
@@ -136,7 +171,37 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         fusion,
         meta.get("requires_dataset"),
         _tune(meta_path, meta.get("tune")),
+        protocol,
     )
+
+
+def _protocol(path: Path, spec) -> Protocol:
+    """The suite's checked ``evaluation`` section (defaults when absent)."""
+    if spec is None:
+        return Protocol()
+    if not isinstance(spec, dict) or set(spec) - {"rho", "relevance"}:
+        raise SuiteError(f"{path}: evaluation must be a mapping of rho and relevance")
+    rho = spec.get("rho", DEFAULT_RHO)
+    if isinstance(rho, bool) or not isinstance(rho, int | float) or not 0 < rho <= 1:
+        raise SuiteError(f"{path}: evaluation.rho must be a number in (0, 1], got {rho!r}")
+    relevance = spec.get("relevance", "reference")
+    if relevance not in RELEVANCE_DEFINITIONS:
+        raise SuiteError(
+            f"{path}: evaluation.relevance must be one of {list(RELEVANCE_DEFINITIONS)}, "
+            f"got {relevance!r}"
+        )
+    return Protocol(float(rho), relevance)
+
+
+def _with_rho(path: Path, data: dict, rho: float) -> dict:
+    """The row's data with ``supervision.rho`` = the protocol's (a row may not set another)."""
+    supervision = data.get("supervision") or {}
+    if "rho" in supervision and supervision["rho"] != rho:
+        raise SuiteError(
+            f"{path}: supervision.rho is {supervision['rho']!r} but the suite's evaluation "
+            f"protocol fixes rho {rho:g}; remove it from the row or change evaluation.rho"
+        )
+    return {**data, "supervision": {**supervision, "rho": rho}}
 
 
 def _tune(path: Path, spec) -> dict | None:
