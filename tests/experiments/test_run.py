@@ -51,8 +51,11 @@ def test_tables_agree_with_the_runs(finished):
     rows = list(csv.DictReader((out / "results" / "tiny.csv").open()))
     labels = {r["row"] for r in rows}
     assert labels == {
-        "MM", "PO(M)", "RAN", "Fusion AVG (mixed losses)", "Fusion HYBRID (mixed losses, Q'=1)"
+        "MM", "PO(M)", "RAN", "Fusion AVG (mixed losses)", "Fusion HYBRID (mixed losses, Q'=1)",
+        "Fusion MAX (RAN)",
     }
+    pooled = [r for r in rows if r["row"] == "Fusion MAX (RAN)"]
+    assert {r["seeds"] for r in pooled} == {"1"}  # both seeds of RAN fused into one model
     mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/metrics.json"))
     r1 = [json.loads(p.read_text())["test"]["t2v"]["R1"] for p in mm]
     row = next(
@@ -65,6 +68,9 @@ def test_tables_agree_with_the_runs(finished):
     at_cap = {r["row"]: r["mean"] for r in rows if r["metric"] == "runs_at_epoch_cap"}
     assert set(at_cap) == labels  # one line per row (1-epoch runs: every run at the cap)
     assert at_cap["MM"] == "2" and at_cap["Fusion AVG (mixed losses)"] == "4"
+    assert at_cap["Fusion MAX (RAN)"] == "2"
+    assert "MAX of RAN (one loss; every seed pooled into one fused model: Q = 2 models" in (
+        out / "results" / "tiny.md").read_text()
     text = (out / "results" / "tiny.md").read_text()
     assert "python -m experiments.run tiny --seeds 2" in text and "**Machine**:" in text
     assert "**Evaluation protocol**: nDCG and mAP at rho 0.25" in text
