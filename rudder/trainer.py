@@ -248,7 +248,8 @@ class Trainer:
             writer.add_scalar("train/loss", train_loss, self.epoch)
             for direction in ("t2v", "v2t"):
                 for key, value in result[direction].items():
-                    writer.add_scalar(f"validation/{direction}/{key}", value, self.epoch)
+                    if value is not None:  # an n/a metric (no query with a relevant item)
+                        writer.add_scalar(f"validation/{direction}/{key}", value, self.epoch)
 
     def _tensorboard(self):
         if not (self.config.tensorboard and self.ctx.is_main):
