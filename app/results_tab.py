@@ -1,6 +1,7 @@
 """The results tab: training runs under ``runs/`` side by side, with R@K and loss plots.
 
-A run is a folder holding test metrics (``metrics.json``, DESIGN.md) and/or its validation
+A run is a folder holding test metrics (``metrics.json``; docs/architecture.md) and/or its
+validation
 history (``metrics.jsonl``: ``epoch``, ``train_loss``, ``t2v``, ``v2t`` per evaluation); the
 files are :mod:`rudder.run_layout`'s. Folders with neither are ignored; unreadable files count
 as empty, never as fatal.

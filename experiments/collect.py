@@ -3,7 +3,7 @@ nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
 
 Per-query values come from each run's test predictions (:mod:`rudder.run_layout`: the
 similarities of its ``best.pt`` on the test split, written by the trainer) and the test split's
-relevance (:func:`rudder.inference.relevance_matrix`, DESIGN.md's R with the run's ``rho``).
+relevance (:func:`rudder.inference.relevance_matrix`: R of docs/architecture.md, the run's ``rho``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def per_query(
     relevance: np.ndarray | None,
     sims_v2t: np.ndarray | None = None,
 ) -> tuple[dict, dict]:
-    """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows, DESIGN.md).
+    """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows; see
+    docs/architecture.md).
 
     Ranks: :func:`rudder.metrics.query_ranks` (t2v one per caption row, v2t one per video).
     nDCG/mAP: :func:`rudder.metrics.ndcg` / ``mean_average_precision`` with

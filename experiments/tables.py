@@ -135,7 +135,7 @@ def _entry(seeds: list) -> dict:
 
 def video_of_queries(row: RowResult, direction: str) -> np.ndarray:
     """The video index of each query: t2v rows are video-major (row r is caption r % K of video
-    r // K, DESIGN.md), v2t queries are the videos themselves."""
+    r // K, docs/architecture.md), v2t queries are the videos themselves."""
     videos = row.ranks["v2t"].shape[1]
     queries = row.ranks[direction].shape[1]
     if direction == "v2t":

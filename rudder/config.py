@@ -71,7 +71,7 @@ class DataConfig:
 
 @dataclass
 class LossConfig:
-    """Loss name from the registry and its parameters (DESIGN.md's table)."""
+    """Loss name from the registry and its parameters (the loss table of docs/architecture.md)."""
 
     name: str = "mm"
     params: dict = field(default_factory=dict)
@@ -79,7 +79,7 @@ class LossConfig:
 
 @dataclass
 class SupervisionConfig:
-    """How a batch's relevance and partial labels are made (DESIGN.md conventions)."""
+    """How a batch's relevance and partial labels are made (docs/architecture.md conventions)."""
 
     alpha_n: float = 0.5
     alpha_v: float = 0.5

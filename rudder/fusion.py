@@ -127,7 +127,7 @@ def fuse_similarities(sims_list) -> np.ndarray:
 
 
 def fuse_directions(sims_list, query_masks, method: str = "sum", q: int | None = None):
-    """Fuse Q models' caption-by-video matrices (video-major rows, DESIGN.md) for both
+    """Fuse Q models' caption-by-video matrices (video-major rows, docs/architecture.md) for both
     retrieval directions; returns ``(t2v scores, v2t scores or None)``, numpy float64.
 
     ``"sum"`` (:func:`fuse_similarities`) gives one matrix for both directions (v2t None).

@@ -1,4 +1,5 @@
-"""Similarity matrices and metrics of a model on a loaded split (video-major, DESIGN.md)."""
+"""Similarity matrices and metrics of a model on a loaded split (video-major rows; see
+docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
 
 
 def relevance_matrix(data: SplitData, rho: float, own_video: bool = False) -> torch.Tensor | None:
-    """Relevance ``(V*K, V)`` of every caption slot to every video (DESIGN.md), or ``None``.
+    """Relevance ``(V*K, V)`` of every caption slot to every video (docs/architecture.md), or
+    ``None``.
 
     ``own_video=False`` (the reference definition, every table unless it says otherwise): R of
     the caption's classes and the video's ``rho`` class sets. ``own_video=True``: the same,

@@ -1,6 +1,7 @@
 """Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.significance`).
 
-Conventions (DESIGN.md): ``sims[i, j]`` is the similarity of caption ``i`` and video ``j``;
+Conventions (docs/architecture.md): ``sims[i, j]`` is the similarity of caption ``i`` and
+video ``j``;
 with K captions per video the rows are video-major (row ``r`` is caption ``r % K`` of video
 ``r // K``) and ``query_masks`` has shape ``(num_videos, K)``. Inputs may be numpy arrays or
 torch tensors (converted to numpy; float16/bfloat16 widened losslessly to float32, integers
@@ -89,7 +90,8 @@ def _mask_array(query_masks) -> np.ndarray:
 
 
 def _caption_validity(query_masks, rows: int, cols: int) -> tuple[np.ndarray, int]:
-    """(valid row flags (rows,), K) from DESIGN.md's ``query_masks`` of shape (num_videos, K)."""
+    """(valid row flags (rows,), K) from ``query_masks`` of shape (num_videos, K)
+    (docs/architecture.md)."""
     if query_masks is None:
         if cols == 0 or rows % cols:
             raise ValueError(
@@ -217,7 +219,7 @@ def metrics_from_ranks(ranks) -> dict[str, float]:
 
 
 def retrieval_metrics(sims, query_masks=None, direction: str = "t2v") -> dict[str, float]:
-    """DESIGN.md's R@K / MdR / MnR / geometric mean for one direction.
+    """docs/architecture.md's R@K / MdR / MnR / geometric mean for one direction.
 
     ``metrics_from_ranks(query_ranks(sims, query_masks, direction))``: Collaborative Experts'
     evaluation (t2v over all videos; v2t takes a video's best valid caption among all valid

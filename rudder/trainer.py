@@ -49,7 +49,7 @@ log = logging.getLogger("rudder.train")
 
 
 class Trainer:
-    """Train one configuration into one run directory (see DESIGN.md: Runs and results)."""
+    """Train one configuration into one run directory (the run folder of docs/architecture.md)."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
