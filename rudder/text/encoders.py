@@ -67,6 +67,10 @@ ENCODERS = {
 }
 
 
+# Encoders whose vector space is shared across languages (the app's untrained-language note).
+MULTILINGUAL = frozenset({"multilingual-e5"})
+
+
 def encoder_kind(spec: str | None) -> str | None:
     """``"sentence"``, ``"tokens"`` or None (trainable word embeddings) for a spec."""
     if not spec:
