@@ -21,7 +21,7 @@ from rudder.data.loader import build_class_index, load_split
 from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.inference import similarity_matrix, split_metrics
-from rudder.query_langs import check_query_langs, training_langs, transfer_table
+from rudder.query_langs import check_pivots, check_query_langs, training_langs, transfer_table
 from rudder.results_table import results_table
 from rudder.run_layout import (
     evaluation_dir,
@@ -57,13 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also rank the split's captions of each of these languages as "
                         "queries, trained on or not (metrics.json: per_language; printed: a "
                         "query-language x training-language table)")
+    parser.add_argument("--sentence-pivots", type=int, metavar="K",
+                        help="answer queries in languages the run was not trained on through "
+                        "their K nearest training captions (overrides the run's "
+                        "data.sentence_pivots; sentence encoders only; 0: off)")
     return parser
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
-                  langs=None):
+                  langs=None, pivots=None):
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
-    default: the runs' training caption languages).
+    default: the runs' training caption languages); ``pivots`` overrides the runs'
+    ``data.sentence_pivots`` (a query-time setting).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -79,6 +84,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     matrices = []
     for run in loaded:
         cfg = run.config.data
+        if pivots is not None:
+            cfg.sentence_pivots = check_pivots(pivots, cfg.text_encoder)
         encoder = None
         if cfg.text_encoder:
             from rudder.text.encoders import load_text_encoder
@@ -135,7 +142,7 @@ def _default_output(path: Path, split: str, name: str) -> Path:
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     """Evaluate one run or one fusion; write and print its metrics and predictions."""
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
-                                                 args.hybrid_q)
+                                                 args.hybrid_q, pivots=args.sentence_pivots)
     summary = {"test" if args.split == "test" else args.split: result,
                "runs": [str(p) for p in paths],
                "combination": how if len(paths) > 1 else None}
@@ -159,14 +166,14 @@ def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
     ``training_langs`` for metrics.json."""
     langs = check_query_langs(args.query_langs)
     result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
-                                       args.hybrid_q, langs=langs)
+                                       args.hybrid_q, langs=langs, pivots=args.sentence_pivots)
     found = set(data.caption_langs[data.caption_mask.numpy()].tolist())
     missing = [lang for lang in langs if lang not in found]
     if missing:
         raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
     trained = training_langs(paths[0])
     return {"per_language": result["per_language"], "query_langs": langs,
-            "training_langs": trained}
+            "training_langs": trained, "sentence_pivots": args.sentence_pivots}
 
 
 def cli() -> None:

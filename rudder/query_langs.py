@@ -3,12 +3,26 @@ and the query-language x training-language table of R@10 it prints."""
 
 from __future__ import annotations
 
+from rudder.errors import RunError
 from rudder.languages import SUPPORTED, check_languages
 
 
 def check_query_langs(langs) -> list[str]:
     """The ``--query-langs`` codes, validated (supported ISO 639-1 codes), duplicates dropped."""
     return list(dict.fromkeys(check_languages(list(langs), where="--query-langs")))
+
+
+def check_pivots(pivots: int, text_encoder) -> int:
+    """``--sentence-pivots``: an integer >= 0, for a run with a sentence encoder."""
+    from rudder.text.encoders import encoder_kind
+
+    if pivots < 0:
+        raise RunError(f"--sentence-pivots: expected an integer >= 0, got {pivots}")
+    if pivots and encoder_kind(text_encoder) != "sentence":
+        raise RunError("--sentence-pivots needs a run with a sentence encoder "
+                       f"(data.text_encoder: multilingual-e5 or sentence:FOLDER), not "
+                       f"{text_encoder!r}")
+    return pivots
 
 
 def training_langs(path) -> list[str]:

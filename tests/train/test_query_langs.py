@@ -38,6 +38,14 @@ def test_each_query_language_is_ranked_and_written(marathi_run, tmp_path, capsys
     assert f"| mr | {saved['per_language']['mr']['R10']:.1f}* (x1.00) |" in printed
 
 
+def test_pivots_need_a_sentence_encoder(marathi_run, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main([str(marathi_run[0]), "--query-langs", "mr", "en", "--sentence-pivots",
+                       "3", "--output", str(tmp_path / "e")])
+    assert stop.value.code == 2
+    assert "--sentence-pivots needs a run with a sentence encoder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("langs", "message"), [
     (["mr", "xx"], "unsupported language 'xx' in --query-langs"),
     (["mr", "ta"], "--query-langs: the test split has no caption in ['ta']"),
@@ -82,3 +90,9 @@ def test_a_multilingual_e5_run_answers_an_untrained_language(tiny_dataset, tmp_p
     assert set(summary["per_language"]) == {"mr", "en"}
     # evaluation encoded the English captions it had not seen; Marathi came from the cache
     assert len(list((tmp_path / "cache" / "text-embeddings").rglob("*.npz"))) > len(shards)
+    # pivots change the untrained language's queries only
+    pivoted = evaluate.main([str(run), "--query-langs", "mr", "en", "--sentence-pivots", "1",
+                             "--output", str(tmp_path / "p")])
+    assert pivoted["per_language"]["mr"] == summary["per_language"]["mr"]
+    assert pivoted["per_language"]["en"] != summary["per_language"]["en"]
+    assert pivoted["sentence_pivots"] == 1 and "per_language" in pivoted
