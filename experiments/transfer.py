@@ -34,18 +34,20 @@ from rudder.runs import resolve_dataset
 LANGS = ["mr", "hi", "ta", "te", "en"]
 E5 = ["--set", "data.text_encoder=multilingual-e5"]
 CENTER = ["--set", "data.sentence_centering=true"]
+WHITEN = ["--set", "data.sentence_whitening=true"]
 # training run -> (training caption languages, fraction of ta/te training captions, settings)
 RUNS = {
     "embeddings-mr": (["mr"], None, []),
     "e5-mr": (["mr"], None, E5),
     "e5-mr-center": (["mr"], None, E5 + CENTER),
+    "e5-mr-whiten": (["mr"], None, E5 + WHITEN),
     "e5-mr+tate10-center": (["mr", "ta", "te"], 0.10, E5 + CENTER),
     "e5-mr+tate25-center": (["mr", "ta", "te"], 0.25, E5 + CENTER),
     "e5-mr+tate100-center": (["mr", "ta", "te"], 1.0, E5 + CENTER),
     "embeddings-mr+tate100": (["mr", "ta", "te"], 1.0, []),
 }
 # Pivots are a query-time setting (evaluate --sentence-pivots K): evaluated on these runs.
-PIVOT_RUNS, PIVOT_KS = ("e5-mr", "e5-mr-center"), (1, 5, 20)
+PIVOT_RUNS, PIVOT_KS = ("e5-mr", "e5-mr-center", "e5-mr-whiten"), (1, 5, 20)
 
 
 def few_shot_dataset(source: Path, out: Path, fraction: float, seed: int) -> Path:

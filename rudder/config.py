@@ -64,6 +64,7 @@ class DataConfig:
     # mean vector (of the dataset's training captions), and answer a query in a language
     # outside caption_langs through its k nearest training captions (0: off).
     sentence_centering: bool = False
+    sentence_whitening: bool = False  # centering, then per-language whitening
     sentence_pivots: int = 0
     # Pretrained word vectors that initialise the word embeddings: {language code or "all":
     # local file} (fastText .vec/.bin, GloVe .txt, word2vec binary; see rudder.text.word_vectors).
@@ -408,11 +409,11 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
                               "word vectors initialise trainable embeddings, an encoder "
                               "replaces them")
-    if data.sentence_centering or data.sentence_pivots:
+    if data.sentence_centering or data.sentence_whitening or data.sentence_pivots:
         from rudder.text.encoders import encoder_kind
 
         if encoder_kind(data.text_encoder) != "sentence":
-            raise ConfigError("data.sentence_centering and data.sentence_pivots need a sentence "
+            raise ConfigError("data.sentence_centering, _whitening and _pivots need a sentence "
                               "encoder (data.text_encoder: multilingual-e5 or sentence:FOLDER), "
                               f"got data.text_encoder={data.text_encoder!r}")
     if (isinstance(data.sentence_pivots, bool) or not isinstance(data.sentence_pivots, int)

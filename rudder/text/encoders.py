@@ -168,6 +168,14 @@ class SentenceFeatures:
       A language's mean is that of the dataset's *training* captions in it (text only; every
       language of the split, trained on or not). A language the dataset has no caption in
       gets the mean of the language means.
+    - ``whitening``: centering, then each language's ZCA whitening with shrinkage,
+      ``W = U (L + s mean(L) I)^(-1/2) U^T`` from the eigen-decomposition ``U L U^T`` of the
+      language's covariance (population, over its training captions), ``s`` =
+      ``WHITENING_SHRINKAGE``; then L2-normalised. Whitening per language (Su et al. 2021,
+      "Whitening Sentence Representations for Better Semantics and Faster Retrieval") makes
+      every language's second moments the identity, so they match across languages as in
+      CORAL (Sun et al., AAAI 2016, domain adaptation by aligning covariances). A language
+      without captions gets the whitening of the pooled per-language-centred captions.
     - ``pivots`` = k > 0: a text in a language outside ``trained_langs`` is replaced by the
       L2-normalised mean of its k most similar (cosine; ties: the earlier caption) distinct
       training captions in ``trained_langs`` (after centering when on): the query is
@@ -182,18 +190,22 @@ class SentenceFeatures:
         self.dim = backend.dim
         self.cache = cache or EmbeddingCache(backend.model_id, backend.weights_hash, backend.dim)
         self.centering, self.pivots, self.trained_langs, self.folder = False, 0, (), None
+        self.whitening = False
         self._means: dict[str, np.ndarray] | None = None
+        self._whiteners: dict[str, np.ndarray] | None = None
         self._pool: np.ndarray | None = None
 
     @property
     def uses_langs(self) -> bool:
         """Whether calls need each text's language (a transform is on)."""
-        return self.centering or self.pivots > 0
+        return self.centering or self.whitening or self.pivots > 0
 
-    def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0):
+    def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0,
+                  whitening: bool = False):
         """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``."""
         self.folder, self.trained_langs = folder, tuple(trained_langs)
-        self.centering, self.pivots = bool(centering), int(pivots)
+        self.centering, self.pivots = bool(centering) or bool(whitening), int(pivots)
+        self.whitening = bool(whitening)
         if self.uses_langs and folder is None:
             raise ValueError("sentence centering and pivots need the dataset folder")
         return self
@@ -217,7 +229,7 @@ class SentenceFeatures:
             raise ValueError("SentenceFeatures: centering and pivots need one language per text")
         langs = np.asarray(list(langs), dtype=object)
         if self.centering:
-            vectors = _unit(vectors - self._mean_rows(langs))
+            vectors = self._normalise(vectors, langs)
         if self.pivots:
             unseen = ~np.isin(langs, self.trained_langs)
             if unseen.any():
@@ -229,6 +241,26 @@ class SentenceFeatures:
     def _train_captions(self) -> tuple[list[str], list[str]]:
         table = self.folder.captions("train", columns=["text", "lang"]).to_pydict()
         return table["text"], table["lang"]
+
+    def _normalise(self, vectors: np.ndarray, langs: np.ndarray) -> np.ndarray:
+        """Centering (and whitening when on) of each row in its language, L2-normalised."""
+        centred = vectors - self._mean_rows(langs)
+        if self.whitening:
+            whiteners = self._language_whiteners()
+            for lang in sorted(set(langs.tolist())):
+                rows = langs == lang
+                centred[rows] = centred[rows] @ whiteners.get(lang, whiteners[None])
+        return _unit(centred)
+
+    def _language_whiteners(self) -> dict:
+        if self._whiteners is None:
+            texts, caption_langs = self._train_captions()
+            vectors, caption_langs = self.vectors(texts), np.asarray(caption_langs, object)
+            centred = vectors - self._mean_rows(caption_langs)
+            self._whiteners = {lang: _whitener(centred[caption_langs == lang])
+                               for lang in sorted(set(caption_langs.tolist()))}
+            self._whiteners[None] = _whitener(centred)  # a language without captions
+        return self._whiteners
 
     def _mean_rows(self, langs: np.ndarray) -> np.ndarray:
         if self._means is None:
@@ -246,7 +278,7 @@ class SentenceFeatures:
                                        if lang in self.trained_langs))
             pool = self.vectors([t for t, _ in pairs])
             if self.centering:
-                pool = _unit(pool - self._mean_rows(np.asarray([g for _, g in pairs], object)))
+                pool = self._normalise(pool, np.asarray([g for _, g in pairs], object))
             self._pool = pool
         return self._pool
 
@@ -254,6 +286,19 @@ class SentenceFeatures:
                  langs=None) -> tuple[torch.Tensor, torch.Tensor]:
         vectors = torch.from_numpy(np.ascontiguousarray(self.transformed(texts, langs)))
         return vectors.unsqueeze(1), torch.ones(len(vectors), 1, dtype=torch.bool)
+
+
+WHITENING_SHRINKAGE = 1.0  # s, chosen on the sample's validation split (README)
+
+
+def _whitener(centred: np.ndarray, shrinkage: float = WHITENING_SHRINKAGE) -> np.ndarray:
+    """ZCA matrix ``U (L + s mean(L) I)^(-1/2) U^T`` of rows ``centred`` (population
+    covariance ``X^T X / n``; SentenceFeatures' docstring)."""
+    covariance = centred.T.astype(np.float64) @ centred / max(1, len(centred))
+    values, vectors = np.linalg.eigh(covariance)
+    values = np.clip(values, 0.0, None)
+    values = values + shrinkage * max(values.mean(), 1e-12)
+    return ((vectors / np.sqrt(values)) @ vectors.T).astype(np.float32)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -277,7 +322,7 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: in
         features = SentenceFeatures(backend)
         if data is not None:
             features.configure(folder, data.caption_langs, data.sentence_centering,
-                               data.sentence_pivots)
+                               data.sentence_pivots, data.sentence_whitening)
         return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures

@@ -207,3 +207,22 @@ def test_the_transforms_need_a_sentence_encoder():
     config = from_dict({"data": {"sentence_pivots": 5, "sentence_centering": True,
                                  "text_encoder": "sentence:/models/LaBSE"}})
     assert config.data.sentence_pivots == 5
+
+
+def test_whitening_is_a_shrunk_zca_per_language(cache_root):
+    from rudder.text.encoders import _whitener
+
+    centred = np.array([[2.0, 1], [-2, -1], [2, -1], [-2, 1]], np.float32)  # cov diag(4, 1)
+    # eigenvalues 4 and 1, mean 2.5, shrinkage 1: W = diag(1/sqrt(6.5), 1/sqrt(3.5))
+    np.testing.assert_allclose(_whitener(centred, 1.0), np.diag([6.5 ** -0.5, 3.5 ** -0.5]),
+                               atol=1e-6)
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], whitening=True)
+    assert features.centering and features.uses_langs
+    # mr captions (1, 0), (0, 1): mean (0.5, 0.5), covariance [[.25, -.25], [-.25, .25]]
+    mr = np.array([[0.25, -0.25], [-0.25, 0.25]])
+    values, vectors = np.linalg.eigh(mr)
+    values = values + values.mean()
+    w = (vectors / np.sqrt(values)) @ vectors.T
+    expected = (np.array([3.0, 1.0]) - 0.5) @ w
+    np.testing.assert_allclose(features.transformed(["3 1"], ["mr"])[0],
+                               expected / np.linalg.norm(expected), atol=1e-5)
