@@ -5,7 +5,8 @@ Marathi captions only with each text side below, then Marathi plus a fraction of
 and Telugu training captions (the few-shot curve), and evaluates every run on the validation
 and test splits with ``rudder.evaluate --query-langs mr hi ta te en``. It prints and writes
 ``DIR/transfer.md`` / ``transfer.json``: per run and split (the ``-pivotsK`` rows evaluate a
-Marathi-only run with ``--sentence-pivots K``), t2v R@10 per query language and
+Marathi-only run with ``--sentence-pivots K``, the ``-alignN`` rows with
+``--sentence-alignment N``), t2v R@10 per query language and
 the ratio of the Tamil and Telugu R@10 to the Marathi one. Choose between text sides on the
 validation rows; the test rows are the report. Finished runs (with their evaluations) are
 reused, so the command resumes after a kill.
@@ -46,8 +47,10 @@ RUNS = {
     "e5-mr+tate100-center": (["mr", "ta", "te"], 1.0, E5 + CENTER),
     "embeddings-mr+tate100": (["mr", "ta", "te"], 1.0, []),
 }
-# Pivots are a query-time setting (evaluate --sentence-pivots K): evaluated on these runs.
+# Pivots and alignment are query-time settings (evaluate --sentence-pivots K,
+# --sentence-alignment N): evaluated on these runs.
 PIVOT_RUNS, PIVOT_KS = ("e5-mr", "e5-mr-center", "e5-mr-whiten"), (1, 5, 20)
+ALIGN_RUNS, ALIGN_ROUNDS = ("e5-mr", "e5-mr-center", "e5-mr-whiten"), (5, 10)
 
 
 def few_shot_dataset(source: Path, out: Path, fraction: float, seed: int) -> Path:
@@ -88,7 +91,8 @@ def train(name: str, out: Path, dataset: Path, seed: int) -> Path:
     return run_dir
 
 
-def evaluate(label: str, run_dir: Path, out: Path, dataset: Path, pivots: int = 0) -> dict:
+def evaluate(label: str, run_dir: Path, out: Path, dataset: Path, pivots: int = 0,
+             rounds: int = 0) -> dict:
     """Per-language metrics of ``run_dir`` on validation and test (original dataset)."""
     result = {}
     for split in ("validation", "test"):
@@ -96,7 +100,8 @@ def evaluate(label: str, run_dir: Path, out: Path, dataset: Path, pivots: int = 
         if not (evaluation / "metrics.json").is_file():
             run([sys.executable, "-m", "rudder.evaluate", str(run_dir), "--split", split,
                  "--dataset", str(dataset), "--query-langs", *LANGS, "--output",
-                 str(evaluation), *(["--sentence-pivots", str(pivots)] if pivots else [])])
+                 str(evaluation), *(["--sentence-pivots", str(pivots)] if pivots else []),
+                 *(["--sentence-alignment", str(rounds)] if rounds else [])])
         result[split] = json.loads((evaluation / "metrics.json").read_text())["per_language"]
     return result
 
@@ -186,6 +191,10 @@ def main(argv: list[str] | None = None) -> dict:
             for k in PIVOT_KS:
                 label = f"{name}-pivots{k}"
                 results[label] = evaluate(label, run_dir, args.out, dataset, k)
+        if name in ALIGN_RUNS:
+            for n in ALIGN_ROUNDS:
+                label = f"{name}-align{n}"
+                results[label] = evaluate(label, run_dir, args.out, dataset, rounds=n)
     text = table(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "transfer.md").write_text(text + "\n", encoding="utf-8")

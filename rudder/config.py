@@ -66,6 +66,9 @@ class DataConfig:
     sentence_centering: bool = False
     sentence_whitening: bool = False  # centering, then per-language whitening
     sentence_pivots: int = 0
+    # rounds of self-learning Procrustes mapping an untrained language onto the trained ones
+    # (from unpaired training captions; 0: off)
+    sentence_alignment: int = 0
     # Pretrained word vectors that initialise the word embeddings: {language code or "all":
     # local file} (fastText .vec/.bin, GloVe .txt, word2vec binary; see rudder.text.word_vectors).
     word_vectors: dict[str, str] | None = None
@@ -409,17 +412,19 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
                               "word vectors initialise trainable embeddings, an encoder "
                               "replaces them")
-    if data.sentence_centering or data.sentence_whitening or data.sentence_pivots:
+    if (data.sentence_centering or data.sentence_whitening or data.sentence_pivots
+            or data.sentence_alignment):
         from rudder.text.encoders import encoder_kind
 
         if encoder_kind(data.text_encoder) != "sentence":
-            raise ConfigError("data.sentence_centering, _whitening and _pivots need a sentence "
+            raise ConfigError("data.sentence_centering, _whitening, _pivots and _alignment need a "
+                              "sentence "
                               "encoder (data.text_encoder: multilingual-e5 or sentence:FOLDER), "
                               f"got data.text_encoder={data.text_encoder!r}")
-    if (isinstance(data.sentence_pivots, bool) or not isinstance(data.sentence_pivots, int)
-            or data.sentence_pivots < 0):
-        raise ConfigError(f"data.sentence_pivots: expected an integer >= 0 (0: off), got "
-                          f"{data.sentence_pivots!r}")
+    for name in ("sentence_pivots", "sentence_alignment"):
+        value = getattr(data, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"data.{name}: expected an integer >= 0 (0: off), got {value!r}")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")

@@ -61,14 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="answer queries in languages the run was not trained on through "
                         "their K nearest training captions (overrides the run's "
                         "data.sentence_pivots; sentence encoders only; 0: off)")
+    parser.add_argument("--sentence-alignment", type=int, metavar="N",
+                        help="rotate queries in languages the run was not trained on onto the "
+                        "trained ones (N rounds of self-learning Procrustes on unpaired "
+                        "training captions; overrides data.sentence_alignment; 0: off)")
     return parser
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
-                  langs=None, pivots=None):
+                  langs=None, pivots=None, alignment=None):
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
-    default: the runs' training caption languages); ``pivots`` overrides the runs'
-    ``data.sentence_pivots`` (a query-time setting).
+    default: the runs' training caption languages); ``pivots`` and ``alignment`` override
+    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment`` (query-time settings).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -85,7 +89,10 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     for run in loaded:
         cfg = run.config.data
         if pivots is not None:
-            cfg.sentence_pivots = check_pivots(pivots, cfg.text_encoder)
+            cfg.sentence_pivots = check_pivots(pivots, cfg.text_encoder, "--sentence-pivots")
+        if alignment is not None:
+            cfg.sentence_alignment = check_pivots(alignment, cfg.text_encoder,
+                                                  "--sentence-alignment")
         encoder = None
         if cfg.text_encoder:
             from rudder.text.encoders import load_text_encoder
@@ -142,7 +149,8 @@ def _default_output(path: Path, split: str, name: str) -> Path:
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     """Evaluate one run or one fusion; write and print its metrics and predictions."""
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
-                                                 args.hybrid_q, pivots=args.sentence_pivots)
+                                                 args.hybrid_q, pivots=args.sentence_pivots,
+                                                 alignment=args.sentence_alignment)
     summary = {"test" if args.split == "test" else args.split: result,
                "runs": [str(p) for p in paths],
                "combination": how if len(paths) > 1 else None}
@@ -166,14 +174,16 @@ def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
     ``training_langs`` for metrics.json."""
     langs = check_query_langs(args.query_langs)
     result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
-                                       args.hybrid_q, langs=langs, pivots=args.sentence_pivots)
+                                       args.hybrid_q, langs=langs, pivots=args.sentence_pivots,
+                                       alignment=args.sentence_alignment)
     found = set(data.caption_langs[data.caption_mask.numpy()].tolist())
     missing = [lang for lang in langs if lang not in found]
     if missing:
         raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
     trained = training_langs(paths[0])
     return {"per_language": result["per_language"], "query_langs": langs,
-            "training_langs": trained, "sentence_pivots": args.sentence_pivots}
+            "training_langs": trained, "sentence_pivots": args.sentence_pivots,
+            "sentence_alignment": args.sentence_alignment}
 
 
 def cli() -> None:

@@ -12,14 +12,15 @@ def check_query_langs(langs) -> list[str]:
     return list(dict.fromkeys(check_languages(list(langs), where="--query-langs")))
 
 
-def check_pivots(pivots: int, text_encoder) -> int:
-    """``--sentence-pivots``: an integer >= 0, for a run with a sentence encoder."""
+def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> int:
+    """``--sentence-pivots`` / ``--sentence-alignment``: an integer >= 0, for a run with a
+    sentence encoder."""
     from rudder.text.encoders import encoder_kind
 
     if pivots < 0:
-        raise RunError(f"--sentence-pivots: expected an integer >= 0, got {pivots}")
+        raise RunError(f"{flag}: expected an integer >= 0, got {pivots}")
     if pivots and encoder_kind(text_encoder) != "sentence":
-        raise RunError("--sentence-pivots needs a run with a sentence encoder "
+        raise RunError(f"{flag} needs a run with a sentence encoder "
                        f"(data.text_encoder: multilingual-e5 or sentence:FOLDER), not "
                        f"{text_encoder!r}")
     return pivots

@@ -176,6 +176,18 @@ class SentenceFeatures:
       every language's second moments the identity, so they match across languages as in
       CORAL (Sun et al., AAAI 2016, domain adaptation by aligning covariances). A language
       without captions gets the whitening of the pooled per-language-centred captions.
+    - ``alignment`` = n > 0: the vectors of a language outside ``trained_langs`` are rotated
+      onto the trained languages' by an orthogonal map learnt from *unpaired* text, the
+      dataset's training captions of that language against those of the trained languages
+      (distinct texts, after centering/whitening when on): n rounds of self-learning
+      Procrustes (Artetxe et al., ACL 2018, "A robust self-learning method for fully
+      unsupervised cross-lingual mappings of word embeddings"; Conneau et al., ICLR 2018,
+      "Word Translation Without Parallel Data", Sec. 2.2-2.3): starting from the identity
+      (the encoder's spaces are already roughly aligned), take the mutual nearest neighbours
+      under CSLS (k = 10; argmax ties: the earlier caption) as a dictionary and solve
+      ``W = U V^T`` for ``U S V^T = SVD(X_d^T Y_d)`` (Schönemann 1966), then repeat with
+      ``X W``. No video and no translation pairs are used. A language without captions in
+      the dataset is not rotated.
     - ``pivots`` = k > 0: a text in a language outside ``trained_langs`` is replaced by the
       L2-normalised mean of its k most similar (cosine; ties: the earlier caption) distinct
       training captions in ``trained_langs`` (after centering when on): the query is
@@ -190,7 +202,8 @@ class SentenceFeatures:
         self.dim = backend.dim
         self.cache = cache or EmbeddingCache(backend.model_id, backend.weights_hash, backend.dim)
         self.centering, self.pivots, self.trained_langs, self.folder = False, 0, (), None
-        self.whitening = False
+        self.whitening, self.alignment = False, 0
+        self._maps: dict[str, np.ndarray] = {}
         self._means: dict[str, np.ndarray] | None = None
         self._whiteners: dict[str, np.ndarray] | None = None
         self._pool: np.ndarray | None = None
@@ -198,14 +211,15 @@ class SentenceFeatures:
     @property
     def uses_langs(self) -> bool:
         """Whether calls need each text's language (a transform is on)."""
-        return self.centering or self.whitening or self.pivots > 0
+        return self.centering or self.whitening or self.pivots > 0 or self.alignment > 0
 
     def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0,
-                  whitening: bool = False):
+                  whitening: bool = False, alignment: int = 0):
         """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``."""
         self.folder, self.trained_langs = folder, tuple(trained_langs)
         self.centering, self.pivots = bool(centering) or bool(whitening), int(pivots)
-        self.whitening = bool(whitening)
+        self.whitening, self.alignment = bool(whitening), int(alignment)
+        self._maps = {}
         if self.uses_langs and folder is None:
             raise ValueError("sentence centering and pivots need the dataset folder")
         return self
@@ -230,6 +244,10 @@ class SentenceFeatures:
         langs = np.asarray(list(langs), dtype=object)
         if self.centering:
             vectors = self._normalise(vectors, langs)
+        if self.alignment:
+            for lang in sorted(set(langs.tolist()) - set(self.trained_langs)):
+                rows = langs == lang
+                vectors[rows] = _unit(vectors[rows] @ self._language_map(lang))
         if self.pivots:
             unseen = ~np.isin(langs, self.trained_langs)
             if unseen.any():
@@ -262,6 +280,21 @@ class SentenceFeatures:
             self._whiteners[None] = _whitener(centred)  # a language without captions
         return self._whiteners
 
+    def _language_map(self, lang: str) -> np.ndarray:
+        """The orthogonal map of ``lang`` onto the trained languages (class docstring)."""
+        if lang not in self._maps:
+            texts, langs = self._train_captions()
+            own = list(dict.fromkeys(t for t, g in zip(texts, langs) if g == lang))
+            if not own:
+                self._maps[lang] = np.eye(self.dim, dtype=np.float32)
+            else:
+                source = self.vectors(own)
+                if self.centering:
+                    source = self._normalise(source, np.full(len(own), lang, object))
+                self._maps[lang] = self_learning_procrustes(source, self._pivot_pool(),
+                                                            self.alignment)
+        return self._maps[lang]
+
     def _mean_rows(self, langs: np.ndarray) -> np.ndarray:
         if self._means is None:
             texts, caption_langs = self._train_captions()
@@ -288,6 +321,36 @@ class SentenceFeatures:
         return vectors.unsqueeze(1), torch.ones(len(vectors), 1, dtype=torch.bool)
 
 
+def csls(source: np.ndarray, target: np.ndarray, k: int = 10) -> np.ndarray:
+    """Cross-domain similarity local scaling (Conneau et al. 2018, Eq. 6) of unit rows:
+    ``2 cos(x, y) - r_T(x) - r_S(y)``, ``r`` the mean cosine to the k nearest rows of the
+    other set."""
+    sims = source @ target.T
+    k_t, k_s = min(k, sims.shape[1]), min(k, sims.shape[0])
+    r_target = np.partition(sims, sims.shape[1] - k_t, axis=1)[:, -k_t:].mean(axis=1)
+    r_source = np.partition(sims, sims.shape[0] - k_s, axis=0)[-k_s:, :].mean(axis=0)
+    return 2 * sims - r_target[:, None] - r_source[None, :]
+
+
+def self_learning_procrustes(source: np.ndarray, target: np.ndarray, rounds: int,
+                             k: int = 10) -> np.ndarray:
+    """Orthogonal ``W`` (D, D) with ``source @ W`` near ``target``, from unpaired unit rows:
+    ``rounds`` of CSLS mutual nearest neighbours -> Procrustes (SentenceFeatures' docstring).
+    """
+    source = source.astype(np.float64)
+    target = target.astype(np.float64)
+    mapping = np.eye(source.shape[1])
+    for _ in range(rounds):
+        scores = csls(_unit(source @ mapping), target, k)
+        forward, backward = scores.argmax(axis=1), scores.argmax(axis=0)
+        mutual = np.flatnonzero(backward[forward] == np.arange(len(source)))
+        if not len(mutual):
+            break
+        u, _, vt = np.linalg.svd(source[mutual].T @ target[forward[mutual]])
+        mapping = u @ vt
+    return mapping.astype(np.float32)
+
+
 WHITENING_SHRINKAGE = 1.0  # s, chosen on the sample's validation split (README)
 
 
@@ -302,9 +365,10 @@ def _whitener(centred: np.ndarray, shrinkage: float = WHITENING_SHRINKAGE) -> np
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` divided by their L2 norm (a zero row stays zero)."""
+    """Rows of ``x`` divided by their L2 norm (a zero row stays zero), in x's float type."""
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    out = x / np.where(norms > 0, norms, 1.0)
+    return out if out.dtype == np.float64 else out.astype(np.float32)
 
 
 def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None,
@@ -322,7 +386,8 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: in
         features = SentenceFeatures(backend)
         if data is not None:
             features.configure(folder, data.caption_langs, data.sentence_centering,
-                               data.sentence_pivots, data.sentence_whitening)
+                               data.sentence_pivots, data.sentence_whitening,
+                               data.sentence_alignment)
         return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures

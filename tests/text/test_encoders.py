@@ -226,3 +226,51 @@ def test_whitening_is_a_shrunk_zca_per_language(cache_root):
     expected = (np.array([3.0, 1.0]) - 0.5) @ w
     np.testing.assert_allclose(features.transformed(["3 1"], ["mr"])[0],
                                expected / np.linalg.norm(expected), atol=1e-5)
+
+
+def test_csls_against_a_direct_loop():
+    from rudder.text.encoders import csls
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3))
+    b = rng.normal(size=(4, 3))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    k = 2
+    expected = np.zeros((5, 4))
+    for i in range(5):
+        for j in range(4):
+            r_b = np.mean(sorted(a[i] @ b[m] for m in range(4))[-k:])
+            r_a = np.mean(sorted(a[n] @ b[j] for n in range(5))[-k:])
+            expected[i, j] = 2 * a[i] @ b[j] - r_b - r_a
+    np.testing.assert_allclose(csls(a, b, k), expected, atol=1e-12)
+
+
+def test_self_learning_procrustes_recovers_a_rotation_from_unpaired_rows():
+    from rudder.text.encoders import self_learning_procrustes
+
+    rng = np.random.default_rng(1)
+    target = rng.normal(size=(60, 8))
+    target /= np.linalg.norm(target, axis=1, keepdims=True)
+    angle = 0.5  # a rotation in the first plane: the identity start still finds most pairs
+    rotation = np.eye(8)
+    rotation[:2, :2] = [[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]
+    source = (target @ rotation.T)[rng.permutation(60)]  # unpaired: rows shuffled
+    mapping = self_learning_procrustes(source, target, rounds=5)
+    np.testing.assert_allclose(mapping, rotation, atol=1e-5)  # source @ W = target rows
+    np.testing.assert_allclose(mapping @ mapping.T, np.eye(8), atol=1e-5)
+
+
+def test_alignment_rotates_untrained_languages_only(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], alignment=2)
+    out = features.transformed(["0.6 0.8", "0.6 0.8"], ["mr", "ta"])
+    np.testing.assert_allclose(out[0], [0.6, 0.8])
+    # ta's one training caption (1, 1)/sqrt 2 is rotated onto a Marathi caption; the query
+    # turns with it
+    w = features._maps["ta"]
+    np.testing.assert_allclose(w @ w.T, np.eye(2), atol=1e-5)
+    np.testing.assert_allclose(out[1], np.array([0.6, 0.8]) @ w, atol=1e-5)
+    unit = np.array([1.0, 1.0]) / np.sqrt(2)
+    assert any(np.allclose(unit @ w, caption, atol=1e-5) for caption in ([1, 0], [0, 1]))
+    # a language without training captions is not rotated
+    np.testing.assert_allclose(features.transformed(["0.6 0.8"], ["kn"]), [[0.6, 0.8]])
