@@ -96,3 +96,7 @@ def test_a_multilingual_e5_run_answers_an_untrained_language(tiny_dataset, tmp_p
     assert pivoted["per_language"]["mr"] == summary["per_language"]["mr"]
     assert pivoted["per_language"]["en"] != summary["per_language"]["en"]
     assert pivoted["sentence_pivots"] == 1 and "per_language" in pivoted
+    aligned = evaluate.main([str(run), "--query-langs", "mr", "en", "--sentence-alignment", "2",
+                             "--output", str(tmp_path / "a")])
+    assert aligned["per_language"]["mr"] == summary["per_language"]["mr"]
+    assert aligned["per_language"]["en"] != summary["per_language"]["en"]
