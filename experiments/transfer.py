@@ -134,11 +134,12 @@ UNSEEN = [
 ]
 
 
-def illustrate(run_dir: Path) -> str:
+def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = None) -> str:
     """Markdown: the rank of the right test video (of all test videos, 1 is best; ties
     averaged) for each
     hand-written Bengali/Kannada query, beside its English source caption and the Marathi
-    caption of the same segment."""
+    caption of the same segment. ``pivots`` / ``rounds`` override the run's
+    ``data.sentence_pivots`` / ``data.sentence_alignment``."""
     import torch
 
     from rudder.data.loader import load_videos
@@ -146,6 +147,10 @@ def illustrate(run_dir: Path) -> str:
     from rudder.runs import encode_queries, load_run
 
     run = load_run(run_dir)
+    if pivots is not None:
+        run.config.data.sentence_pivots = pivots
+    if rounds is not None:
+        run.config.data.sentence_alignment = rounds
     videos = load_videos(run.dataset, "test", run.experts, run.config.data.max_frames)
     video_emb = embed_videos(run.model, videos, "cpu")
     captions = run.dataset.captions("test", columns=["video_id", "lang", "text", "start",
@@ -178,9 +183,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--only", nargs="+", choices=sorted(RUNS), help="these runs only")
     parser.add_argument("--illustrate", type=Path, metavar="RUN",
                         help="only rank the hand-written Bengali and Kannada queries with RUN")
+    parser.add_argument("--sentence-pivots", type=int, help="with --illustrate: override")
+    parser.add_argument("--sentence-alignment", type=int, help="with --illustrate: override")
     args = parser.parse_args(argv)
     if args.illustrate:
-        print(illustrate(args.illustrate))
+        print(illustrate(args.illustrate, args.sentence_pivots, args.sentence_alignment))
         return {}
     dataset = resolve_dataset(args.dataset).root
     results = {}
