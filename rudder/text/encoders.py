@@ -141,7 +141,9 @@ class SentenceTransformerSentences:
         files = sorted(p for p in path.rglob("*") if p.is_file())
         self.model_id = f"st:{path.resolve()}"
         self.weights_hash = _memo_hash(files)
-        dim = getattr(self.model, "get_sentence_embedding_dimension", lambda: None)()
+        dim = next((getattr(self.model, name)() for name in (
+            "get_embedding_dimension", "get_sentence_embedding_dimension")
+            if hasattr(self.model, name)), None)
         self.dim = int(dim or self.model.encode(["x"]).shape[1])
         self.prompt = (getattr(self.model, "prompts", None) or {}).get("query", "")
         self.batch_size = batch_size

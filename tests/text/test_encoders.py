@@ -82,7 +82,12 @@ def test_the_cache_encodes_each_new_text_once(cache_root):
     assert tokens.shape == (2, 1, 4) and mask.dtype == torch.bool and bool(mask.all())
 
 
-def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_root, caplog):
+def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_root,
+                                                                           monkeypatch):
+    from rudder.text import embedding_cache
+
+    warnings = []
+    monkeypatch.setattr(embedding_cache.log, "warning", lambda *a: warnings.append(a[0] % a[1:]))
     a = EmbeddingCache("m", "11" * 32, 2)
     b = EmbeddingCache("m", "22" * 32, 2)
     assert a.folder != b.folder
@@ -92,7 +97,7 @@ def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_r
     calls = []
     out = fresh.get(["x", "y"], lambda t: calls.append(t) or np.zeros((len(t), 2), np.float32))
     assert calls == [["y"]] and np.array_equal(out, [[1, 1], [0, 0]])
-    assert "damaged embedding-cache shard" in caplog.text
+    assert len(warnings) == 1 and "broken.npz: damaged embedding-cache shard" in warnings[0]
     with pytest.raises(ValueError, match=r"expected \(1, 2\)"):
         fresh.get(["z"], lambda t: np.zeros((len(t), 3), np.float32))
 
