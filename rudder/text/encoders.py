@@ -161,8 +161,9 @@ class SentenceFeatures:
     """A sentence encoder as the loader's text encoder: ``(texts, langs=...) -> (features
     (N, 1, D), mask (N, 1))``, every vector read from or written to the embedding cache.
 
-    Two optional transforms for languages the model was not trained on (docs/architecture.md,
-    "Text side"), both on the frozen vectors, so the CE model sees them in training too:
+    Optional transforms for languages the model was not trained on (docs/architecture.md,
+    "Text side"), on the frozen vectors; centering and whitening apply to every language (so
+    the CE model is trained on them), alignment and pivots to untrained languages only:
 
     - ``centering``: each vector minus the mean vector of its language, then L2-normalised
       (Libovicky et al., "On the Language Neutrality of Pre-trained Multilingual
@@ -223,7 +224,7 @@ class SentenceFeatures:
         self.whitening, self.alignment = bool(whitening), int(alignment)
         self._maps = {}
         if self.uses_langs and folder is None:
-            raise ValueError("sentence centering and pivots need the dataset folder")
+            raise ValueError("the sentence transforms need the dataset folder")
         return self
 
     def vectors(self, texts) -> np.ndarray:
@@ -237,12 +238,13 @@ class SentenceFeatures:
                                                                     for t in part]))
 
     def transformed(self, texts, langs=None) -> np.ndarray:
-        """:meth:`vectors` after the configured centering and pivots (class docstring)."""
+        """:meth:`vectors` after the configured transforms (class docstring)."""
         vectors = self.vectors(texts)
         if not self.uses_langs:
             return vectors
         if langs is None or len(langs) != len(vectors):
-            raise ValueError("SentenceFeatures: centering and pivots need one language per text")
+            raise ValueError("SentenceFeatures: the sentence transforms need one language per "
+                             "text")
         langs = np.asarray(list(langs), dtype=object)
         if self.centering:
             vectors = self._normalise(vectors, langs)
