@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from rudder.atomic import staged_folder, swap_into_place
 from rudder.runs import resolve_dataset
 
 LANGS = ["mr", "hi", "ta", "te", "en"]
@@ -59,10 +60,15 @@ def few_shot_dataset(source: Path, out: Path, fraction: float, seed: int) -> Pat
     target = out / f"tate{round(100 * fraction)}-seed{seed}"
     if (target / "rudder.json").is_file():
         return target
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging)
-    table = pq.read_table(staging / "captions" / "train.parquet")
+    with staged_folder(target) as staging:
+        shutil.copytree(source, staging, dirs_exist_ok=True)
+        _keep_fraction(staging / "captions" / "train.parquet", fraction, seed)
+        swap_into_place(staging, target)
+    return target
+
+
+def _keep_fraction(path: Path, fraction: float, seed: int) -> None:
+    table = pq.read_table(path)
     langs = np.asarray(table.column("lang").to_pylist())
     videos = np.asarray(table.column("video_id").to_pylist())
     other = np.isin(langs, ["ta", "te"])
@@ -70,9 +76,7 @@ def few_shot_dataset(source: Path, out: Path, fraction: float, seed: int) -> Pat
     rng = np.random.default_rng(seed)
     chosen = set(rng.permutation(pool)[: round(fraction * len(pool))].tolist())
     keep = ~other | np.isin(videos, sorted(chosen))
-    pq.write_table(table.filter(keep), staging / "captions" / "train.parquet")
-    staging.rename(target)
-    return target
+    pq.write_table(table.filter(keep), path)
 
 
 def run(command: list[str]) -> None:
