@@ -46,6 +46,9 @@ RUNS = {
     "e5-mr+tate10-center": (["mr", "ta", "te"], 0.10, E5 + CENTER),
     "e5-mr+tate25-center": (["mr", "ta", "te"], 0.25, E5 + CENTER),
     "e5-mr+tate100-center": (["mr", "ta", "te"], 1.0, E5 + CENTER),
+    "e5-mr+tate10-whiten": (["mr", "ta", "te"], 0.10, E5 + WHITEN),
+    "e5-mr+tate25-whiten": (["mr", "ta", "te"], 0.25, E5 + WHITEN),
+    "e5-mr+tate100-whiten": (["mr", "ta", "te"], 1.0, E5 + WHITEN),
     "embeddings-mr+tate100": (["mr", "ta", "te"], 1.0, []),
 }
 # Pivots and alignment are query-time settings (evaluate --sentence-pivots K,
