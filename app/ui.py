@@ -67,6 +67,7 @@ def build_app(
     description: str = "",
     train_langs=SUPPORTED,
     check_words: bool = True,
+    text_encoder: str | None = None,
 ):
     """The Gradio app over ``dataset`` searched with ``model``.
 
@@ -75,7 +76,9 @@ def build_app(
     (default: a hash of the weights); ``annotate_datasets`` are further dataset folders
     offered for annotation; ``translator(text, src, dest)`` replaces Google Translate;
     ``train_langs`` are the model's training caption languages and ``check_words=False``
-    turns off the out-of-vocabulary warning (for a frozen pretrained text encoder).
+    turns off the out-of-vocabulary warning (for a frozen pretrained text encoder);
+    ``text_encoder`` is the run's ``data.text_encoder`` (the untrained-language warning says
+    when a multilingual one covers the query's language).
     """
     gr = require("gradio", "app")
 
@@ -92,6 +95,7 @@ def build_app(
         cache_dir=cache_dir,
         train_langs=train_langs,
         check_words=check_words,
+        text_encoder=text_encoder,
     )
     collections = {collection.name: collection}
     for folder in annotate_datasets:

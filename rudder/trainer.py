@@ -86,10 +86,10 @@ class Trainer:
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
-            from rudder.text.pretrained import load_text_encoder
+            from rudder.text.encoders import load_text_encoder
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
-                                                  self.folder, config.data.max_words)
+                                                  self.folder, config.data.max_words, config.data)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)

@@ -30,7 +30,7 @@ def slug(heading: str) -> str:
 
 
 def anchors(markdown: Path) -> set[str]:
-    headings = re.findall(r"^#+\s+(.*)$", markdown.read_text(encoding="utf-8"), re.M)
+    headings = re.findall(r"^#+\s+(.*)$", markdown.read_text(encoding="utf-8"), re.MULTILINE)
     return {slug(h) for h in headings}
 
 
@@ -59,7 +59,7 @@ def test_every_cited_doc_path_exists():
 def test_every_relative_markdown_link_resolves():
     broken = []
     for page in (p for p in tracked_text_files() if p.suffix == ".md"):
-        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
         for target in MD_LINK.findall(text):
             if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
                 continue

@@ -422,4 +422,5 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         [captions["video_id"][i] for i in keep],
         caption_ordinals(video_langs)[keep],
         owner, slot, shape, desc=f"encoding the {split} captions",
+        langs=[captions["lang"][i] for i in keep],
     )
