@@ -80,6 +80,7 @@ class SearchEngine:
         cache_dir=None,
         train_langs=SUPPORTED,
         check_words: bool = True,
+        text_encoder: str | None = None,
     ):
         self.model = model.eval()
         self.vocab = vocab
@@ -87,6 +88,7 @@ class SearchEngine:
         self.max_words = max_words
         self.train_langs = tuple(train_langs)
         self.check_words = check_words
+        self.text_encoder = text_encoder
         self.encode = encode or self._encode
         self.index = index or load_or_build(
             model,

@@ -9,7 +9,7 @@ Relation file format (read by ``heuristics`` to fill a dataset's ``relations`` c
      "annotator": "asha", "time": "2024-05-01T09:30:12.123456+00:00", "dataset": "rudder-sample"}
 
   ``caption_id_a`` is the query caption and ``caption_id_b`` the candidate shown beside it;
-  ``label`` is the name of DESIGN.md's pair label (``negative`` 0, ``partial`` 1,
+  ``label`` is the name of docs/architecture.md's pair label (``negative`` 0, ``partial`` 1,
   ``positive`` 2, ``description`` 3); ``time`` is ISO 8601 in UTC; ``dataset`` is the name
   in the dataset's ``rudder.json``.
 * **CSV** (``relations.csv``): the same columns in the same order, with a header row

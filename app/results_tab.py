@@ -6,7 +6,8 @@ different scales, so the loss figure has one panel per loss; every legend entry 
 run's loss. Test metrics per query language (``metrics.json``'s ``test.per_language``) get a
 table of their own.
 
-A run is a folder holding test metrics (``metrics.json``, DESIGN.md) and/or its validation
+A run is a folder holding test metrics (``metrics.json``; docs/architecture.md) and/or its
+validation
 history (``metrics.jsonl``: ``epoch``, ``train_loss``, ``t2v``, ``v2t`` per evaluation); the
 files are :mod:`rudder.run_layout`'s. Folders with neither are ignored; unreadable files count
 as empty, never as fatal.

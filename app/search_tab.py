@@ -17,6 +17,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from rudder.languages import NAMES, SUPPORTED, LanguageGuess, check_language, identify_language
+from rudder.text.encoders import MULTILINGUAL
 from rudder.translate import TranslationUnavailable, translate_texts
 
 from .engine import Coverage, SearchEngine
@@ -151,10 +152,18 @@ def segment_text(start, end) -> str:
     return f"{start:.1f}–{end:.1f}"
 
 
-def coverage_warning(coverage: Coverage, lang: str, train_langs) -> str:
-    """A warning when the model was not trained on ``lang`` or knows few of the words."""
+def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=None) -> str:
+    """A warning when the model was not trained on ``lang`` or knows few of the words;
+    a multilingual ``text_encoder`` (the run's ``data.text_encoder``) covers ``lang``."""
     if not coverage.lang_trained:
         trained = ", ".join(NAMES[code] for code in train_langs)
+        if text_encoder in MULTILINGUAL:
+            return (
+                f"ⓘ The model was not trained on {NAMES[lang]} captions (only on {trained}), "
+                f"but its multilingual text encoder ({text_encoder}) covers {NAMES[lang]}: "
+                "the query is matched across languages, usually less precisely than in a "
+                "trained language."
+            )
         return (
             f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}): "
             "its ranking does not reflect this query. Tick “Translate the query”, or use a "
@@ -267,7 +276,8 @@ class SearchTab:
             except (TranslationUnavailable, ValueError) as error:
                 notes.append(f"⚠ Translation unavailable: {markdown_text(error)}")
         coverage = self.engine.coverage(query, lang)
-        warning = coverage_warning(coverage, lang, self.engine.train_langs)
+        warning = coverage_warning(coverage, lang, self.engine.train_langs,
+                                   getattr(self.engine, "text_encoder", None))
         if warning:
             notes.append(warning)
         if coverage.nothing_known:

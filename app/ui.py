@@ -107,6 +107,7 @@ def build_app(
     description: str = "",
     train_langs=SUPPORTED,
     check_words: bool = True,
+    text_encoder: str | None = None,
     pending: ModelSlot | None = None,
     thumbnail_dir=None,
 ):
@@ -117,7 +118,9 @@ def build_app(
     (default: a hash of the weights); ``annotate_datasets`` are further dataset folders
     offered for annotation; ``translator(text, src, dest)`` replaces Google Translate;
     ``train_langs`` are the model's training caption languages and ``check_words=False``
-    turns off the out-of-vocabulary warning (for a frozen pretrained text encoder).
+    turns off the out-of-vocabulary warning (for a frozen pretrained text encoder);
+    ``text_encoder`` is the run's ``data.text_encoder`` (the untrained-language warning says
+    when a multilingual one covers the query's language).
     With ``pending`` (a :class:`ModelSlot` a training thread fills later) ``model`` and
     ``vocab`` are None: the page is served at once and says that the model is training.
     ``description`` says which model searches (the header shows it); thumbnails of
@@ -139,6 +142,7 @@ def build_app(
             cache_dir=cache_dir,
             train_langs=train_langs,
             check_words=check_words,
+            text_encoder=text_encoder,
         )
         pending = ModelSlot(engine, description)
     collections = {collection.name: collection}

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import re
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
 from rudder.data.layout import DatasetFolder
-from rudder.hub import offline_setting
+from rudder.hub import bounded_session, hub_offline
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 IGNORED = (".*", "*.tmp", "*/.*")
@@ -164,30 +163,6 @@ def check_reachable(endpoint: str, timeout: float) -> None:
         ) from error
 
 
-@contextmanager
-def bounded_session(connect: float, transfer: float):
-    """huggingface_hub's shared session with finite timeouts within the block (it has none)."""
-    import httpx2
-    from huggingface_hub import get_session
-
-    session = get_session()
-    previous = session.timeout
-    session.timeout = httpx2.Timeout(transfer, connect=connect)
-    try:
-        yield
-    finally:
-        session.timeout = previous
-
-
-def _offline() -> bool:
-    setting = offline_setting()
-    if setting is None:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    return setting
-
-
 def publish(
     root,
     repo_id: str,
@@ -222,7 +197,7 @@ def publish(
             file=stream,
         )
         return files
-    if _offline():
+    if hub_offline():
         raise PublishError(
             "HF_HUB_OFFLINE is set: the Hub cannot be reached in offline mode; unset it "
             "to upload, or use --dry-run"

@@ -3,7 +3,7 @@ nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
 
 Per-query values come from each run's test predictions (:mod:`rudder.run_layout`: the
 similarities of its ``best.pt`` on the test split, written by the trainer) and the test split's
-relevance (:func:`rudder.inference.relevance_matrix`, DESIGN.md's R with the run's ``rho``).
+relevance (:func:`rudder.inference.relevance_matrix`: R of docs/architecture.md, the run's ``rho``).
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ class EvalSplit:
 
 
 class EvalSplits:
-    """Test splits loaded once per (dataset, languages, experts, vocabulary, sizes, rho)."""
+    """Test splits loaded once per (dataset, languages, experts, vocabulary, sizes, rho).
 
-    def __init__(self):
+    ``own_video``: the relevance definition of the suite's protocol
+    (:func:`rudder.inference.relevance_matrix`)."""
+
+    def __init__(self, own_video: bool = False):
+        self.own_video = own_video
         self._cache: dict[str, EvalSplit] = {}
 
     def get(self, run: LoadedRun) -> EvalSplit:
@@ -86,7 +90,7 @@ class EvalSplits:
                 cfg.data.max_words,
                 cfg.data.max_frames,
             )
-            rel = relevance_matrix(data, cfg.supervision.rho)
+            rel = relevance_matrix(data, cfg.supervision.rho, self.own_video)
             self._cache[key] = EvalSplit(data, None if rel is None else rel.numpy())
         return self._cache[key]
 
@@ -97,7 +101,8 @@ def per_query(
     relevance: np.ndarray | None,
     sims_v2t: np.ndarray | None = None,
 ) -> tuple[dict, dict]:
-    """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows, DESIGN.md).
+    """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows; see
+    docs/architecture.md).
 
     Ranks: :func:`rudder.metrics.query_ranks` (t2v one per caption row, v2t one per video).
     nDCG/mAP: :func:`rudder.metrics.ndcg` / ``mean_average_precision`` with
@@ -223,7 +228,7 @@ def fuse_seed(
     q = hybrid_q if method == "hybrid" else None
     t2v, v2t = fusion.fuse_directions([p.sims for p in preds], first.query_masks, method, q)
     t2v, v2t = (None if s is None else torch.as_tensor(s, dtype=torch.float32) for s in (t2v, v2t))
-    result = split_metrics(t2v, split.data, run.config.supervision.rho, v2t)
+    result = split_metrics(t2v, split.data, run.config.supervision.rho, v2t, splits.own_video)
     write_predictions(
         predictions_file(out_dir, "test"),
         t2v.numpy(),

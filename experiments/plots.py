@@ -6,7 +6,7 @@ Hardest-negative relevance: the test split is cut into training-style batches
 video drawn uniformly, ``batch_size`` of the run); for each caption anchor ``i`` of a batch,
 its hardest negative is the other batch video ``j`` with the largest similarity
 ``sims[i, j]`` (caption->video, as the max-violation miners of the losses see it), and we
-record ``relevance[i, j]`` (DESIGN.md's R). ``draws`` independent batchings are pooled.
+record ``relevance[i, j]`` (docs/architecture.md's R). ``draws`` independent batchings are pooled.
 A model whose hardest negatives have high relevance confuses semantically close videos
 (partially relevant ones); low relevance means its errors are unrelated videos. The grey
 outline is the same batching with a uniformly random negative instead (model-free baseline).
@@ -37,7 +37,8 @@ def hardest_negative_relevance(
 ) -> np.ndarray:
     """Relevance of each caption anchor's hardest (or a random) in-batch negative video.
 
-    ``sims``, ``relevance``: ``(V*K, V)`` video-major (DESIGN.md); ``query_masks``: ``(V, K)``.
+    ``sims``, ``relevance``: ``(V*K, V)`` video-major (docs/architecture.md);
+    ``query_masks``: ``(V, K)``.
     Returns one value per anchor per draw (pooled). Batches: ``epoch_batches(..., "random")``
     with a ``torch.Generator`` seeded ``seed``. Equal similarities: the lowest video index
     wins (numpy ``argmax`` over the batch's videos in index order).

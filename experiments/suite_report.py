@@ -12,9 +12,15 @@ from pathlib import Path
 import numpy as np
 
 from rudder.atomic import atomic_write_text
-from rudder.run_layout import env_file, predictions_file, read_predictions
-from rudder.runs import environment_record, resolve_dataset
-from rudder.selection import selection_score
+from rudder.run_layout import (
+    env_file,
+    predictions_file,
+    read_config,
+    read_metrics,
+    read_predictions,
+)
+from rudder.runs import RunError, environment_record, resolve_dataset
+from rudder.selection import reported_value
 
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, saved_test
@@ -37,8 +43,9 @@ def cpu_model() -> str:
 
 def collect_rows(
     suite: Suite, jobs: list[Job], runs_dir: Path, splits: EvalSplits
-) -> dict[str, RowResult]:
-    """Every row of the suite, then one row per rank-fusion method (same seeds)."""
+) -> tuple[dict[str, RowResult], dict[str, list[Path]]]:
+    """Every row of the suite, then one row per rank-fusion method; and, per row, the trained
+    runs behind it (a fusion row: all its members' runs)."""
     by_label: dict[str, list[Job]] = {}
     for job in jobs:
         by_label.setdefault(job.row.label, []).append(job)
@@ -46,39 +53,62 @@ def collect_rows(
         label: load_row(label, [(j.seed, j.run_dir, j.run_dir) for j in group], splits)
         for label, group in by_label.items()
     }
-    if suite.fusion is None:
-        return rows
-    fusion = suite.fusion
-    members = [by_label[m] for m in fusion.members]
-    key = hashlib.sha256(" ".join(g[0].run_dir.parent.name for g in members).encode()).hexdigest()[
-        :8
-    ]
-    for method in fusion.methods:
-        folder = Path(runs_dir) / "fusion" / f"{method}-q{fusion.hybrid_q}-{key}"
-        triples = []
-        for i, seed_job in enumerate(members[0]):
-            dirs = [g[i].run_dir for g in members]
-            out = fuse_seed(
-                dirs, method, fusion.hybrid_q, folder / f"seed-{seed_job.seed}", splits
-            )
-            triples.append((seed_job.seed, out, dirs[0]))
-        label = fusion.label(method)
-        rows[label] = load_row(label, triples, splits)
-    return rows
+    behind = {label: [j.run_dir for j in group] for label, group in by_label.items()}
+    for fusion in suite.fusions:
+        members = [by_label[m] for m in fusion.members]
+        key = " ".join(g[0].run_dir.parent.name for g in members)
+        key = hashlib.sha256(key.encode()).hexdigest()[:8]
+        if fusion.pool_seeds:  # one fused model of every run of every member
+            groups = [(members[0][0].seed, [j.run_dir for g in members for j in g], "pooled")]
+        else:  # one fused model per seed
+            groups = [(job.seed, [g[i].run_dir for g in members], f"seed-{job.seed}")
+                      for i, job in enumerate(members[0])]
+        for method in fusion.methods:
+            folder = Path(runs_dir) / "fusion" / f"{method}-q{fusion.hybrid_q}-{key}"
+            triples = [
+                (seed, fuse_seed(dirs, method, fusion.hybrid_q, folder / name, splits), dirs[0])
+                for seed, dirs, name in groups
+            ]
+            label = fusion.label(method)
+            rows[label] = load_row(label, triples, splits)
+            behind[label] = [d for _, dirs, _ in groups for d in dirs]
+    return rows, behind
+
+
+def validation_score(row: RowResult, selection: str) -> float:
+    """Mean over the row's seeds of the best validation ``selection`` score each run recorded
+    (``metrics.json``'s ``selection``, as the trainer chose its best.pt); higher is better."""
+    scores = []
+    for run_dir in row.run_dirs:
+        recorded = read_metrics(run_dir).get("selection") or {}
+        if selection not in recorded:
+            raise RunError(f"{run_dir}: metrics.json records no validation {selection}")
+        scores.append(reported_value(float(recorded[selection]), selection))
+    return float(np.mean(scores))
 
 
 def best_row(suite: Suite, rows: dict[str, RowResult], selection: str) -> str | None:
-    """The row of ``best_of`` with the highest mean test ``selection`` score over seeds."""
+    """The row of ``best_of`` with the best mean *validation* ``selection`` score over seeds
+    (:func:`validation_score`); the test split plays no part in the choice."""
     if not suite.best_of:
         return None
-    score = {
-        label: np.mean([selection_score(m, selection) for m in rows[label].metrics])
-        for label in suite.best_of
-    }
+    score = {label: validation_score(rows[label], selection) for label in suite.best_of}
     return max(suite.best_of, key=lambda label: score[label])
 
 
-def header(suite: Suite, jobs: list[Job], command: str, best: str | None, selection: str) -> str:
+def runs_at_epoch_cap(run_dirs: list[Path]) -> int:
+    """How many of the runs trained up to their epoch cap (``epochs_run`` >= the config's
+    ``epochs``) instead of being ended by early stopping."""
+    count = 0
+    for run_dir in dict.fromkeys(run_dirs):
+        metrics = read_metrics(run_dir)
+        if int(metrics.get("epochs_run", 0)) >= int(read_config(run_dir)["epochs"]):
+            count += 1
+    return count
+
+
+def header(suite: Suite, jobs: list[Job], command: str, best: str | None, selection: str,
+           at_cap: int = 0, rows: dict | None = None) -> str:
     """Provenance: command, data (and sample generator version), machine, schedule, time."""
     config = jobs[0].config
     folder = resolve_dataset(config.data.dataset)
@@ -125,7 +155,17 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
                 f"{', '.join(map(str, seeds))}"
             ),
         ),
+        ("Evaluation protocol", suite.protocol.describe()),
+        ("Training relevance", _training_relevance(jobs)),
+        (
+            "Convergence",
+            (
+                f"{at_cap} of {len(unique)} runs stopped at the epoch cap (0 expected: early "
+                "stopping ends every run; the CSV's runs_at_epoch_cap per row)"
+            ),
+        ),
         ("Hyper-parameters", _settings_text(suite, jobs)),
+        ("Fusion", _fusion_text(suite, rows or {})),
         (
             "Training time",
             (
@@ -149,11 +189,45 @@ def header(suite: Suite, jobs: list[Job], command: str, best: str | None, select
         lines += [
             "",
             (
-                f"Best relevance loss (highest mean test `{selection}`): **{best}**, chosen on "
-                "the test split, so its test against MM is optimistic."
+                f"Best of {', '.join(suite.best_of)} (highest mean *validation* `{selection}` "
+                f"of the selected checkpoints; the test split plays no part): **{best}**."
             ),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _training_relevance(jobs: list[Job]) -> str:
+    """Which relevance each row's loss trains on (only losses that read relevance)."""
+    from rudder import losses
+
+    by_kind: dict[str, list[str]] = {}
+    for job in jobs:
+        if "relevance" not in (*losses.loss_class(job.config.loss.name).requires,
+                                *losses.loss_class(job.config.loss.name).optional):
+            continue
+        sup = job.config.supervision
+        kind = ("R(caption, the video's batch caption)" if sup.batch_relevance == "caption"
+                else f"video-level R(v, q) of the rho {sup.rho:g} class sets")
+        if sup.positive_sampling == "relevant":
+            kind += f", positives drawn among captions with R > {sup.positive_threshold:g}"
+        names = by_kind.setdefault(kind, [])
+        if job.row.label not in names:
+            names.append(job.row.label)
+    return "; ".join(f"{', '.join(labels)}: {kind}" for kind, labels in by_kind.items())
+
+
+def _fusion_text(suite: Suite, rows: dict) -> str:
+    """Which runs each fusion fuses (Q models, Q' of Hybrid)."""
+    parts = []
+    for fusion in suite.fusions:
+        seeds = len(rows[fusion.members[0]].seeds) if fusion.members[0] in rows else 0
+        q = len(fusion.members) * (seeds if fusion.pool_seeds else 1)
+        how = ("every seed pooled into one fused model" if fusion.pool_seeds
+               else "one fused model per seed")
+        kind = "mixed losses" if fusion.mixed_losses else "one loss"
+        parts.append(f"{', '.join(fusion.methods).upper()} of {', '.join(fusion.members)} "
+                     f"({kind}; {how}: Q = {q} models, Hybrid Q' = {fusion.hybrid_q})")
+    return "; ".join(parts)
 
 
 def training_commits(jobs: list[Job]) -> str:
@@ -235,16 +309,24 @@ def write_report(
     ``-hardneg.png``; returns their paths."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    splits = EvalSplits()
-    rows = collect_rows(suite, jobs, runs_dir, splits)
+    splits = EvalSplits(own_video=suite.protocol.relevance == "own_video")
+    rows, behind = collect_rows(suite, jobs, runs_dir, splits)
     selection = jobs[0].config.selection
     best = best_row(suite, rows, selection)
-    summaries = {label: tables.summarise(row) for label, row in rows.items()}
-    tests = [
-        tables.compare(rows[best if a == BEST else a], rows[best if b == BEST else b])
+    reference = suite.protocol.relevance == "reference"
+    summaries = {label: tables.summarise(row, relevance_from_json=reference)
+                 for label, row in rows.items()}
+    tests = tables.adjust([
+        tables.compare(rows[best if a == BEST else a], rows[best if b == BEST else b], d)
         for a, b in suite.comparisons
-    ]
-    text = tables.markdown(summaries, tests, header(suite, jobs, command, best, selection))
+        for d in tables.DIRECTION_TITLES
+    ])
+    at_cap = {label: runs_at_epoch_cap(dirs) for label, dirs in behind.items()}
+    capped = runs_at_epoch_cap([j.run_dir for j in jobs])
+    notes = [f"Fusion rows: {_fusion_text(suite, rows)}."] if suite.fusions else []
+    text = tables.markdown(
+        summaries, tests, header(suite, jobs, command, best, selection, capped, rows), notes
+    )
     stem = output / suite.name
     written = [
         stem.with_suffix(".md"),
@@ -254,7 +336,9 @@ def write_report(
     atomic_write_text(written[0], text)
     atomic_write_text(
         written[1],
-        tables.metrics_csv(suite.name, summaries, {k: len(r.seeds) for k, r in rows.items()}),
+        tables.metrics_csv(
+            suite.name, summaries, {k: len(r.seeds) for k, r in rows.items()}, at_cap
+        ),
     )
     atomic_write_text(written[2], tables.tests_csv(suite.name, tests))
     written.append(

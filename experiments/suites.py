@@ -10,9 +10,20 @@ says what the table compares::
     rows: [{config: 01-mm.yaml, label: MM}, ...]
     comparisons: [{a: PO, b: MM}, ...]   # Wilcoxon tests; "best" = the best row of best_of
     best_of: [RAN, ...]                  # optional
-    fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4}   # optional
+    fusion: {members: [...], methods: [avg, max, hybrid], hybrid_q: 4,   # optional; or a list
+             name: RANP, pool_seeds: true, mixed_losses: false}
     tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
+    evaluation: {rho: 0.25, relevance: reference}   # the suite's one evaluation protocol
+
+``evaluation`` (optional; these are its defaults) fixes how every row is evaluated:
+``rho`` is the video class-set threshold of the relevance behind nDCG and mAP (0.25, the
+RANP paper's, unless the suite says otherwise). It is written into every row's
+``supervision.rho`` (so rows with ``batch_relevance: video`` train on the same class sets);
+a row may not set another value, and a tuning grid may not hold it (never tuned).
+``relevance`` names the relevance definition of the tables: ``reference`` (the
+EPIC-KITCHENS-100 code's R of the class sets) or ``own_video`` (the same, with each
+caption's own video counted fully relevant, R = 1; :func:`rudder.inference.relevance_matrix`).
 
 Run directories are keyed by :func:`run_key` (the config without its seed, plus the
 dataset's fingerprint), so a row that two suites share (same YAML content) is trained once.
@@ -34,6 +45,8 @@ SUITES_DIR = Path(__file__).resolve().parent / "suites"
 SUITE_FILE = "suite.yaml"
 FUSION_METHODS = ("avg", "max", "hybrid")
 BEST = "best"
+DEFAULT_RHO = 0.25  # the RANP paper's threshold
+RELEVANCE_DEFINITIONS = ("reference", "own_video")
 
 
 class SuiteError(ValueError):
@@ -51,14 +64,44 @@ class Row:
 
 @dataclass(frozen=True)
 class Fusion:
-    """Rank fusion of the runs of ``members`` (same seed), one table row per method."""
+    """Rank fusion of the runs of ``members``, one table row per method.
+
+    ``pool_seeds``: one fused model of every seed of every member (Q = members x seeds, as
+    Galanopoulos & Mezaris fuse many runs of one loss family); otherwise one fused model per
+    seed of the members' runs of that seed (Q = members). Members must train with one loss
+    unless ``mixed_losses`` (then the rows say "mixed losses").
+    """
 
     members: tuple[str, ...]
     methods: tuple[str, ...]
     hybrid_q: int
+    name: str = ""
+    pool_seeds: bool = False
+    mixed_losses: bool = False
 
     def label(self, method: str) -> str:
-        return f"Fusion {method.upper()}" + (f" (Q'={self.hybrid_q})" if method == "hybrid" else "")
+        parts = [p for p in (self.name, "mixed losses" if self.mixed_losses else "") if p]
+        if method == "hybrid":
+            parts.append(f"Q'={self.hybrid_q}")
+        return f"Fusion {method.upper()}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The suite's evaluation protocol (see the module docstring)."""
+
+    rho: float = DEFAULT_RHO
+    relevance: str = "reference"
+
+    def describe(self) -> str:
+        definition = (
+            "the reference relevance (EPIC-KITCHENS-100 code: items with R = 1 are relevant)"
+            if self.relevance == "reference"
+            else "each caption's own video counted fully relevant (R = 1), else the reference R"
+        )
+        return (
+            f"nDCG and mAP at rho {self.rho:g} for every row (fixed, never tuned), {definition}"
+        )
 
 
 @dataclass(frozen=True)
@@ -70,13 +113,19 @@ class Suite:
     rows: tuple[Row, ...]
     comparisons: tuple[tuple[str, str], ...]
     best_of: tuple[str, ...] = ()
-    fusion: Fusion | None = None
+    fusions: tuple[Fusion, ...] = ()
     requires_dataset: str | None = None
     tune: dict | None = None
+    protocol: Protocol = Protocol()
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "labels", tuple(r.label for r in self.rows))
+
+    @property
+    def fusion(self) -> Fusion | None:
+        """The first fusion (None without one)."""
+        return self.fusions[0] if self.fusions else None
 
 
 def suite_names(root: Path = SUITES_DIR) -> list[str]:
@@ -84,7 +133,10 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
     return sorted(p.parent.name for p in Path(root).glob(f"*/{SUITE_FILE}"))
 
 
-_KEYS = {"title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune"}
+_KEYS = {
+    "title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune",
+    "evaluation",
+}
 
 
 def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
@@ -100,6 +152,7 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
     for key in ("title", "rows"):
         if key not in meta:
             raise SuiteError(f"{meta_path}: missing key {key!r}")
+    protocol = _protocol(meta_path, meta.get("evaluation"))
     rows = []
     for i, entry in enumerate(meta["rows"]):
         if not isinstance(entry, dict) or set(entry) != {"config", "label"}:
@@ -107,14 +160,19 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
                 f"{meta_path}: rows[{i}] must be a mapping with exactly 'config' and 'label'"
             )
         path = folder / entry["config"]
-        rows.append(Row(str(entry["label"]), path, _load(path)))
+        rows.append(Row(str(entry["label"]), path, _with_rho(path, _load(path), protocol.rho)))
     labels = [r.label for r in rows]
     if len(set(labels)) != len(labels):
         raise SuiteError(f"{meta_path}: row labels must be unique, got {labels}")
     best_of = tuple(str(x) for x in meta.get("best_of") or ())
     _known(meta_path, "best_of", best_of, labels)
-    fusion = _fusion(meta_path, meta.get("fusion"), labels)
-    fusion_labels = [fusion.label(m) for m in fusion.methods] if fusion else []
+    specs = meta.get("fusion")
+    specs = [] if specs is None else specs if isinstance(specs, list) else [specs]
+    losses_of = {r.label: (r.data.get("loss") or {}).get("name", "mm") for r in rows}
+    fusions = tuple(_fusion(meta_path, spec, losses_of) for spec in specs)
+    fusion_labels = [f.label(m) for f in fusions for m in f.methods]
+    if len(set(fusion_labels)) != len(fusion_labels):
+        raise SuiteError(f"{meta_path}: fusion rows need distinct names, got {fusion_labels}")
     comparisons = []
     for i, entry in enumerate(meta.get("comparisons") or ()):
         if not isinstance(entry, dict) or set(entry) != {"a", "b"}:
@@ -133,10 +191,40 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         tuple(rows),
         tuple(comparisons),
         best_of,
-        fusion,
+        fusions,
         meta.get("requires_dataset"),
         _tune(meta_path, meta.get("tune")),
+        protocol,
     )
+
+
+def _protocol(path: Path, spec) -> Protocol:
+    """The suite's checked ``evaluation`` section (defaults when absent)."""
+    if spec is None:
+        return Protocol()
+    if not isinstance(spec, dict) or set(spec) - {"rho", "relevance"}:
+        raise SuiteError(f"{path}: evaluation must be a mapping of rho and relevance")
+    rho = spec.get("rho", DEFAULT_RHO)
+    if isinstance(rho, bool) or not isinstance(rho, int | float) or not 0 < rho <= 1:
+        raise SuiteError(f"{path}: evaluation.rho must be a number in (0, 1], got {rho!r}")
+    relevance = spec.get("relevance", "reference")
+    if relevance not in RELEVANCE_DEFINITIONS:
+        raise SuiteError(
+            f"{path}: evaluation.relevance must be one of {list(RELEVANCE_DEFINITIONS)}, "
+            f"got {relevance!r}"
+        )
+    return Protocol(float(rho), relevance)
+
+
+def _with_rho(path: Path, data: dict, rho: float) -> dict:
+    """The row's data with ``supervision.rho`` = the protocol's (a row may not set another)."""
+    supervision = data.get("supervision") or {}
+    if "rho" in supervision and supervision["rho"] != rho:
+        raise SuiteError(
+            f"{path}: supervision.rho is {supervision['rho']!r} but the suite's evaluation "
+            f"protocol fixes rho {rho:g}; remove it from the row or change evaluation.rho"
+        )
+    return {**data, "supervision": {**supervision, "rho": rho}}
 
 
 def _tune(path: Path, spec) -> dict | None:
@@ -161,25 +249,33 @@ def _known(path: Path, where: str, names, allowed) -> None:
         raise SuiteError(f"{path}: {where} names unknown row(s) {missing}; rows: {list(allowed)}")
 
 
-def _fusion(path: Path, spec, labels) -> Fusion | None:
-    if spec is None:
-        return None
-    if not isinstance(spec, dict) or set(spec) - {"members", "methods", "hybrid_q"}:
-        raise SuiteError(f"{path}: fusion must be a mapping of members, methods and hybrid_q")
+def _fusion(path: Path, spec, losses_of: dict[str, str]) -> Fusion:
+    keys = {"members", "methods", "hybrid_q", "name", "pool_seeds", "mixed_losses"}
+    if not isinstance(spec, dict) or set(spec) - keys:
+        raise SuiteError(f"{path}: fusion must be a mapping of {sorted(keys)} (or a list of them)")
     members = tuple(str(m) for m in spec.get("members") or ())
-    _known(path, "fusion.members", members, labels)
-    if len(members) < 2:
+    _known(path, "fusion.members", members, list(losses_of))
+    if len(members) < 2 and not spec.get("pool_seeds"):
         raise SuiteError(f"{path}: fusion needs at least two members, got {list(members)}")
     methods = tuple(spec.get("methods") or FUSION_METHODS)
     bad = [m for m in methods if m not in FUSION_METHODS]
     if bad:
         raise SuiteError(f"{path}: fusion.methods {bad} unknown; use {list(FUSION_METHODS)}")
     q = spec.get("hybrid_q", 2)
-    if not isinstance(q, int) or not 1 <= q <= len(members):
+    most = len(members) if not spec.get("pool_seeds") else None
+    if not isinstance(q, int) or q < 1 or (most is not None and q > most):
         raise SuiteError(
-            f"{path}: fusion.hybrid_q must be an integer in [1, {len(members)}], got {q!r}"
+            f"{path}: fusion.hybrid_q must be an integer in [1, {most or 'models'}], got {q!r}"
         )
-    return Fusion(members, methods, q)
+    mixed = bool(spec.get("mixed_losses", False))
+    losses = sorted({losses_of[m] for m in members})
+    if len(losses) > 1 and not mixed:
+        raise SuiteError(
+            f"{path}: fusion members {list(members)} train with different losses {losses}; "
+            "fuse runs of one loss (the paper's setting), or set mixed_losses: true"
+        )
+    return Fusion(members, methods, q, str(spec.get("name", "")),
+                  bool(spec.get("pool_seeds", False)), mixed)
 
 
 def row_data(

@@ -1,5 +1,5 @@
-"""Result tables of a suite: mean ± std over seeds, 95% bootstrap intervals over queries, and
-two Wilcoxon signed-rank readings of "A beats B"; markdown and CSV.
+"""Result tables of a suite: mean ± std over seeds, 95% bootstrap intervals over queries,
+Wilcoxon tests of "A beats B" per caption and per video with Holm's correction; markdown and CSV.
 
 Definitions:
 - mean ± std: over the seeds' test metrics as the trainer wrote them (``metrics.json``); std
@@ -12,13 +12,21 @@ Definitions:
 - Metrics of per-query values (definitions of :func:`rudder.metrics.metrics_from_ranks`
   on 0-based tie-averaged ranks): R@1 = 100 * mean(rank == 0), R@K = 100 * mean(rank < K),
   MdR = median(rank) + 1, MnR = mean(rank) + 1; nDCG and mAP = 100 * mean of the per-query
-  values.
-- Wilcoxon, on the t2v ranks of two rows over the seeds both rows have (two-sided, zero
-  differences discarded), in two readings named in every output:
-  per query (:func:`rudder.significance.wilcoxon_seed_averaged`): each test query's rank
-  averaged over the seeds, paired by query; and across experiments, the RUDDER paper's
-  reading (:func:`rudder.significance.wilcoxon_median_ranks`): each seed's median rank (MdR),
-  paired by seed, whose p-value cannot go below 2 / 2**seeds.
+  values over the queries where they are defined (a query with no relevant item has none:
+  n/a); ``queries`` says over how many. A metric defined for no query is n/a, and a column
+  n/a in every row is left out of the markdown with a note.
+- Tests (:func:`compare`), both directions, over the seeds both rows have, two-sided, zero
+  differences discarded:
+  per caption (t2v only; :func:`rudder.significance.wilcoxon_seed_averaged`): each caption's
+  rank averaged over the seeds, paired by caption; per video
+  (:func:`rudder.significance.wilcoxon_per_video`): the rank difference averaged over a
+  video's captions and the seeds, paired by video (v2t queries are videos, so there the
+  two coincide and only the per-video test is reported); the mean rank difference A - B with
+  a 95% cluster-bootstrap interval over videos
+  (:func:`rudder.significance.cluster_bootstrap_mean_difference`); and each seed's median
+  rank (MdR) paired by seed, whose p-value cannot go below 2 / 2**seeds. Holm's adjustment
+  (:func:`rudder.significance.holm`) runs over all the per-video p-values of a table (every
+  comparison, both directions), and separately over its per-caption p-values.
 """
 
 from __future__ import annotations
@@ -75,23 +83,30 @@ def seed_mean_ci(values: np.ndarray, name: str, n_resamples: int = N_RESAMPLES, 
     )
 
 
-def summarise(row: RowResult, n_resamples: int = N_RESAMPLES) -> dict:
-    """``{direction: {metric: {mean, std, ci_low, ci_high}}}`` for the metrics the row has."""
+def summarise(row: RowResult, n_resamples: int = N_RESAMPLES, relevance_from_json: bool = True):
+    """``{direction: {metric: {mean, std, ci_low, ci_high[, queries]}}}`` for the metrics the
+    row has; ``mean`` and ``std`` are None for an n/a metric. ``relevance_from_json=False``
+    (a suite whose relevance definition differs from the trainer's): nDCG/mAP come from the
+    per-query values rather than ``metrics.json``."""
     out = {}
     for d in DIRECTION_TITLES:
         out[d] = {}
         for name in COLUMNS:
-            seeds = [m[d][name] for m in row.metrics if name in m.get(d, {})]
-            if len(seeds) != len(row.metrics):
+            seeds = [m[d].get(name, MISSING) for m in row.metrics]
+            if any(v is MISSING for v in seeds):
                 continue
-            entry = {
-                "mean": float(np.mean(seeds)),
-                "std": float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0,
-                "ci_low": np.nan,
-                "ci_high": np.nan,
-            }
             values = per_query_values(row, d, name)
-            if values is not None:
+            if name in SCORE_METRICS and not relevance_from_json:
+                if values is None:
+                    continue
+                seeds = [100 * float(np.mean(v)) if v.size else None for v in values]
+            entry = _entry(seeds)
+            if name in SCORE_METRICS:
+                counts = {m[d].get(f"{name}_queries") for m in row.metrics}
+                if values is not None:
+                    counts = {values.shape[1]}
+                entry["queries"] = counts.pop() if len(counts) == 1 else None
+            if values is not None and values.shape[1] and entry["mean"] is not None:
                 ci = seed_mean_ci(values, name, n_resamples)
                 if not np.isclose(ci.estimate, entry["mean"], rtol=0.0, atol=1e-6):
                     raise ValueError(
@@ -103,8 +118,36 @@ def summarise(row: RowResult, n_resamples: int = N_RESAMPLES) -> dict:
     return out
 
 
-def compare(a: RowResult, b: RowResult, direction: str = "t2v") -> dict:
-    """Both Wilcoxon readings of a vs b over their shared seeds (module docstring)."""
+MISSING = object()
+
+
+def _entry(seeds: list) -> dict:
+    """mean and std (ddof=1) over seeds; None (n/a) when any seed's value is None."""
+    if any(v is None for v in seeds):
+        return {"mean": None, "std": None, "ci_low": np.nan, "ci_high": np.nan}
+    return {
+        "mean": float(np.mean(seeds)),
+        "std": float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0,
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+    }
+
+
+def video_of_queries(row: RowResult, direction: str) -> np.ndarray:
+    """The video index of each query: t2v rows are video-major (row r is caption r % K of video
+    r // K, docs/architecture.md), v2t queries are the videos themselves."""
+    videos = row.ranks["v2t"].shape[1]
+    queries = row.ranks[direction].shape[1]
+    if direction == "v2t":
+        return np.arange(videos)
+    if queries % videos:
+        raise ValueError(f"row {row.label!r}: {queries} t2v queries for {videos} videos")
+    return np.arange(queries) // (queries // videos)
+
+
+def compare(a: RowResult, b: RowResult, direction: str = "t2v",
+            n_resamples: int = N_RESAMPLES) -> dict:
+    """The tests of a vs b in one direction over their shared seeds (module docstring)."""
     seeds = [s for s in a.seeds if s in b.seeds]
     if not seeds:
         raise ValueError(f"rows {a.label!r} and {b.label!r} share no seed")
@@ -116,38 +159,89 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v") -> dict:
         raise ValueError(f"rows {a.label!r} and {b.label!r} rank different test queries")
     ra = np.stack([a.ranks[direction][a.seeds.index(s)] for s in seeds])
     rb = np.stack([b.ranks[direction][b.seeds.index(s)] for s in seeds])
-    per_query = significance.wilcoxon_seed_averaged(ra, rb)
+    videos = video_of_queries(a, direction)
+    per_video = significance.wilcoxon_per_video(ra, rb, videos)
+    diff = significance.cluster_bootstrap_mean_difference(ra, rb, videos, n_resamples)
     across = significance.wilcoxon_median_ranks(ra, rb)
-    return {
+    out = {
         "a": a.label,
         "b": b.label,
         "direction": direction,
         "seeds": seeds,
-        "queries": per_query.n_pairs,
-        "nonzero": per_query.n_nonzero,
+        "videos": per_video.n_pairs,
+        "nonzero_videos": per_video.n_nonzero,
         "mean_rank_a": float(np.nanmean(ra) + 1),
         "mean_rank_b": float(np.nanmean(rb) + 1),
-        "w_per_query": per_query.statistic,
-        "p_per_query": per_query.pvalue,
-        "mdr_a": list(across.median_ranks_a),
-        "mdr_b": list(across.median_ranks_b),
-        "w_mdr_across_seeds": across.test.statistic,
-        "p_mdr_across_seeds": across.test.pvalue,
+        "mean_rank_diff": diff.estimate,
+        "diff_ci_low_video": diff.low,
+        "diff_ci_high_video": diff.high,
+        "w_video": per_video.statistic,
+        "p_video": per_video.pvalue,
+        "p_video_holm": np.nan,
+        "captions": np.nan,
+        "nonzero_captions": np.nan,
+        "w_caption": np.nan,
+        "p_caption": np.nan,
+        "p_caption_holm": np.nan,
+        "mdr_a": [],
+        "mdr_b": [],
+        "w_mdr_across_seeds": np.nan,
+        "p_mdr_across_seeds": np.nan,
     }
+    if direction == "t2v":
+        per_caption = significance.wilcoxon_seed_averaged(ra, rb)
+        out.update(
+            captions=per_caption.n_pairs,
+            nonzero_captions=per_caption.n_nonzero,
+            w_caption=per_caption.statistic,
+            p_caption=per_caption.pvalue,
+        )
+    out.update(
+        mdr_a=list(across.median_ranks_a),
+        mdr_b=list(across.median_ranks_b),
+        w_mdr_across_seeds=across.test.statistic,
+        p_mdr_across_seeds=across.test.pvalue,
+    )
+    return out
+
+
+def adjust(tests: Sequence[dict]) -> list[dict]:
+    """The tests with Holm-adjusted p-values over the table: ``p_video_holm`` over all
+    per-video p-values, ``p_caption_holm`` over all per-caption ones."""
+    out = [dict(t) for t in tests]
+    for key in ("p_video", "p_caption"):
+        adjusted = significance.holm([t[key] for t in out])
+        for t, value in zip(out, adjusted, strict=True):
+            t[f"{key}_holm"] = float(value)
+    return out
 
 
 def _cell(entry: dict, name: str) -> str:
+    if entry["mean"] is None:
+        return NA
     text = f"{entry['mean']:.1f} ± {entry['std']:.1f}"
     if not np.isnan(entry["ci_low"]):
         text += f" [{entry['ci_low']:.1f}, {entry['ci_high']:.1f}]"
     return text
 
 
-def markdown(summaries: dict[str, dict], tests: Sequence[dict], header: str = "") -> str:
-    """The suite's tables: one per direction (rows in order), then the Wilcoxon tests."""
+NA = "n/a"
+
+
+def _all_na(summaries: dict, d: str, name: str) -> bool:
+    present = [s[d][name] for s in summaries.values() if name in s[d]]
+    return bool(present) and all(e["mean"] is None for e in present)
+
+
+def markdown(summaries: dict[str, dict], tests: Sequence[dict], header: str = "",
+             notes: Sequence[str] = ()) -> str:
+    """The suite's tables: one per direction (rows in order), then the tests (with Holm's
+    adjustment already applied, :func:`adjust`). ``notes``: lines under the metric tables."""
     lines = [header.rstrip(), ""] if header else []
     for d, title in DIRECTION_TITLES.items():
-        names = [n for n in COLUMNS if any(n in s[d] for s in summaries.values())]
+        present = [n for n in COLUMNS if any(n in s[d] for s in summaries.values())]
+        dropped = [n for n in present if _all_na(summaries, d, n)]
+        names = [n for n in present if n not in dropped]
         lines += [
             f"## {title}",
             "",
@@ -158,28 +252,52 @@ def markdown(summaries: dict[str, dict], tests: Sequence[dict], header: str = ""
             cells = [_cell(s[d][n], n) if n in s[d] else "–" for n in names]
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
+        for n in dropped:
+            lines.append(f"{n}: n/a in every row (no query has a relevant item, R "
+                         f"{'= 1' if n == 'mAP' else '> 0'}, at the protocol's rho); "
+                         "column left out.")
+        counts = sorted({str(s[d][n].get("queries")) for s in summaries.values()
+                         for n in SCORE_METRICS if n in s[d] and n not in dropped})
+        if counts:
+            lines.append(f"nDCG/mAP computed over the queries with a relevant item: "
+                         f"{', '.join(counts)} (the CSV's `queries`).")
+        if dropped or counts:
+            lines.append("")
+    lines += [*notes, ""] if notes else []
     if tests:
         lines += [
-            "## Wilcoxon signed-rank tests (text → video ranks)",
+            "## Wilcoxon signed-rank tests",
             "",
             (
-                "Per query: each test query's rank averaged over the shared seeds, paired by "
-                "query. Across seeds (the RUDDER paper's reading): each seed's median rank MdR, "
+                "Per video: the rank difference A - B averaged over each video's captions and "
+                "the shared seeds, paired by video (the test to read: captions of one video "
+                "are not independent). Mean diff: mean rank A - mean rank B over all queries "
+                "and seeds, [95% cluster-bootstrap interval resampling videos]; negative = A "
+                "ranks better. Per caption (text → video only): each caption's rank averaged "
+                "over the seeds, paired by caption. Holm: adjusted over all the table's "
+                "per-video (per-caption) p-values. MdR by seed: each seed's median rank, "
                 "paired by seed; its p-value cannot go below 2 / 2^seeds."
             ),
             "",
             (
-                "| A | B | queries | nonzero | mean rank A | mean rank B | W per query | "
-                "p per query | MdR A by seed | MdR B by seed | W across seeds | p across seeds |"
+                "| A | B | direction | videos | mean rank A | mean rank B | mean diff [95% CI, "
+                "videos] | p per video | p per video, Holm | captions | p per caption | "
+                "p per caption, Holm | MdR A by seed | MdR B by seed | p MdR by seed |"
             ),
-            "|---" * 12 + "|",
+            "|---" * 15 + "|",
         ]
         for t in tests:
+            caption = t["direction"] == "t2v"
             lines.append(
-                f"| {t['a']} | {t['b']} | {t['queries']} | {t['nonzero']} | "
-                f"{t['mean_rank_a']:.2f} | {t['mean_rank_b']:.2f} | {t['w_per_query']:.1f} | "
-                f"{_p(t['p_per_query'])} | {_ranks(t['mdr_a'])} | {_ranks(t['mdr_b'])} | "
-                f"{t['w_mdr_across_seeds']:.1f} | {_p(t['p_mdr_across_seeds'])} |"
+                f"| {t['a']} | {t['b']} | {t['direction']} | {t['videos']} | "
+                f"{t['mean_rank_a']:.2f} | {t['mean_rank_b']:.2f} | "
+                f"{t['mean_rank_diff']:+.2f} [{t['diff_ci_low_video']:+.2f}, "
+                f"{t['diff_ci_high_video']:+.2f}] | {_p(t['p_video'])} | "
+                f"{_p(t['p_video_holm'])} | "
+                + (f"{t['captions']} | {_p(t['p_caption'])} | {_p(t['p_caption_holm'])} | "
+                   if caption else "– | – | – | ")
+                + f"{_ranks(t['mdr_a'])} | {_ranks(t['mdr_b'])} | "
+                f"{_p(t['p_mdr_across_seeds'])} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -190,29 +308,36 @@ def _ranks(values) -> str:
 
 
 def _p(p: float) -> str:
+    if p is None or np.isnan(p):
+        return "–"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def metrics_csv(suite: str, summaries: dict[str, dict], n_seeds: dict[str, int]) -> str:
-    """Long CSV: suite,row,direction,metric,mean,std,ci_low,ci_high,seeds."""
+CSV_COLUMNS = ("suite", "row", "direction", "metric", "mean", "std", "ci_low", "ci_high",
+               "seeds", "queries")
+CAP_METRIC = "runs_at_epoch_cap"
+
+
+def metrics_csv(suite: str, summaries: dict[str, dict], n_seeds: dict[str, int],
+                at_cap: dict[str, int] | None = None) -> str:
+    """Long CSV: suite,row,direction,metric,mean,std,ci_low,ci_high,seeds,queries. An n/a
+    value is written ``n/a``; ``queries`` is the number of queries of nDCG/mAP. ``at_cap``:
+    per row, the number of its runs that stopped at the epoch cap (a ``runs_at_epoch_cap``
+    line, direction ``-``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        ["suite", "row", "direction", "metric", "mean", "std", "ci_low", "ci_high", "seeds"]
-    )
+    writer.writerow(CSV_COLUMNS)
     for label, s in summaries.items():
         for d in DIRECTION_TITLES:
             for name, e in s[d].items():
-                writer.writerow(
-                    [
-                        suite,
-                        label,
-                        d,
-                        name,
-                        *(_num(e[k]) for k in ("mean", "std", "ci_low", "ci_high")),
-                        n_seeds[label],
-                    ]
-                )
+                values = [NA, NA, "", ""] if e["mean"] is None else [
+                    _num(e[k]) for k in ("mean", "std", "ci_low", "ci_high")]
+                queries = e.get("queries")
+                writer.writerow([suite, label, d, name, *values, n_seeds[label],
+                                 "" if queries is None else queries])
+        if at_cap is not None:
+            writer.writerow([suite, label, "-", CAP_METRIC, at_cap[label], "", "", "",
+                             n_seeds[label], ""])
     return buffer.getvalue()
 
 
@@ -220,12 +345,21 @@ TEST_KEYS = (
     "a",
     "b",
     "direction",
-    "queries",
-    "nonzero",
+    "videos",
+    "nonzero_videos",
     "mean_rank_a",
     "mean_rank_b",
-    "w_per_query",
-    "p_per_query",
+    "mean_rank_diff",
+    "diff_ci_low_video",
+    "diff_ci_high_video",
+    "w_video",
+    "p_video",
+    "p_video_holm",
+    "captions",
+    "nonzero_captions",
+    "w_caption",
+    "p_caption",
+    "p_caption_holm",
     "mdr_a",
     "mdr_b",
     "w_mdr_across_seeds",
@@ -233,13 +367,15 @@ TEST_KEYS = (
 )
 
 
-W_KEYS = ("w_per_query", "w_mdr_across_seeds")
+W_KEYS = ("w_video", "w_caption", "w_mdr_across_seeds")
 W_DIGITS = 12  # W is a sum of tie-averaged ranks, a multiple of 0.5: exact below 1e11
 
 
 def tests_csv(suite: str, tests: Sequence[dict]) -> str:
-    """CSV of the Wilcoxon tests (``*_per_query``: seed-averaged ranks paired by query;
-    ``*_mdr_across_seeds``: per-seed MdR paired by seed, the paper's reading)."""
+    """CSV of the tests (module docstring): ``*_video`` per video (the rank difference
+    averaged per video, paired by video; the interval a cluster bootstrap over videos),
+    ``*_caption`` per caption (t2v only; empty for v2t), ``*_holm`` Holm-adjusted over the
+    table, ``*_mdr_across_seeds`` per-seed MdR paired by seed."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["suite", *TEST_KEYS, "seeds"])

@@ -99,6 +99,13 @@ def tune_spec(suite: Suite) -> TuneSpec:
         for g in grids.values()
     ):
         raise SuiteError(f"{where}.grids must map loss names to {{dotted.key: [values, ...]}}")
+    fixed = sorted(loss for loss, grid in grids.items() if "supervision.rho" in grid)
+    if fixed:
+        raise SuiteError(
+            f"{where}.grids of {fixed} hold supervision.rho, which the suite's evaluation "
+            "protocol fixes (evaluation.rho in suite.yaml): tuning it would tune the metric; "
+            "remove it from the grids"
+        )
     return TuneSpec(numbers["trials"], numbers["epochs"], numbers["seed"], grids)
 
 

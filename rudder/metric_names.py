@@ -10,7 +10,7 @@ Every list of metric names (result tables, the app, model selection) derives fro
 - ``gmean_r5_r10_r50`` and ``gmean_mdr_mnr``: the RUDDER paper's two model-selection criteria
   (Akula et al., arXiv:2103.05457), computed from the others by the trainer.
 
-``geometric_mean`` keeps the name DESIGN.md's public API gives it (the key of
+``geometric_mean`` keeps the name docs/architecture.md's public API gives it (the key of
 ``retrieval_metrics``); it is *not* RUDDER's selection criterion ``gmean_r5_r10_r50``, whose
 name says which recalls it averages.
 """

@@ -1,6 +1,7 @@
 """Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.significance`).
 
-Conventions (DESIGN.md): ``sims[i, j]`` is the similarity of caption ``i`` and video ``j``;
+Conventions (docs/architecture.md): ``sims[i, j]`` is the similarity of caption ``i`` and
+video ``j``;
 with K captions per video the rows are video-major (row ``r`` is caption ``r % K`` of video
 ``r // K``) and ``query_masks`` has shape ``(num_videos, K)``. Inputs may be numpy arrays or
 torch tensors (converted to numpy; float16/bfloat16 widened losslessly to float32, integers
@@ -89,7 +90,8 @@ def _mask_array(query_masks) -> np.ndarray:
 
 
 def _caption_validity(query_masks, rows: int, cols: int) -> tuple[np.ndarray, int]:
-    """(valid row flags (rows,), K) from DESIGN.md's ``query_masks`` of shape (num_videos, K)."""
+    """(valid row flags (rows,), K) from ``query_masks`` of shape (num_videos, K)
+    (docs/architecture.md)."""
     if query_masks is None:
         if cols == 0 or rows % cols:
             raise ValueError(
@@ -217,7 +219,7 @@ def metrics_from_ranks(ranks) -> dict[str, float]:
 
 
 def retrieval_metrics(sims, query_masks=None, direction: str = "t2v") -> dict[str, float]:
-    """DESIGN.md's R@K / MdR / MnR / geometric mean for one direction.
+    """docs/architecture.md's R@K / MdR / MnR / geometric mean for one direction.
 
     ``metrics_from_ranks(query_ranks(sims, query_masks, direction))``: Collaborative Experts'
     evaluation (t2v over all videos; v2t takes a video's best valid caption among all valid
@@ -294,7 +296,7 @@ def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
     disc = 1.0 / np.log2(np.arange(kmax) + 2.0)
     dcg = (ranked[:, :kmax] * (np.arange(kmax) < k[:, None])) @ disc
     idcg = np.sort(rel, axis=1)[:, rel.shape[1] - kmax :][:, ::-1] @ disc  # past k_i: zeros
-    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    return np.divide(dcg, idcg, out=np.full_like(dcg, np.nan), where=idcg > 0)  # n/a: no item
 
 
 def _average_precision(ranked: np.ndarray, binary: bool) -> np.ndarray:
@@ -319,7 +321,7 @@ def _average_precision(ranked: np.ndarray, binary: bool) -> np.ndarray:
         before = np.r_[0.0, np.cumsum(np.add.reduceat(values, cuts, dtype=np.float64))]
         found = before[np.searchsorted(cuts, hits + 1)] - before[np.searchsorted(cuts, row * cols)]
     ap_sum = np.bincount(row, weights=found / (pos + 1), minlength=n).astype(np.float64)
-    return np.divide(ap_sum, n_rel, out=np.zeros_like(ap_sum), where=n_rel > 0)
+    return np.divide(ap_sum, n_rel, out=np.full_like(ap_sum, np.nan), where=n_rel > 0)
 
 
 def _relevance_scores(sims, relevance, query_masks, binary: bool, want: tuple[str, ...]):
@@ -352,8 +354,10 @@ def _relevance_scores(sims, relevance, query_masks, binary: bool, want: tuple[st
 
 
 def _reduce(values: np.ndarray, rows: np.ndarray, total: int, reduction: str):
+    """"mean": over the queries where the metric is defined (NaN if none); "none": per row."""
     if reduction == "mean":
-        return float(values.mean())
+        defined = values[~np.isnan(values)]
+        return float(defined.mean()) if defined.size else float("nan")
     if reduction == "none":
         out = np.full(total, np.nan)
         out[rows] = values
@@ -370,11 +374,13 @@ def ndcg(sims, relevance, query_masks=None, reduction: str = "mean"):
     IDCG_i = the same sum with the items in decreasing relevance, nDCG_i = DCG_i / IDCG_i.
     Deviations stated: equal scores are ranked by lower column index first (the reference
     reverses an ascending ``argsort``, which in practice puts the higher column first); a
-    query with no relevant item counts 0 (the reference divides 0 by 0). ``query_masks``:
+    query with no relevant item (k_i = 0) is n/a, NaN: the reference divides 0 by 0, which
+    makes its mean NaN; here the mean is over the queries where nDCG is defined
+    (:func:`defined_queries` counts them) and NaN when there is none. ``query_masks``:
     one boolean per row ((rows,) or any shape of that size); masked rows are left out.
-    ``reduction="mean"`` gives the mean over kept rows as a fraction in [0, 1]; ``"none"``
-    the per-row values (NaN for masked rows). Pass ``sims.T, relevance.T`` for the other
-    direction.
+    ``reduction="mean"`` gives that mean as a fraction in [0, 1]; ``"none"`` the per-row
+    values (NaN for masked rows and for rows without a relevant item). Pass ``sims.T,
+    relevance.T`` for the other direction.
     """
     rows, total, values = _relevance_scores(sims, relevance, query_masks, False, ("nDCG",))
     return _reduce(values["nDCG"], rows, total, reduction)
@@ -390,9 +396,11 @@ def mean_average_precision(
     (0-based) of C_i(p) / (p + 1), where C_i(p) is the cumulative *graded* relevance of the
     items ranked at or before p, as the official code computes it; ``binary=True`` counts only
     relevant items in C (textbook AP). Equal scores: lower column index first. A query with no
-    relevant item counts 0 (the reference divides 0 by 0). ``query_masks``: one boolean per row;
-    masked rows are left out. ``reduction``: "mean" (fraction in [0, 1]) or "none" (per row,
-    NaN for masked rows).
+    relevant item is n/a, NaN (the reference divides 0 by 0, making its mean NaN); "mean" is
+    over the queries where AP is defined (:func:`defined_queries`), NaN when there is none:
+    never 0 for "no relevant item anywhere". ``query_masks``: one boolean per row; masked rows
+    are left out. ``reduction``: "mean" (fraction in [0, 1]) or "none" (per row, NaN for
+    masked rows and for rows without a relevant item).
     """
     rows, total, values = _relevance_scores(sims, relevance, query_masks, binary, ("mAP",))
     return _reduce(values["mAP"], rows, total, reduction)
@@ -403,3 +411,9 @@ def relevance_metrics(sims, relevance, query_masks=None, reduction: str = "mean"
     row (half the work of the two calls; same definitions and arguments)."""
     rows, total, values = _relevance_scores(sims, relevance, query_masks, False, ("nDCG", "mAP"))
     return {name: _reduce(v, rows, total, reduction) for name, v in values.items()}
+
+
+def defined_queries(per_query) -> int:
+    """Number of queries where a per-query metric (``reduction="none"``) is defined (not NaN):
+    the ``<metric>_queries`` that :func:`rudder.inference.split_metrics` reports beside a mean."""
+    return int(np.count_nonzero(~np.isnan(np.asarray(per_query, dtype=np.float64))))

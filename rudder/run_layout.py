@@ -207,7 +207,7 @@ def truncate_history(run_dir, last_epoch: int) -> None:
 @dataclass
 class Predictions:
     """A model's scores on a split and the per-query ranks they give (video-major rows,
-    DESIGN.md). ``sims_v2t`` scores the video-to-text direction where it differs from
+    docs/architecture.md). ``sims_v2t`` scores the video-to-text direction where it differs from
     ``sims`` (rank fusion ranks each direction separately), else it is None."""
 
     sims: np.ndarray  # (V*K, V) captions x videos

@@ -288,10 +288,13 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
 
     if run.config.data.text_encoder:
         if run.text_encoder is None:
-            from rudder.text.pretrained import load_text_encoder
+            from rudder.text.encoders import load_text_encoder
 
             run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset,
-                                                 max_words=run.config.data.max_words)
+                                                 max_words=run.config.data.max_words,
+                                                 data=run.config.data)
+        if getattr(run.text_encoder, "uses_langs", False):
+            return run.text_encoder(list(texts), langs=list(langs))
         return run.text_encoder(list(texts))
     token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

@@ -35,6 +35,11 @@ def selection_score(result: dict, selection: str) -> float:
             f"selection metric {name!r} unknown; use gmean_r5_r10_r50, gmean_mdr_mnr or one of "
             f"{sorted(values)}"
         )
+    if values[name] is None:
+        raise ConfigError(
+            f"selection metric {selection} is n/a on this split (no query has a relevant item "
+            "at the run's rho); select on another metric"
+        )
     return reported_value(float(values[name]), selection)
 
 

@@ -1,13 +1,20 @@
-"""Significance of retrieval results: bootstrap intervals over queries and Wilcoxon tests.
+"""Significance of retrieval results: bootstrap intervals, Wilcoxon tests, Holm's correction.
 
-Two Wilcoxon readings of "A ranks better than B" over several seeds (issue 10), named in
-every output:
-- per query (:func:`wilcoxon_seed_averaged`): each test query's rank averaged over the seeds,
-  then the signed-rank test over queries. Pooling seed x query pairs instead would treat the
-  seeds' ranks of one query as independent samples, which they are not.
-- across experiments (:func:`wilcoxon_median_ranks`), the RUDDER paper's reading: one median
-  rank (MdR) per experiment (seed) and method, then the signed-rank test over experiments.
-  With n experiments the smallest two-sided p-value is 2 / 2**n (0.25 for 3 seeds).
+Readings of "A ranks better than B" over several seeds, named in every output:
+- per caption (:func:`wilcoxon_seed_averaged`): each test query's rank averaged over the
+  seeds, then the signed-rank test over queries. Pooling seed x query pairs instead would
+  treat the seeds' ranks of one query as independent samples, which they are not.
+- per video (:func:`wilcoxon_per_video`): the captions of one video are not independent
+  either (911 test captions come from 160 videos on the sample), so each video's rank
+  difference is averaged over its captions and the seeds, then the test runs over videos;
+  :func:`cluster_bootstrap_mean_difference` gives an interval of the mean-rank difference
+  that resamples whole videos. For video-to-text the queries are videos: the per-caption
+  and per-video tests are the same test.
+- across experiments (:func:`wilcoxon_median_ranks`): one median rank (MdR) per experiment
+  (seed) and method, then the signed-rank test over experiments. With n experiments the
+  smallest two-sided p-value is 2 / 2**n (0.25 for 3 seeds). (The RUDDER paper pooled
+  median-rank pairs over all its experiments, not the seeds of one comparison.)
+- :func:`holm` adjusts the p-values of a table's comparisons for multiplicity.
 """
 
 from __future__ import annotations
@@ -143,7 +150,7 @@ class MedianRankTest(NamedTuple):
 
 
 def wilcoxon_median_ranks(ranks_a, ranks_b) -> MedianRankTest:
-    """The RUDDER paper's reading: Wilcoxon signed-rank test over experiments on median ranks.
+    """Wilcoxon signed-rank test over experiments (seeds) on median ranks.
 
     ``ranks_a``, ``ranks_b``: (experiments, queries) 0-based ranks, row e of both from the same
     experiment (seed). Each experiment's MdR (median rank + 1 over its valid queries, as
@@ -159,3 +166,79 @@ def wilcoxon_median_ranks(ranks_a, ranks_b) -> MedianRankTest:
     med_a = tuple(float(mdr(r[~np.isnan(r)])) for r in a)
     med_b = tuple(float(mdr(r[~np.isnan(r)])) for r in b)
     return MedianRankTest(med_a, med_b, wilcoxon_ranks(med_a, med_b))
+
+
+def _video_differences(ranks_a, ranks_b, groups) -> tuple[np.ndarray, np.ndarray]:
+    """Per video: (sum over its valid captions and the seeds of rank_a - rank_b, count)."""
+    a, b = _per_seed(ranks_a, "ranks_a"), _per_seed(ranks_b, "ranks_b")
+    if a.shape != b.shape:
+        raise ValueError(f"ranks_a has shape {a.shape} and ranks_b {b.shape}; pair the same "
+                         "seeds and queries")
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        raise ValueError("ranks_a and ranks_b mask different queries (NaN positions differ)")
+    g = np.asarray(groups).reshape(-1)
+    if g.size != a.shape[1]:
+        raise ValueError(f"groups has {g.size} entries; expected one per query ({a.shape[1]})")
+    keep = ~np.isnan(a)
+    _, video = np.unique(np.broadcast_to(g, a.shape)[keep], return_inverse=True)
+    diff = np.bincount(video, weights=(a - b)[keep])  # exact: ranks are multiples of 0.5
+    count = np.bincount(video).astype(np.float64)
+    return diff, count
+
+
+def wilcoxon_per_video(ranks_a, ranks_b, groups) -> WilcoxonResult:
+    """Wilcoxon signed-rank test over videos of the mean rank difference per video.
+
+    ``ranks_a``, ``ranks_b``: (seeds, queries) 0-based ranks of two methods (row s of both
+    from the same seed; NaN for masked queries); ``groups``: the video of each query. Each
+    video's difference is the mean of rank_a - rank_b over its valid captions and the seeds
+    (the per-cluster mean, the usual remedy for clustered data before a signed-rank test:
+    Rosner, Glynn & Lee, "The Wilcoxon signed rank test for paired comparisons of
+    clustered data", Biometrics 2006, who also give a weighted variant), then
+    :func:`wilcoxon_ranks` tests the per-video means against zero (``n_pairs`` = videos). A
+    mean is the exact sum divided by the count, so equal means are equal floats.
+    """
+    diff, count = _video_differences(ranks_a, ranks_b, groups)
+    return wilcoxon_ranks(diff / count, np.zeros_like(diff))
+
+
+def cluster_bootstrap_mean_difference(
+    ranks_a, ranks_b, groups, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> ConfidenceInterval:
+    """Percentile interval of the mean rank difference (A - B) that resamples whole videos.
+
+    The cluster (case) bootstrap (Davison & Hinkley 1997, Sec. 3.8; Field & Welsh, JRSS-B
+    2007): draw videos with replacement, keep all their captions and seeds, and take
+    sum(differences) / sum(counts) over the drawn videos; ``estimate`` is the mean
+    difference over all captions and seeds (negative: A ranks better). Arguments as
+    :func:`wilcoxon_per_video`; numpy ``default_rng(seed)``.
+    """
+    diff, count = _video_differences(ranks_a, ranks_b, groups)
+
+    def statistic(index: np.ndarray) -> np.ndarray:  # (B, videos) resampled video indices
+        idx = index.astype(np.intp)
+        return diff[idx].sum(axis=-1) / count[idx].sum(axis=-1)
+
+    return bootstrap_ci(
+        np.arange(diff.size, dtype=float), statistic, n_resamples, confidence, seed
+    )
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm, Scand. J. Statist. 1979).
+
+    With the m p-values sorted ascending, p_(1) <= ... <= p_(m), the adjusted value of p_(i)
+    is max over j <= i of min(1, (m - j + 1) p_(j)); reject at level alpha where it is
+    <= alpha (controls the family-wise error rate). NaN entries (no test) are left out of m
+    and stay NaN. Returned in the input order.
+    """
+    p = np.asarray(pvalues, dtype=np.float64).reshape(-1)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out

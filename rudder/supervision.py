@@ -4,7 +4,8 @@ Class sets are multi-hot matrices: one row per caption (or video), one column pe
 language-independent concept id (:class:`rudder.data.classes.ClassIndex`, which also makes
 the class sets of videos); a nonzero entry means "present".
 Every pairwise quantity is a matrix product of such matrices (``|A ∩ B| = A @ B.T``), so no
-Python loop runs over queries or pairs. Conventions (DESIGN.md): ``M[i, j]`` relates caption
+Python loop runs over queries or pairs. Conventions (docs/architecture.md): ``M[i, j]``
+relates caption
 ``i`` (anchor/query) to video ``j`` (candidate); pair labels are :class:`rudder.labels.PairLabel`
 (0 negative, 1 partial, 2 positive, 3 description).
 """
@@ -19,7 +20,8 @@ from rudder.devices import upload
 from rudder.labels import NO_LABEL, PairLabel
 
 # ClassIndex and video_class_sets live with the data (the loader builds class sets without
-# importing supervision); they stay importable here, where DESIGN.md's data flow and earlier
+# importing supervision); they stay importable here, where the data flow of
+# docs/architecture.md and earlier
 # releases put them.
 __all__ = ["ClassIndex", "RelationTable", "batch_labels", "batch_relevance", "description_pairs",
            "partial_labels", "relevance", "video_class_sets"]
@@ -104,7 +106,7 @@ def batch_relevance(caption_nouns, caption_verbs, video_nouns, video_verbs) -> t
     values, computed densely on the inputs' device (two small matrix products), so a GPU
     training step needs no trip through the CPU.
 
-    ``R[i, i]`` is the computed relevance of a caption to its own video (DESIGN.md's
+    ``R[i, i]`` is the computed relevance of a caption to its own video (docs/architecture.md's
     anchor/candidate rule).
     """
     nouns_a, nouns_b = _pair(caption_nouns, video_nouns, ("caption_nouns", "video_nouns"))
@@ -129,14 +131,14 @@ def partial_labels(
 ) -> torch.Tensor:
     """``(nq, nc)`` int8 labels from the noun/verb partial heuristic of the RUDDER paper
     (Akula et al., "Cross Lingual Video and Text Retrieval: A New Benchmark Dataset and
-    Algorithm", ICMI 2021, arXiv:2103.05457), as DESIGN.md states it.
+    Algorithm", ICMI 2021, arXiv:2103.05457), as docs/architecture.md states it.
 
     ``overlap_n = |N_q ∩ N_c| / |N_q|`` and ``overlap_v`` likewise, over the parts of speech
     *present in the query*. Label 2 (positive) when every present overlap is 1; 1 (partial)
     when not positive and ``overlap_n >= alpha_n`` or ``overlap_v >= alpha_v`` (each only if
     that part is present; the boundary counts as reached) with that overlap above 0 (the
     paper's partials "lie in the overlap zone between the positives and the negatives", so
-    a pair sharing no class is a negative even at an alpha of 0, where DESIGN.md's formula
+    a pair sharing no class is a negative even at an alpha of 0, where the original design's formula
     alone would make it partial); 0 otherwise. A query with neither nouns nor verbs gets
     0 everywhere. Overlaps are float32 quotients.
     """
@@ -232,9 +234,9 @@ class RelationTable:
     """Manually labelled caption pairs, looked up as batch matrices.
 
     ``caption_ids`` fixes the caption positions; ``relations`` is a table with columns
-    ``caption_id_a``, ``caption_id_b``, ``label`` (DESIGN.md's relations config, labels
+    ``caption_id_a``, ``caption_id_b``, ``label`` (docs/architecture.md's relations config, labels
     0..3). A row labels caption ``b`` as a candidate for the query ``a``, as pair labels
-    are read (DESIGN.md): RUDDER's noun/verb and video heuristics are asymmetric, so
+    are read (docs/architecture.md): RUDDER's noun/verb and video heuristics are asymmetric, so
     ``(a, b)`` and ``(b, a)`` may differ. A pair listed in one direction only takes its
     label both ways (an annotator's relation for the pair). Rows are stored as sorted int64
     keys ``a * n + b`` and found with ``np.searchsorted``. Rows naming a caption outside

@@ -238,13 +238,18 @@ def _run_seed(args, config: TrainConfig, seed_dir: Path, seed: int) -> dict:
 
 
 def aggregate_seeds(results: dict[int, dict]) -> dict:
-    """Mean and sample standard deviation (ddof=1) of every test metric over seeds."""
+    """Mean and sample standard deviation (ddof=1) of every test metric over seeds; a metric
+    that is n/a (``None``) in any seed is n/a in the summary."""
     first = next(iter(results.values()))["test"]
     summary = {"seeds": sorted(results), "test": {}}
     for direction in ("t2v", "v2t"):
         summary["test"][direction] = {}
         for key in first[direction]:
-            values = np.array([r["test"][direction][key] for r in results.values()])
+            seeds = [r["test"][direction][key] for r in results.values()]
+            if any(v is None for v in seeds):
+                summary["test"][direction][key] = {"mean": None, "std": None}
+                continue
+            values = np.array(seeds, dtype=np.float64)
             std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
             summary["test"][direction][key] = {"mean": float(values.mean()), "std": std}
     return summary

@@ -49,7 +49,7 @@ log = logging.getLogger("rudder.train")
 
 
 class Trainer:
-    """Train one configuration into one run directory (see DESIGN.md: Runs and results)."""
+    """Train one configuration into one run directory (the run folder of docs/architecture.md)."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
@@ -86,10 +86,10 @@ class Trainer:
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
-            from rudder.text.pretrained import load_text_encoder
+            from rudder.text.encoders import load_text_encoder
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
-                                                  self.folder, config.data.max_words)
+                                                  self.folder, config.data.max_words, config.data)
             config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
@@ -248,7 +248,8 @@ class Trainer:
             writer.add_scalar("train/loss", train_loss, self.epoch)
             for direction in ("t2v", "v2t"):
                 for key, value in result[direction].items():
-                    writer.add_scalar(f"validation/{direction}/{key}", value, self.epoch)
+                    if value is not None:  # an n/a metric (no query with a relevant item)
+                        writer.add_scalar(f"validation/{direction}/{key}", value, self.epoch)
 
     def _tensorboard(self):
         if not (self.config.tensorboard and self.ctx.is_main):

@@ -1,4 +1,4 @@
-"""Every command line prints its help and exits 0 (DESIGN.md: CLI entry points)."""
+"""Every command line prints its help and exits 0 (docs/architecture.md: CLI entry points)."""
 
 import subprocess
 import sys

@@ -81,6 +81,8 @@ FREE_TEXT = {
                                               "(tests/datasets_scripts/test_videos_experts.py)",
     "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
                                              "(tests/datasets_scripts/test_videos_build.py)",
+    "rudder.evaluate --query-langs": "language codes, checked by rudder.languages."
+                                     "check_languages (tests/train/test_query_langs.py)",
     "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
                         "rudder.runs.load_run (tests/test_model_hub.py)",

@@ -25,10 +25,23 @@ def test_hand_worked_fusion():
     models = [M1, M2, M3]
     # AVG: item0 (0+2+0)/3 = 2/3, item1 (1+0+2)/3 = 1, item2 (2+1+1)/3 = 4/3.
     np.testing.assert_allclose(fusion.fuse_ranks(models, "avg"), [[-2 / 3, -1.0, -4 / 3]])
-    # MAX: best rank item0 0, item1 0, item2 1.
-    np.testing.assert_array_equal(fusion.fuse_ranks(models, "max"), [[0.0, 0.0, -1.0]])
-    # Hybrid(2): two best ranks item0 (0, 0) -> 0, item1 (0, 1) -> 0.5, item2 (1, 1) -> 1.
-    np.testing.assert_array_equal(fusion.fuse_ranks(models, "hybrid", q=2), [[0.0, -0.5, -1.0]])
+    # MAX: best rank item0 0, item1 0, item2 1; item0 and item1 tie, broken by the next-best
+    # rank (item0's sorted ranks (0, 0, 2), item1's (0, 1, 2)): order item0, item1, item2,
+    # scores = -position.
+    np.testing.assert_array_equal(fusion.fuse_ranks(models, "max"), [[0.0, -1.0, -2.0]])
+    # Hybrid(2): two best ranks item0 (0, 0) -> 0, item1 (0, 1) -> 0.5, item2 (1, 1) -> 1: no
+    # tie, positions 0, 1, 2.
+    np.testing.assert_array_equal(fusion.fuse_ranks(models, "hybrid", q=2), [[0.0, -1.0, -2.0]])
+    # Two models, a tie on best and next-best rank broken by nothing: item0 ranks (0, 1),
+    # item1 (1, 0) -> equal keys (0, 1, 0.5): they stay tied (both at position 0).
+    np.testing.assert_array_equal(
+        fusion.fuse_ranks([[[0.9, 0.5]], [[0.5, 0.9]]], "max"), [[0.0, 0.0]]
+    )
+    # MAX, a tie on best and next-best rank broken by the mean rank (three models):
+    three = [[[0.9, 0.8, 0.1]], [[0.5, 0.9, 0.1]], [[0.1, 0.5, 0.9]]]
+    # item ranks: item0 (0, 1, 2), item1 (1, 0, 1), item2 (2, 2, 0) -> best 0, 0, 0;
+    # next-best 1, 1, 2; mean 1, 2/3, 4/3 -> order item1, item0, item2.
+    np.testing.assert_array_equal(fusion.fuse_ranks(three, "max"), [[-1.0, 0.0, -2.0]])
     # fuse_similarities: element-wise sum 0.9+0.2+0.9, 0.5+0.8+0.1, 0.1+0.5+0.5.
     np.testing.assert_allclose(fusion.fuse_similarities(models), [[2.0, 1.4, 1.1]])
 
@@ -114,9 +127,16 @@ def test_fuse_directions_against_a_loop_over_queries(method, q):
     models = [np.round(rng.standard_normal((18, 6)), 1) for _ in range(3)]  # rounding makes ties
     keep = {"avg": 3, "max": 1, "hybrid": q}[method]
 
-    def fused(scores_per_model):  # one query: (models, items) -> -mean of the keep best ranks
+    def fused(scores_per_model):  # one query: (models, items) -> scores, higher = better
         ranks = np.array([_tied_ranks(s) for s in scores_per_model])
-        return -np.sort(ranks, axis=0)[:keep].mean(axis=0)
+        if keep == len(ranks):  # AVG: minus the mean rank
+            return -ranks.mean(axis=0)
+        keys = []  # rudder's tie-break: mean of the keep best, next-best rank, mean rank
+        for item in range(ranks.shape[1]):
+            r = sorted(ranks[:, item])
+            keys.append((sum(r[:keep]) / keep, r[keep], sum(r) / len(r)))
+        ordered = sorted(keys)
+        return -np.array([ordered.index(k) for k in keys], dtype=float)  # first equal key
 
     t2v, v2t = fusion.fuse_directions(models, masks, method, q)
     valid = masks.reshape(-1)
@@ -141,3 +161,16 @@ def test_fuse_directions_errors():
         fusion.fuse_directions([A, B], MASKS, "sum", q=2)
     with pytest.raises(ValueError, match="unknown fusion method"):
         fusion.fuse_directions([A, B], MASKS, "min")
+
+
+def test_max_fusion_first_places_count_after_the_tie_break():
+    """With tie-averaged ranks and no tie-break, MAX gives every model's first item fused rank
+    0, so no first place is untied and R@1 is ~0; with the tie-break it is not."""
+    rng = np.random.default_rng(7)
+    truth = np.eye(60)
+    members = [truth + rng.normal(0, 0.9, (60, 60)) for _ in range(8)]
+    member_r1 = [metrics.retrieval_metrics(m)["R1"] for m in members]
+    fused_r1 = metrics.retrieval_metrics(fusion.fuse_ranks(members, "max"))["R1"]
+    assert fused_r1 >= min(member_r1) > 0
+    untied = fusion.fuse_ranks(members, "max")
+    assert (np.sort(untied, axis=1)[:, -1] > np.sort(untied, axis=1)[:, -2]).mean() > 0.9

@@ -1,4 +1,5 @@
-"""Pair labels: the enum keeps DESIGN.md's values, and every producer and reader uses them."""
+"""Pair labels: the enum keeps the values of docs/architecture.md, and every producer and
+reader uses them."""
 
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_values_are_the_design_convention():
-    # DESIGN.md / docs/architecture.md: 0 negative, 1 partial, 2 positive, 3 description
+    # docs/architecture.md: 0 negative, 1 partial, 2 positive, 3 description
     assert [(label.name, int(label)) for label in PairLabel] == [
         ("NEGATIVE", 0), ("PARTIAL", 1), ("POSITIVE", 2), ("DESCRIPTION", 3)]
     assert PAIR_LABELS == {"negative": 0, "partial": 1, "positive": 2, "description": 3}

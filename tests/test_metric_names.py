@@ -50,7 +50,7 @@ def test_the_two_geometric_means_are_different_quantities():
 
 
 def test_the_rank_statistics_are_design_md_public_keys():
-    keys = {"R1", "R5", "R10", "R50", "MdR", "MnR", "geometric_mean"}  # DESIGN.md, Public API
+    keys = {"R1", "R5", "R10", "R50", "MdR", "MnR", "geometric_mean"}  # docs/architecture.md
     assert set(names.RANK_STATISTICS) == keys
     assert set(metrics.retrieval_metrics(np.eye(4))) == keys
 

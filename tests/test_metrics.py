@@ -194,6 +194,7 @@ def test_torch_input_equals_numpy_input():
             t, torch.tensor(HAND_MASKS), direction
         ) == metrics.retrieval_metrics(HAND_SIMS, HAND_MASKS, direction)
     rel = np.random.default_rng(0).random(HAND_SIMS.shape).round(1)
+    rel[:, 0] = 1  # every query has an item with R = 1: mAP defined
     assert metrics.ndcg(t, torch.tensor(rel)) == metrics.ndcg(HAND_SIMS, rel)
     assert metrics.mean_average_precision(
         t.double(), torch.tensor(rel)
@@ -249,15 +250,16 @@ NDCG_REL = np.array(
 ROW0 = (1 / LOG2_3) / (1 + 0.5 / LOG2_3)  # 0.4796...
 # Row 1: k = 2; DCG = rel(item 3)/1 + rel(item 2)/log2(3) = 0.5; IDCG as row 0.
 ROW1 = 0.5 / (1 + 0.5 / LOG2_3)  # 0.3801...
-# Row 2: no relevant item -> 0.
+# Row 2: no relevant item -> n/a (NaN), left out of the mean.
 
 
 def test_ndcg_hand_worked():
     assert ROW0 == pytest.approx(0.479625, abs=1e-6)  # 0.630930 / 1.315465
     np.testing.assert_allclose(
-        metrics.ndcg(NDCG_SIMS, NDCG_REL, reduction="none"), [ROW0, ROW1, 0.0]
+        metrics.ndcg(NDCG_SIMS, NDCG_REL, reduction="none"), [ROW0, ROW1, np.nan]
     )
-    assert metrics.ndcg(NDCG_SIMS, NDCG_REL) == pytest.approx((ROW0 + ROW1) / 3)
+    assert metrics.ndcg(NDCG_SIMS, NDCG_REL) == pytest.approx((ROW0 + ROW1) / 2)
+    assert metrics.defined_queries(metrics.ndcg(NDCG_SIMS, NDCG_REL, reduction="none")) == 2
     # masked rows are left out of the mean
     assert metrics.ndcg(NDCG_SIMS, NDCG_REL, query_masks=[1, 0, 0]) == pytest.approx(ROW0)
     none = metrics.ndcg(
@@ -283,14 +285,16 @@ MAP_REL = np.array([[1.0, 0.5, 0.0, 1.0, 0.25], [0.5, 0.0, 0.0, 0.0, 0.0]])
 def test_map_hand_worked_graded_and_binary():
     # Row 0 in ranked order: relevance [1, .5, 0, 1, .25], graded cumsum [1, 1.5, 1.5, 2.5, 2.75];
     # relevant (== 1) at positions 1 and 4: AP = (1/1 + 2.5/4) / 2 = 0.8125.
-    # binary cumsum [1, 1, 1, 2, 2]: AP = (1/1 + 2/4) / 2 = 0.75.  Row 1: no relevant item -> 0.
+    # binary cumsum [1, 1, 1, 2, 2]: AP = (1/1 + 2/4) / 2 = 0.75.  Row 1: no item with R = 1
+    # -> n/a (NaN, as the reference's 0 / 0), left out of the mean.
     np.testing.assert_allclose(
-        metrics.mean_average_precision(MAP_SIMS, MAP_REL, reduction="none"), [0.8125, 0]
+        metrics.mean_average_precision(MAP_SIMS, MAP_REL, reduction="none"), [0.8125, np.nan]
     )
     np.testing.assert_allclose(
-        metrics.mean_average_precision(MAP_SIMS, MAP_REL, binary=True, reduction="none"), [0.75, 0]
+        metrics.mean_average_precision(MAP_SIMS, MAP_REL, binary=True, reduction="none"),
+        [0.75, np.nan],
     )
-    assert metrics.mean_average_precision(MAP_SIMS, MAP_REL) == pytest.approx(0.8125 / 2)
+    assert metrics.mean_average_precision(MAP_SIMS, MAP_REL) == pytest.approx(0.8125)
     assert metrics.mean_average_precision(
         MAP_SIMS, MAP_REL, query_masks=[True, False]
     ) == pytest.approx(0.8125)
@@ -311,11 +315,11 @@ def loop_ndcg_map(sims, rel, binary=False):
         ranked = r[np.argsort(-s, kind="stable")]
         k = int((r > 0).sum())
         d = np.log2(np.arange(k) + 2)
-        nd.append((ranked[:k] / d).sum() / (np.sort(r)[::-1][:k] / d).sum() if k else 0.0)
+        nd.append((ranked[:k] / d).sum() / (np.sort(r)[::-1][:k] / d).sum() if k else np.nan)
         hit = ranked == 1
         cum = np.cumsum(hit if binary else ranked)
-        ap.append((cum[hit] / (np.flatnonzero(hit) + 1)).sum() / hit.sum() if hit.any() else 0.0)
-    return np.mean(nd), np.mean(ap)
+        ap.append((cum[hit] / (np.flatnonzero(hit) + 1)).sum() / hit.sum() if hit.any() else np.nan)
+    return np.nanmean(nd), np.nanmean(ap)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -343,8 +347,12 @@ def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, monkeypatch):
         transposed = metrics.relevance_metrics(sims.T.copy().T, rel.T.copy().T)  # Fortran order
         assert transposed == pytest.approx(metrics.relevance_metrics(sims, rel), abs=1e-15)
         assert metrics.relevance_metrics(sims, rel, reduction="none") == {
-            "nDCG": pytest.approx(metrics.ndcg(sims, rel, reduction="none"), abs=1e-15),
-            "mAP": pytest.approx(metrics.mean_average_precision(sims, rel, reduction="none")),
+            "nDCG": pytest.approx(
+                metrics.ndcg(sims, rel, reduction="none"), abs=1e-15, nan_ok=True
+            ),
+            "mAP": pytest.approx(
+                metrics.mean_average_precision(sims, rel, reduction="none"), nan_ok=True
+            ),
         }
 
 
@@ -395,3 +403,13 @@ def test_per_language_metrics_hand_worked():
         metrics.per_language_metrics(HAND_SIMS, ["mr", "fr", "mr", "mr", "mr", "mr"], HAND_MASKS)
     with pytest.raises(ValueError, match="one per sims row"):
         metrics.per_language_metrics(HAND_SIMS, ["mr"] * 5, HAND_MASKS)
+
+
+def test_no_relevant_item_anywhere_is_nan_not_zero():
+    # A perfect ranking of a matrix with no R = 1 item: mAP is undefined (the EPIC code's
+    # 0 / 0), not 0; nDCG is still defined (items with R > 0 exist).
+    sims = np.eye(3, dtype=np.float32)
+    rel = np.full((3, 3), 0.5)
+    out = metrics.relevance_metrics(sims, rel)
+    assert np.isnan(out["mAP"]) and out["nDCG"] == pytest.approx(1.0)
+    assert metrics.defined_queries(metrics.mean_average_precision(sims, rel, reduction="none")) == 0

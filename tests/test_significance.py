@@ -110,3 +110,70 @@ def test_median_rank_test_floor_holds_with_a_zero_difference():
     out = significance.wilcoxon_median_ranks(a, b)
     assert out.median_ranks_a == (3.0, 4.0, 5.0) and out.median_ranks_b == (3.0, 3.0, 3.0)
     assert out.test.pvalue == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------- per video, Holm
+def test_holm_hand_worked():
+    # m = 4, sorted 0.005, 0.01, 0.03, 0.04 -> 4 * 0.005 = 0.02, 3 * 0.01 = 0.03,
+    # 2 * 0.03 = 0.06, max(0.06, 1 * 0.04) = 0.06; back in input order. NaN: no test.
+    np.testing.assert_allclose(
+        significance.holm([0.01, 0.04, 0.03, np.nan, 0.005]), [0.03, 0.06, 0.06, np.nan, 0.02]
+    )
+    np.testing.assert_array_equal(significance.holm([0.5, 0.9]), [1.0, 1.0])  # capped at 1
+    assert np.isnan(significance.holm([np.nan])).all()
+
+
+def test_holm_against_a_direct_loop():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        p = rng.random(7) ** 3
+        m, order = len(p), sorted(range(len(p)), key=lambda i: p[i])
+        expected, running = np.empty(m), 0.0
+        for j, i in enumerate(order):  # step-down: never below the previous adjusted value
+            running = max(running, min(1.0, (m - j) * p[i]))
+            expected[i] = running
+        np.testing.assert_allclose(significance.holm(p), expected)
+
+
+def _clustered(seed=0, seeds=3, videos=12, k=4):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 20, (seeds, videos * k)) / 2.0  # tie-averaged ranks: multiples of 0.5
+    b = rng.integers(0, 20, (seeds, videos * k)) / 2.0
+    a[:, 5] = b[:, 5] = np.nan  # a masked caption
+    return a, b, np.arange(videos * k) // k
+
+
+def test_per_video_wilcoxon_against_a_direct_loop():
+    from scipy.stats import wilcoxon
+
+    a, b, groups = _clustered()
+    means = []
+    for video in np.unique(groups):  # mean of a - b over the video's valid captions and seeds
+        cells = [(s, q) for s in range(a.shape[0]) for q in np.flatnonzero(groups == video)
+                 if not np.isnan(a[s, q])]
+        means.append(sum(a[s, q] - b[s, q] for s, q in cells) / len(cells))
+    expected = wilcoxon(np.array(means))
+    got = significance.wilcoxon_per_video(a, b, groups)
+    assert got.n_pairs == 12 and got.pvalue == pytest.approx(expected.pvalue)
+    assert got.statistic == pytest.approx(expected.statistic)
+    # one caption per video and one seed: the per-caption test
+    one = significance.wilcoxon_per_video(a[:1], b[:1], np.arange(a.shape[1]))
+    assert one == significance.wilcoxon_seed_averaged(a[:1], b[:1])
+    with pytest.raises(ValueError, match="one per query"):
+        significance.wilcoxon_per_video(a, b, groups[:-1])
+
+
+def test_cluster_bootstrap_against_a_direct_loop():
+    a, b, groups = _clustered(1)
+    ci = significance.cluster_bootstrap_mean_difference(a, b, groups, n_resamples=200, seed=4)
+    assert ci.estimate == pytest.approx(np.nanmean(a - b))
+    draws = np.random.default_rng(4).integers(0, 12, size=(200, 12))  # bootstrap_ci's draws
+    stats = []
+    for draw in draws:  # keep every caption and seed of each drawn video
+        total = count = 0.0
+        for video in draw:
+            d = (a - b)[:, groups == video]
+            total, count = total + np.nansum(d), count + np.count_nonzero(~np.isnan(d))
+        stats.append(total / count)
+    low, high = np.quantile(stats, [0.025, 0.975])
+    assert (ci.low, ci.high) == pytest.approx((low, high))

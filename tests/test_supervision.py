@@ -360,6 +360,6 @@ def test_batch_relevance_equals_the_sparse_relevance():
 
 def test_class_sets_stay_importable_from_supervision():
     """They moved to rudder.data.classes (the loader needs them without supervision); code
-    written against DESIGN.md's data flow still finds them here."""
+    written against docs/architecture.md's data flow still finds them here."""
     assert supervision.ClassIndex is ClassIndex
     assert supervision.video_class_sets is video_class_sets

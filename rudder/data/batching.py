@@ -1,4 +1,4 @@
-"""Training batches in which every video appears at most once (DESIGN.md: Batches)."""
+"""Training batches in which every video appears at most once (docs/architecture.md: Batches)."""
 
 from __future__ import annotations
 

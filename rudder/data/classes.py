@@ -91,7 +91,7 @@ def video_class_sets(
 
     A class belongs to video ``v`` when it appears in at least ``rho`` of ``v``'s captions
     (count / n_captions >= rho, compared in float64 so that e.g. 1/4 >= 0.25 holds exactly).
-    Source: DESIGN.md's Relevance convention. Damen et al. define R between two captions;
+    Source: docs/architecture.md's Relevance convention. Damen et al. define R between two captions;
     this threshold is rudder's way to give a video with several captions one class set.
     A video with no caption gets an empty row. ``caption_video[k]`` is the video row of
     caption ``k``.

@@ -15,7 +15,7 @@ text_features/{train,validation,test}.parquet         optional config ``text_fea
 relations/all.parquet             optional config ``relations`` (split ``train``)
 ```
 
-Splits are by video. Columns follow DESIGN.md; ``videos.experts`` lists the experts a video
+Splits are by video. Columns follow docs/data.md; ``videos.experts`` lists the experts a video
 has, and a features file holds rows only for those videos (availability is never a zero
 vector). This module holds the schema (column types, names, metadata) and the reader,
 :class:`DatasetFolder`; :mod:`rudder.data.layout_writer` writes and rewrites folders.

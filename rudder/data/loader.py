@@ -61,8 +61,8 @@ class SplitData(VideoData):
 
     def video_classes(self, rho: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
-        of its valid labelled captions (DESIGN.md, Relevance); a caption whose class columns
-        are null was never labelled, so it does not count."""
+        of its valid labelled captions (docs/architecture.md, Relevance); a caption whose class
+        columns are null was never labelled, so it does not count."""
         valid = self.caption_mask if self.labelled is None else self.caption_mask & self.labelled
         owner = torch.nonzero(valid)[:, 0]
         nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)
@@ -422,4 +422,5 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
         [captions["video_id"][i] for i in keep],
         caption_ordinals(video_langs)[keep],
         owner, slot, shape, desc=f"encoding the {split} captions",
+        langs=[captions["lang"][i] for i in keep],
     )

@@ -285,8 +285,8 @@ def relation_labels(same_video, same_segment, kind_a, kind_b, seg_a, seg_b, noun
                     verbs_a, verbs_b) -> np.ndarray:
     """The simulated annotators' label of caption pairs from the generator's truth (vectorised).
 
-    The four categories are RUDDER's manual relations (DESIGN.md "Pair labels"); the rules that
-    assign them from the recipe are this generator's own:
+    The four categories are RUDDER's manual relations ("Pair labels", docs/architecture.md); the
+    rules that assign them from the recipe are this generator's own:
 
     2 positive: the same segment of a video (translations) or identical noun and verb classes;
     3 description: same video and a describing caption that applies materials of the listing

@@ -50,18 +50,22 @@ def store_from_lengths(flat: torch.Tensor, starts: np.ndarray, lengths: np.ndarr
 
 
 def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
-                       chunk: int = 256, desc: str = "encoding captions") -> TokenStore:
+                       chunk: int = 256, desc: str = "encoding captions", langs=None
+                       ) -> TokenStore:
     """Encode captions chunk by chunk, keeping only real tokens (``encoder`` returns padded
     ``(n, L, D)`` features and an ``(n, L)`` mask, as :mod:`rudder.text.pretrained`; it
-    decides the length itself). A progress bar (``desc``) counts the captions on a terminal."""
+    decides the length itself). An encoder with ``uses_langs`` also gets each caption's
+    language (``langs``). A progress bar (``desc``) counts the captions on a terminal."""
     from rudder.progress import progress
 
     parts, lengths = [], []
+    with_langs = getattr(encoder, "uses_langs", False)
     with progress(total=len(texts), desc=desc, unit="caption") as bar:
         for start in range(0, len(texts), chunk):
             part = slice(start, start + chunk)
+            extra = {"langs": langs[part]} if with_langs else {}
             features, mask = encoder(texts[part], video_ids=video_ids[part],
-                                     ordinals=ordinals[part])
+                                     ordinals=ordinals[part], **extra)
             parts.append(features[mask])
             lengths.append(mask.sum(1).numpy())
             bar.update(len(texts[part]))

@@ -4,8 +4,8 @@
 ``loss(sims, relevance=None, labels=None, text_sims=None, generator=None)`` on a B x B
 batch (rows captions, columns videos, diagonal positive); it returns a scalar. A loss
 checks the inputs it reads (its ``requires``, plus ``optional`` ones when given) and
-ignores the others. Parameter names and defaults are DESIGN.md's table; each module
-documents its formula, reduction and source. A training run builds its loss as
+ignores the others. Parameter names and defaults are the loss table of docs/architecture.md;
+each module documents its formula, reduction and source. A training run builds its loss as
 ``build(name, **params, **run_params(name, params, facts))``: parameters a loss takes from
 the run (``dw``'s ``dim``, ``hn_exclusion``'s dataset ``threshold``) come from its
 :meth:`RetrievalLoss.run_params`.
@@ -48,7 +48,7 @@ _REGISTRY: dict[str, type[RetrievalLoss]] = {
 
 
 def names() -> tuple[str, ...]:
-    """The registered loss names, in DESIGN.md's table order."""
+    """The registered loss names, in the order of the loss table of docs/architecture.md."""
     return tuple(_REGISTRY)
 
 

@@ -8,8 +8,8 @@ given (``optional``); inputs it does not read are ignored, the ones it reads are
 Anchor views. Both retrieval directions are handled at once by stacking a matrix ``M``
 (indexed caption x video) into ``(2, B, B)``: ``view[0, a, b] = M[a, b]`` (caption anchor
 ``a``, video candidate ``b``) and ``view[1, a, b] = M[b, a]`` (video anchor ``a``, caption
-candidate ``b``) -- DESIGN.md's anchor/candidate rule. The positive of anchor ``a`` in both
-directions is ``sims[a, a]``.
+candidate ``b``) -- the anchor/candidate rule of docs/architecture.md. The positive of anchor
+``a`` in both directions is ``sims[a, a]``.
 
 Run facts. A parameter that depends on the training run (the model's embedding dimension,
 a threshold over the training set) is filled in by the run, not by the user: the loss

@@ -48,7 +48,7 @@ class PartialOrder(RetrievalLoss):
     :func:`rudder.supervision.batch_labels`; they are asymmetric (the noun/verb
     heuristic reads the query's parts of speech), and a video anchor ``i`` reads row
     ``i`` (its own caption is the query), not column ``i``: reading ``labels[j, i]``
-    for the video anchor is a different loss (DESIGN.md, "Pair labels are per
+    for the video anchor is a different loss (docs/architecture.md, "Pair labels are per
     quadruplet"), which collapses video-to-text retrieval on the sample
     (docs/fidelity.md).
     """

@@ -23,7 +23,7 @@ class RelevanceMargin(RetrievalLoss):
     Formula: for every anchor ``a`` and candidate ``b != a`` in both directions,
     ``[Δ_ab + s_ab - s_aa]+`` with ``Δ_ab = 1 - R(a, b)`` (``relevance[a, b]`` for a
     caption anchor, ``relevance[b, a]`` for a video anchor). The positive is taken as
-    fully relevant (R = 1, DESIGN.md), so ``relevance``'s diagonal is not read.
+    fully relevant (R = 1, docs/architecture.md), so ``relevance``'s diagonal is not read.
     Reduction: mean over the 2B(B-1) off-diagonal terms of both directions; with
     ``max_violation`` only the largest term per anchor is kept, then the mean over the
     anchors of each direction, the two directions summed (VSE++'s max-violation

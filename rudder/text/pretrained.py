@@ -113,20 +113,8 @@ def _token_dimension(module) -> int:
 
 
 def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None):
-    """The encoder named by ``data.text_encoder``: ``"bundled"``, a local model folder, a
-    Collaborative Experts text-feature pickle (``*.pickle``/``*.pkl``,
-    :class:`rudder.text.caption_features.CaptionFeatureFile`, its word tokens cut to
-    ``max_words`` as the dataset's stored ones are), or ``"dataset"`` (the dataset
-    ``folder``'s own ``text_features`` config)."""
-    if spec == "dataset":
-        from rudder.text.caption_features import DatasetTextFeatures
+    """The encoder named by ``data.text_encoder``: the registry's
+    :func:`rudder.text.encoders.load_text_encoder` (kept here for callers of this module)."""
+    from rudder.text.encoders import load_text_encoder as load
 
-        if folder is None:
-            raise ValueError("data.text_encoder=dataset needs the dataset folder")
-        return DatasetTextFeatures(folder)
-    if str(spec).endswith((".pickle", ".pkl")):
-        from rudder.text.caption_features import CaptionFeatureFile
-
-        return CaptionFeatureFile(spec, max_tokens=max_words)
-    return SentenceTransformerTokens(bundled_model_path() if spec == "bundled" else spec,
-                                     device=device)
+    return load(spec, device, folder, max_words)

@@ -228,10 +228,15 @@ def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
 
     run = load_run(cli.train_quick(tmp_path, str(app_dataset.root), 2, FIVE))
     assert run.config.data.caption_langs == FIVE
-    tokens, _ = encode_queries(run, ["காகிதம் மடியுங்கள்", "கார் வரையுங்கள்"], ["ta", "ta"])
-    assert (tokens > 1).all()  # every word known (0 is padding, 1 unknown)
-    tokens, _ = encode_queries(run, ["కాగితం మడవండి"], ["te"])
-    assert (tokens > 1).all()
+    if run.config.data.text_encoder:  # the multilingual extra: one sentence vector per query
+        assert run.config.data.text_encoder == "multilingual-e5"
+        features, _ = encode_queries(run, ["కాగితం మడవండి"], ["te"])
+        assert features.shape == (1, 1, 384)
+    else:
+        tokens, _ = encode_queries(run, ["காகிதம் மடியுங்கள்", "கார் வரையுங்கள்"], ["ta", "ta"])
+        assert (tokens > 1).all()  # every word known (0 is padding, 1 unknown)
+        tokens, _ = encode_queries(run, ["కాగితం మడవండి"], ["te"])
+        assert (tokens > 1).all()
     text, _ = run.model.encode_text(*encode_queries(run, ["காகிதம்", "கார்"], ["ta", "ta"]))
     assert not torch.allclose(text[0], text[1])  # two Tamil queries, two different embeddings
 

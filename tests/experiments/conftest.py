@@ -62,6 +62,11 @@ def tiny_suites(tmp_path_factory):
         ],
         comparisons=[{"a": "PO(M)", "b": "MM"}, {"a": "best", "b": "MM"}],
         best_of=["RAN", "PO(M)"],
-        fusion={"members": ["RAN", "PO(M)"], "methods": ["avg", "hybrid"], "hybrid_q": 1},
+        fusion=[
+            {"members": ["RAN", "PO(M)"], "methods": ["avg", "hybrid"], "hybrid_q": 1,
+             "mixed_losses": True},
+            {"name": "RAN", "members": ["RAN"], "pool_seeds": True, "methods": ["max"],
+             "hybrid_q": 1},
+        ],
     )
     return root

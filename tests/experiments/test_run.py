@@ -50,7 +50,12 @@ def test_tables_agree_with_the_runs(finished):
     out, _ = finished
     rows = list(csv.DictReader((out / "results" / "tiny.csv").open()))
     labels = {r["row"] for r in rows}
-    assert labels == {"MM", "PO(M)", "RAN", "Fusion AVG", "Fusion HYBRID (Q'=1)"}
+    assert labels == {
+        "MM", "PO(M)", "RAN", "Fusion AVG (mixed losses)", "Fusion HYBRID (mixed losses, Q'=1)",
+        "Fusion MAX (RAN)",
+    }
+    pooled = [r for r in rows if r["row"] == "Fusion MAX (RAN)"]
+    assert {r["seeds"] for r in pooled} == {"1"}  # both seeds of RAN fused into one model
     mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/metrics.json"))
     r1 = [json.loads(p.read_text())["test"]["t2v"]["R1"] for p in mm]
     row = next(
@@ -60,13 +65,24 @@ def test_tables_agree_with_the_runs(finished):
     assert float(row["std"]) == pytest.approx(np.std(r1, ddof=1), abs=1e-4)
     assert float(row["ci_low"]) <= float(row["mean"]) <= float(row["ci_high"])
     assert {r["metric"] for r in rows} >= {"R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP"}
+    at_cap = {r["row"]: r["mean"] for r in rows if r["metric"] == "runs_at_epoch_cap"}
+    assert set(at_cap) == labels  # one line per row (1-epoch runs: every run at the cap)
+    assert at_cap["MM"] == "2" and at_cap["Fusion AVG (mixed losses)"] == "4"
+    assert at_cap["Fusion MAX (RAN)"] == "2"
+    assert "MAX of RAN (one loss; every seed pooled into one fused model: Q = 2 models" in (
+        out / "results" / "tiny.md").read_text()
     text = (out / "results" / "tiny.md").read_text()
     assert "python -m experiments.run tiny --seeds 2" in text and "**Machine**:" in text
+    assert "**Evaluation protocol**: nDCG and mAP at rho 0.25" in text
+    assert "6 of 6 runs stopped at the epoch cap" in text
+    assert "*validation*" in text  # the best row is chosen on validation
     tests = list(csv.DictReader((out / "results" / "tiny-wilcoxon.csv").open()))
-    assert (tests[0]["a"], tests[0]["b"]) == ("PO(M)", "MM")
-    assert tests[1]["a"] in ("RAN", "PO(M)") and tests[1]["b"] == "MM"  # "best" resolved to a row
-    # 8 test videos x 2 captions (seed-averaged).
-    assert all(int(t["queries"]) == 8 * 2 for t in tests)
+    assert [(t["a"], t["b"], t["direction"]) for t in tests[:2]] == [
+        ("PO(M)", "MM", "t2v"), ("PO(M)", "MM", "v2t")]
+    assert tests[2]["a"] in ("RAN", "PO(M)") and tests[2]["b"] == "MM"  # "best" resolved to a row
+    # 8 test videos x 2 captions (seed-averaged); v2t: the 8 videos only.
+    assert all(int(t["captions"]) == 8 * 2 for t in tests if t["direction"] == "t2v")
+    assert all(int(t["videos"]) == 8 and t["p_video_holm"] for t in tests)
 
 
 def test_fusion_rows_match_rudder_evaluate(finished, tiny_suites):

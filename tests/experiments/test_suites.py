@@ -50,13 +50,16 @@ def test_the_table_rows_are_the_issue_ones():
     table1 = load_suite("rudder-table1")
     assert table1.labels == ("Triplet", "DW", "MM", "OT", "PO", "PO(M)")
     losses = {r.label: (r.data["loss"]["name"], r.data.get("supervision", {})) for r in table1.rows}
-    assert losses["PO"] == ("po", {}) and losses["PO(M)"] == (
-        "po", {"manual_relations": True, "relation_batches": True, "description_labels": True})
+    assert losses["PO"] == ("po", {"rho": 0.25}) and losses["PO(M)"] == (
+        "po", {"manual_relations": True, "relation_batches": True, "description_labels": True,
+               "rho": 0.25})  # rho: the suite's evaluation protocol
     relevance = load_suite("relevance")
     taus = sorted(
         r.data["loss"]["params"]["tau"] for r in relevance.rows if r.data["loss"]["name"] == "ranp"
     )
     assert taus == [0.15, 0.40, 0.75]
+    assert {r.data["supervision"].get("batch_relevance") for r in relevance.rows
+            if r.data["loss"]["name"] in ("ran", "ranp")} == {"video"}  # R(v, q), as RANP
     assert {r.data["loss"]["name"] for r in relevance.rows} >= {
         "ran",
         "ranp",
@@ -174,6 +177,16 @@ def _suite(tmp_path, meta, rows=(("a.yaml", {"loss": {"name": "mm"}}),)):
             },
             "hybrid_q must be an integer in [1, 2]",
         ),
+        (
+            {"title": "t", "rows": [{"config": "a.yaml", "label": "A"}],
+             "evaluation": {"rho": 0}},
+            "evaluation.rho must be a number in (0, 1]",
+        ),
+        (
+            {"title": "t", "rows": [{"config": "a.yaml", "label": "A"}],
+             "evaluation": {"relevance": "own"}},
+            "evaluation.relevance must be one of ['reference', 'own_video']",
+        ),
     ],
 )
 def test_bad_suites_are_clear_errors(tmp_path, meta, message):
@@ -190,3 +203,38 @@ def test_a_bad_row_config_names_its_file(tmp_path):
     )
     with pytest.raises(SuiteError, match=r"a\.yaml.*'fr'"):
         row_config(load_suite("s", root).rows[0])
+
+
+def test_protocol_rho_reaches_every_row_and_rows_may_not_differ(tmp_path):
+    meta = {"title": "t", "rows": [{"config": "a.yaml", "label": "A"}],
+            "evaluation": {"rho": 0.5}}
+    suite = load_suite("s", _suite(_dir(tmp_path / "one"), meta))
+    assert suite.protocol.rho == 0.5 and row_config(suite.rows[0]).supervision.rho == 0.5
+    bad = (("a.yaml", {"loss": {"name": "mm"}, "supervision": {"rho": 0.25}}),)
+    with pytest.raises(SuiteError, match="protocol fixes rho 0.5"):
+        load_suite("s", _suite(_dir(tmp_path / "two"), meta, rows=bad))
+    # the committed suites: one protocol each, rho 0.25 in every row
+    for name in ("rudder-table1", "relevance", "rudder-multilingual"):
+        suite = load_suite(name)
+        assert suite.protocol.rho == 0.25
+        assert {row_config(r).supervision.rho for r in suite.rows} == {0.25}
+
+
+def test_fusion_members_of_different_losses_need_mixed_losses(tmp_path):
+    rows = (("a.yaml", {"loss": {"name": "mm"}}), ("b.yaml", {"loss": {"name": "po"}}))
+    meta = {"title": "t", "rows": [{"config": "a.yaml", "label": "A"},
+                                   {"config": "b.yaml", "label": "B"}],
+            "fusion": {"members": ["A", "B"], "hybrid_q": 1}}
+    with pytest.raises(SuiteError, match="different losses"):
+        load_suite("s", _suite(_dir(tmp_path / "one"), meta, rows=rows))
+    meta["fusion"]["mixed_losses"] = True
+    suite = load_suite("s", _suite(_dir(tmp_path / "two"), meta, rows=rows))
+    assert suite.fusion.label("hybrid") == "Fusion HYBRID (mixed losses, Q'=1)"
+    relevance = load_suite("relevance")
+    ranp = relevance.fusions[0]
+    assert ranp.pool_seeds and not ranp.mixed_losses and ranp.label("max") == "Fusion MAX (RANP)"
+
+
+def _dir(path):
+    path.mkdir()
+    return path

@@ -14,7 +14,9 @@ NAN = np.nan
 
 def _row(label, seeds, t2v, v2t=None, metrics=None, ids=None):
     t2v = np.asarray(t2v, dtype=float)
-    v2t = np.zeros((len(seeds), 1)) if v2t is None else np.asarray(v2t, dtype=float)
+    if v2t is None:  # one caption per video: as many videos as t2v queries
+        v2t = np.zeros_like(t2v)
+    v2t = np.asarray(v2t, dtype=float)
     if metrics is None:
         metrics = [{"t2v": _rank_metrics(r), "v2t": _rank_metrics(v)} for r, v in zip(t2v, v2t)]
     return RowResult(label, list(seeds), metrics, {"t2v": t2v, "v2t": v2t}, query_ids=ids)
@@ -67,8 +69,11 @@ def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
     # Per query: averages A [1.5, 4.5, 5.5], B [3.5, 3, 1.5] -> d = [-2, 1.5, 4], |d| ranks
     # 2, 1, 3: W- = 2, W+ = 4 -> W = 2; exact two-sided p: 3 of 8 sign patterns have a
     # negative-rank sum <= 2 ({}, {1}, {2}) -> p = 6/8. Three queries, not six seed x query pairs.
-    assert (t["queries"], t["nonzero"], t["w_per_query"]) == (3, 3, 2.0)
-    assert t["p_per_query"] == pytest.approx(0.75)
+    assert (t["captions"], t["nonzero_captions"], t["w_caption"]) == (3, 3, 2.0)
+    assert t["p_caption"] == pytest.approx(0.75)
+    # one caption per video: the per-video test is the per-caption one
+    assert (t["videos"], t["w_video"], t["p_video"]) == (3, 2.0, pytest.approx(0.75))
+    assert t["mean_rank_diff"] == pytest.approx(t["mean_rank_a"] - t["mean_rank_b"])
     assert t["mean_rank_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
     # Across seeds, paired seed with seed: MdR A [4, 7], B [3, 5] -> d = [1, 2], W = 0,
     # p = 2 * 1/4.
@@ -81,7 +86,7 @@ def test_wilcoxon_uses_only_shared_seeds_and_drops_masked_queries():
     b = _row("B", [2, 0], [[9, NAN, 9], [2, NAN, 1]])
     t = tables.compare(a, b)
     # seeds 0 and 2: A averages [5, -, 5.5], B [5.5, -, 5] -> two nonzero differences
-    assert t["seeds"] == [0, 2] and t["queries"] == 2 and t["nonzero"] == 2
+    assert t["seeds"] == [0, 2] and t["captions"] == 2 and t["nonzero_captions"] == 2
     with pytest.raises(ValueError, match="share no seed"):
         tables.compare(a, _row("C", [7], [[1, NAN, 1]]))
     with pytest.raises(ValueError, match="different test queries"):
@@ -96,29 +101,58 @@ def test_markdown_and_csv():
         "PO": _row("PO", [0, 1], [[0, 0, 4], [0, 0, 1]]),
     }
     summaries = {k: tables.summarise(r, n_resamples=50) for k, r in rows.items()}
-    test = tables.compare(rows["PO"], rows["MM"])
-    text = tables.markdown(summaries, [test], "# Title")
+    tests = tables.adjust([tables.compare(rows["PO"], rows["MM"], d) for d in ("t2v", "v2t")])
+    text = tables.markdown(summaries, tests, "# Title")
     assert text.startswith("# Title")
     assert "| MM | 50.0 ± 23.6 [" in text and "## Video → text" in text
-    # PO averages [0, 0, 2.5], MM [0, 0.5, 3]: three queries, two nonzero differences
-    assert "| PO | MM | 3 | 2 |" in text
-    assert "W per query | p per query | MdR A by seed" in text and "paper's reading" in text
-    csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2})
-    assert csv_text.splitlines()[0] == "suite,row,direction,metric,mean,std,ci_low,ci_high,seeds"
+    # PO averages [0, 0, 2.5], MM [0, 0.5, 3]: three videos of one caption, two nonzero
+    assert "| PO | MM | t2v | 3 |" in text and "| PO | MM | v2t | 3 |" in text
+    assert "p per video | p per video, Holm | captions | p per caption" in text
+    csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2}, {"MM": 0, "PO": 1})
+    assert csv_text.splitlines()[0] == (
+        "suite,row,direction,metric,mean,std,ci_low,ci_high,seeds,queries")
     assert "s,MM,t2v,R1,50,23.5702," in csv_text
-    header, line = tables.tests_csv("s", [test]).splitlines()
-    assert header.startswith("suite,a,b,direction,queries,nonzero,")
-    assert "p_per_query" in header and "p_mdr_across_seeds" in header
-    assert line.startswith("s,PO,MM,t2v,3,2,") and line.endswith(
+    assert "s,MM,-,runs_at_epoch_cap,0,,,,2," in csv_text
+    assert "s,PO,-,runs_at_epoch_cap,1,,,,2," in csv_text
+    header, t2v_line, v2t_line = tables.tests_csv("s", tests).splitlines()
+    assert header.startswith("suite,a,b,direction,videos,nonzero_videos,")
+    for column in ("p_video", "p_video_holm", "diff_ci_low_video", "p_caption", "p_caption_holm"):
+        assert column in header.split(",")
+    assert t2v_line.startswith("s,PO,MM,t2v,3,2,") and t2v_line.endswith(
         ",1 1,2 1,0,1,0 1"
     )  # MdR PO [1, 1], MM [2, 1]
+    fields = dict(zip(header.split(","), v2t_line.split(",")))
+    assert fields["p_caption"] == "" and fields["captions"] == ""  # v2t: per video only
+    # Holm over the table's two per-video p-values: min(1, 2 * smaller), then the larger
+    p_video = sorted(t["p_video"] for t in tests)
+    assert min(t["p_video_holm"] for t in tests) == pytest.approx(min(1, 2 * p_video[0]))
+
+
+def test_na_metrics_are_na_and_an_all_na_column_is_left_out():
+    ranks = [[0, 1, 4], [0, 0, 2]]
+    metrics = [{"t2v": {**_rank_metrics(np.array(r, float)), "mAP": None, "mAP_queries": 0},
+                "v2t": _rank_metrics(np.zeros(3))} for r in ranks]
+    row = _row("MM", [0, 1], ranks, metrics=metrics)
+    row.scores = {"t2v": {"mAP": np.full((2, 3), NAN)}}
+    summary = tables.summarise(row, n_resamples=20)
+    assert summary["t2v"]["mAP"]["mean"] is None and summary["t2v"]["mAP"]["queries"] == 0
+    text = tables.markdown({"MM": summary}, [])
+    assert "| mAP" not in text and "mAP: n/a in every row" in text
+    csv_text = tables.metrics_csv("s", {"MM": summary}, {"MM": 2})
+    assert "s,MM,t2v,mAP,n/a,n/a,,,2,0" in csv_text
+
+
+def test_video_of_queries_is_video_major():
+    row = _row("A", [0], [[0, 1, 2, 3, 4, 5]], v2t=[[0, 1, 2]])
+    np.testing.assert_array_equal(tables.video_of_queries(row, "t2v"), [0, 0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(tables.video_of_queries(row, "v2t"), [0, 1, 2])
 
 
 def test_wilcoxon_csv_writes_large_w_exactly():
     rows = [_row(label, [0], [[0, 1, 4]]) for label in ("A", "B")]
-    test = {**tables.compare(*rows), "w_per_query": 131577.5, "w_mdr_across_seeds": 2.5}
+    test = {**tables.compare(*rows), "w_caption": 131577.5, "w_mdr_across_seeds": 2.5}
     written = next(csv.DictReader(io.StringIO(tables.tests_csv("s", [test]))))
-    assert (written["w_per_query"], written["w_mdr_across_seeds"]) == ("131577.5", "2.5")
+    assert (written["w_caption"], written["w_mdr_across_seeds"]) == ("131577.5", "2.5")
 
 
 def test_per_query_matches_the_metrics_module():
@@ -128,6 +162,7 @@ def test_per_query_matches_the_metrics_module():
     sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions, the last caption masked
     masks = np.array([[1, 1], [1, 1], [1, 0]])
     rel = rng.uniform(size=(6, 3)) * (rng.uniform(size=(6, 3)) > 0.5)
+    rel[np.arange(6), np.arange(6) // 2] = 1.0  # each caption fully relevant to its video
     ranks, scores = per_query(sims, masks, rel)
     valid = masks.reshape(-1).astype(bool)
     assert np.isnan(ranks["t2v"][5]) and np.isnan(scores["t2v"]["nDCG"][5])
@@ -145,6 +180,7 @@ def test_per_query_v2t_scores_skip_videos_without_a_caption():
     sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions; video 2 has none
     masks = np.array([[1, 1], [1, 0], [0, 0]])
     rel = rng.uniform(size=(6, 3))
+    rel[np.arange(6), np.arange(6) // 2] = 1.0
     ranks, scores = per_query(sims, masks, rel)
     assert np.isnan(ranks["v2t"][2]) and np.isnan(scores["v2t"]["nDCG"][2])
     valid = masks.reshape(-1).astype(bool)

@@ -182,6 +182,10 @@ def test_a_row_selected_on_test_cannot_be_tuned(tmp_path, tiny_dataset):
         ({**TUNE, "grids": {"mm": {"optim.lr": []}}}, "must map loss names"),
         ({**TUNE, "grids": {"po": {"optim.lr": [0.001, 0.01]}}}, "no grid for loss 'mm'"),
         ({**TUNE, "grids": {"mm": {"loss.params.margn": [0.1, 0.2]}}}, "unknown parameter.*margn"),
+        (
+            {**TUNE, "grids": {"mm": {"supervision.rho": [0.25, 0.5]}}},
+            "hold supervision.rho, which the suite's evaluation protocol fixes",
+        ),
     ],
 )
 def test_bad_tune_sections_are_clear_errors(tmp_path, section, message):

@@ -216,7 +216,7 @@ def test_sample_pairs_are_labelled_as_the_heuristic_says():
     nouns = [["n:paper"], ["n:paper"], ["n:paper", "n:card"], ["n:bottle"], ["n:card"]]
     verbs = [["v:cut"], ["v:cut"], ["v:fold"], [], ["v:fold"]]
 
-    def by_hand(q, c):  # DESIGN.md's noun/verb heuristic, alpha_n = alpha_v = 0.5
+    def by_hand(q, c):  # docs/architecture.md's noun/verb heuristic, alpha_n = alpha_v = 0.5
         overlaps = [len(set(a[q]) & set(a[c])) / len(a[q]) for a in (nouns, verbs) if a[q]]
         if overlaps and all(o == 1 for o in overlaps):
             return 2

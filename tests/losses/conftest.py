@@ -7,7 +7,7 @@ S3 (rows captions, columns videos; diagonal positive):
     c1 0.6  0.7  0.1
     c2 0.3  0.8  0.4
 
-Anchor views (DESIGN.md's anchor/candidate rule): caption anchor a reads row a,
+Anchor views (docs/architecture.md's anchor/candidate rule): caption anchor a reads row a,
 video anchor a reads column a.
     caption anchors: c0 -> {v1: 0.5, v2: 0.2}, c1 -> {v0: 0.6, v2: 0.1}, c2 -> {v0: 0.3, v1: 0.8}
     video anchors:   v0 -> {c1: 0.6, c2: 0.3}, v1 -> {c0: 0.5, c2: 0.8}, v2 -> {c0: 0.2, c1: 0.1}

@@ -1,11 +1,12 @@
-"""The registry: names, parameters and defaults exactly as DESIGN.md's table; build errors."""
+"""The registry: names, parameters and defaults exactly as the loss table of
+docs/architecture.md; build errors."""
 
 import pytest
 import torch
 
 from rudder import losses
 
-# DESIGN.md, "Public API": the losses table.
+# docs/architecture.md, "Public API": the losses table.
 TABLE = {
     "mm": {"margin": 0.2},
     "triplet": {"margin": 0.2},

