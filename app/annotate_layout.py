@@ -22,8 +22,8 @@ LABELS = tuple(
     label.text
     for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
 )
-# One line per label, shown beside the buttons (rudder.labels.PairLabel; DESIGN.md "Pair
-# labels"; docs/architecture.md).
+# One line per label, shown beside the buttons (rudder.labels.PairLabel; the pair labels of
+# docs/architecture.md).
 DEFINITIONS = {
     "positive": "all of the query's objects and actions",
     "partial": "some of its objects or actions, not all",
