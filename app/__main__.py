@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=f"python -m {__package__}",  # app, or rudder.app when installed
         description="Serve cross-lingual video search and partial-match annotation.",
+        epilog="`python -m app hash-password USER` prints a USER:HASH line for --auth-file "
+        "(the password is asked twice and never echoed).",
     )
     parser.add_argument(
         "--dataset",
@@ -54,7 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     parser.add_argument("--port", type=int_in(1, 65535), default=7860, help="port (default 7860)")
-    parser.add_argument("--auth", help="require a login, given as user:pass")
+    parser.add_argument(
+        "--auth",
+        action="append",
+        default=[],
+        metavar="USER:PASS",
+        help="require a login; each user is one annotator (repeatable)",
+    )
+    parser.add_argument(
+        "--auth-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="logins, one USER:HASH a line (`python -m app hash-password USER` writes one)",
+    )
     parser.add_argument(
         "--media", type=folder,
         help="folder of <video_id>.mp4 files to play (the only folder served)"
@@ -90,13 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_auth(value: str | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    user, sep, password = value.partition(":")
-    if not sep or not user or not password:
-        raise RunError("--auth must look like user:pass (both non-empty)")
-    return user, password
+def parse_auth(values, files=()):
+    """The logins of ``--auth`` and ``--auth-file`` (:class:`app.auth.Logins`), or None."""
+    from .auth import logins_from
+
+    if isinstance(values, str):
+        values = [values]
+    return logins_from(values, files)
 
 
 def same_dataset(spec_a: str, spec_b: str) -> bool:
@@ -128,13 +146,18 @@ def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
     return None
 
 
-def train_quick(runs_dir: Path, dataset: str, epochs: int, languages) -> Path:
-    """Train a small model on ``dataset``'s captions in ``languages`` with ``rudder.train``
-    (its progress is printed)."""
-    from rudder import train
+def quick_run_dir(runs_dir: Path) -> Path:
     from rudder.runs import default_run_dir
 
-    out = default_run_dir("app-quick", root=runs_dir)
+    return default_run_dir("app-quick", root=runs_dir)
+
+
+def train_quick(runs_dir: Path, dataset: str, epochs: int, languages, out=None) -> Path:
+    """Train a small model on ``dataset``'s captions in ``languages`` with ``rudder.train``
+    into ``out`` (default: a new run folder under ``runs_dir``; its progress is printed)."""
+    from rudder import train
+
+    out = out or quick_run_dir(runs_dir)
     print(
         f"No checkpoint trained on {dataset!r} in {', '.join(languages)} under {runs_dir}/: "
         f"training a quick one ({epochs} epochs) into {out} ...",
@@ -150,16 +173,25 @@ def train_quick(runs_dir: Path, dataset: str, epochs: int, languages) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["hash-password"]:
+        from .auth import hash_password_cli
+
+        with exit_on_error():
+            hash_password_cli(argv[1:])
+        return
     args = build_parser().parse_args(argv)
     with exit_on_error():  # every user error: one "error:" line, exit code 2
-        auth = parse_auth(args.auth)
+        auth = parse_auth(args.auth, args.auth_file)
         if args.export is not None:
             _export(args.db, args.export)
             return
         check_installed([Need("gradio", "app", "python -m app")])  # before any training
-        demo = _build(args)
+        demo, background = _build(args)
     from .ui import launch_app
 
+    if background is not None:
+        background.start()  # trains while the page is already served
     launch_app(demo, host=args.host, port=args.port, auth=auth)
 
 
@@ -173,8 +205,46 @@ def _export(db: Path, out: Path) -> None:
         print(path)
 
 
+def model_description(run) -> str:
+    """The header's line about the model: architecture, loss, languages, when, which run."""
+    from rudder.languages import NAMES
+
+    config = run.config
+    loss = getattr(getattr(config, "loss", None), "name", None)
+    langs = ", ".join(NAMES.get(c, c) for c in config.data.caption_langs)
+    try:
+        stamp = datetime.fromtimestamp(Path(run.checkpoint).stat().st_mtime, timezone.utc)
+        when = f", trained {stamp:%Y-%m-%d %H:%M} UTC"
+    except OSError:
+        when = ""
+    with_loss = f" with the {loss} loss" if loss else ""
+    name = getattr(run, "source", None) or run.run_dir.name  # a Hub model: pinned to its commit
+    return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name})"
+
+
+def engine_for(run, collection):
+    """The search engine of a loaded run over the app's collection."""
+    from rudder.runs import encode_queries
+
+    from .engine import SearchEngine
+
+    return SearchEngine(
+        run.model,
+        run.vocab,
+        collection,
+        encode=partial(encode_queries, run),
+        model_key=run.fingerprint,
+        max_words=run.config.data.max_words,
+        max_frames=run.config.data.max_frames,
+        train_langs=run.config.data.caption_langs,
+        check_words=not run.config.data.text_encoder,
+        text_encoder=run.config.data.text_encoder,
+    )
+
+
 def _build(args):
-    """The app for ``args``: its dataset, model (trained first if there is none) and store."""
+    """The app for ``args`` and, when no model exists yet, the thread that trains one (to
+    start once the page is served; None otherwise)."""
     from rudder.runs import encode_queries, load_run, resolve_dataset
 
     from .annotations_db import AnnotationStore
@@ -183,19 +253,18 @@ def _build(args):
     if args.media is not None and not args.media.is_dir():
         raise RunError(f"--media {args.media} is not a folder")
     AnnotationStore(args.db)  # a bad --db fails now, not after the model is loaded
+    extra = [resolve_dataset(spec) for spec in args.annotate]
     checkpoint = args.checkpoint
     if checkpoint is None:
         dataset = args.dataset or "sample"
         languages = resolve_dataset(dataset).meta.languages
-        checkpoint = newest_run_for(args.runs, dataset, languages) or train_quick(
-            args.runs, dataset, args.quick_epochs, languages
-        )
+        checkpoint = newest_run_for(args.runs, dataset, languages)
+        if checkpoint is None:
+            return _build_training(args, dataset, languages, extra)
     run = load_run(checkpoint, dataset=args.dataset)
-    extra = [resolve_dataset(spec) for spec in args.annotate]
-    model_name = run.source or run.run_dir.name  # a Hub model: pinned to its commit
     print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}", file=sys.stderr,
           flush=True)
-    return build_app(
+    demo = build_app(
         run.model,
         run.vocab,
         run.dataset,
@@ -207,11 +276,49 @@ def _build(args):
         max_words=run.config.data.max_words,
         max_frames=run.config.data.max_frames,
         annotate_datasets=extra,
-        description=f"Model: {model_name}.",
+        description=model_description(run),
         train_langs=run.config.data.caption_langs,
         check_words=not run.config.data.text_encoder,
         text_encoder=run.config.data.text_encoder,
     )
+    return demo, None
+
+
+def _build_training(args, dataset: str, languages, extra):
+    """The app served while a quick model trains (:class:`app.model_slot.ModelSlot`), and
+    the thread that trains it, loads it and hands its engine to the app."""
+    from rudder.runs import load_run, resolve_dataset
+
+    from .model_slot import ModelSlot
+    from .ui import build_app
+
+    out = quick_run_dir(args.runs)
+    slot = ModelSlot(run_dir=out, epochs=args.quick_epochs)
+    demo = build_app(
+        None,
+        None,
+        resolve_dataset(dataset),
+        db_path=args.db,
+        runs_dir=args.runs,
+        media_dir=args.media,
+        annotate_datasets=extra,
+        pending=slot,
+    )
+
+    def train_then_serve():
+        try:
+            train_quick(args.runs, dataset, args.quick_epochs, languages, out=out)
+            slot.set_stage("indexing")
+            run = load_run(out, dataset=args.dataset)
+            slot.fill(engine_for(run, demo.rudder_collection), model_description(run))
+            print(f"Search ready with {run.checkpoint}", file=sys.stderr, flush=True)
+        except SystemExit as stop:  # rudder.train printed its one error line
+            slot.fail(f"rudder.train stopped (exit status {stop.code})")
+        except Exception as error:  # noqa: BLE001 -- shown on the page, the server goes on
+            slot.fail(f"{type(error).__name__}: {error}")
+            print(f"error: training the first model failed: {error}", file=sys.stderr)
+
+    return demo, threading.Thread(target=train_then_serve, name="quick-model", daemon=True)
 
 
 if __name__ == "__main__":

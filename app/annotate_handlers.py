@@ -43,6 +43,12 @@ def logged_in_user(request) -> str | None:
     return getattr(request, "username", None) or None
 
 
+def normalise_name(name) -> str:
+    """An annotator name as stored: spaces collapsed and stripped, case folded, so
+    "Asha ", "asha" and "ASHA" are one annotator."""
+    return " ".join(str(name or "").split()).casefold()
+
+
 class AnnotateTab:
     """Handlers of the annotation tab over a store and named collections.
 
@@ -145,9 +151,10 @@ class AnnotateTab:
 
     @staticmethod
     def annotator_of(annotator, request=None) -> str:
-        """The logged-in user if any, else the stripped Annotator field ('' when empty);
-        a name the store refuses (too long) is an error."""
-        name = logged_in_user(request) or (annotator or "").strip()
+        """The logged-in user if any, else the Annotator field, normalised
+        (:func:`normalise_name`; '' when empty); a name the store refuses (too long) is an
+        error."""
+        name = normalise_name(logged_in_user(request) or annotator)
         try:
             return check_annotator(name) if name else ""
         except AnnotationError as error:
@@ -360,9 +367,11 @@ class AnnotateTab:
         annotator = self.annotator_of(annotator, request)
         if not annotator:
             return self.name_missing()
-        undone = self.store.undo(dataset, annotator)
+        undone = self.store.undo(dataset, annotator, session_of(request))
         if undone is None:
-            return self.view(annotator, dataset, "", cand_lang, note="Nothing to undo.")
+            return self.view(
+                annotator, dataset, "", cand_lang, note="Nothing to undo in this tab."
+            )
         query_id, candidate_id = undone["caption_id_a"], undone["caption_id_b"]
         note = f"Undid {LABEL_NAMES[undone['label']]} for {query_id} / {candidate_id}"
         shown = self.candidates(dataset, query_id, cand_lang)["caption_id"]
@@ -397,15 +406,23 @@ class AnnotateTab:
     def agreement(self, scope) -> pd.DataFrame:
         return agreement_table(relation_records(self.store, None if scope == ALL else scope))
 
-    def whoami(self, request=None):
-        """The Annotator field under ``--auth``: the logged-in user, read-only (unchanged
-        without a login)."""
+    def whoami(self, remembered="", request=None):
+        """The Annotator field when the page loads: under ``--auth`` the logged-in user,
+        read-only; else the name this browser remembered (``remembered``)."""
         import gradio as gr
 
         name = logged_in_user(request)
         if not name:
-            return gr.update()
-        return gr.update(value=name, interactive=False, label="Annotator (logged in)")
+            return gr.update(value=normalise_name(remembered))
+        return gr.update(
+            value=normalise_name(name), interactive=False, label="Annotator (logged in)"
+        )
+
+    @staticmethod
+    def remember(annotator):
+        """-> (the field, the browser's remembered name): both the normalised name."""
+        name = normalise_name(annotator)[:100]
+        return name, name
 
 
 def _mode_languages(captions: pd.DataFrame, cand_lang):

@@ -12,7 +12,16 @@ import pandas as pd
 
 from .collection import Collection
 from .escaping import html_text
-from .search_tab import segment_text
+from .search_tab import segment_text, video_html
+
+
+def segment_video_html(collection: Collection, row: dict) -> str:
+    """The caption's segment of its video, when the app has a media folder ('' without)."""
+    if collection.media_dir is None:
+        return ""
+    return (
+        f"<div class='rudder-segment'>{video_html(collection, row['video_id'], row, 160)}</div>"
+    )
 
 
 def query_html(collection: Collection, query_id: str) -> str:
@@ -22,7 +31,7 @@ def query_html(collection: Collection, query_id: str) -> str:
         f"({html_text(row['lang'])}, video {html_text(row['video_id'])}, "
         f"{html_text(segment_text(row['start'], row['end']))} s)</div>"
         f"<p class='rudder-text' lang='{html_text(row['lang'])}'>{html_text(row['text'])}</p>"
-        f"{terms_html(row)}</div>"
+        f"{terms_html(row)}{segment_video_html(collection, row)}</div>"
     )
 
 
@@ -42,7 +51,7 @@ def candidate_html(collection: Collection, candidate, position: int, total: int)
         f"({html_text(row['lang'])}, video {html_text(row['video_id'])}) — "
         f"{' · '.join(hints)}</div>"
         f"<p class='rudder-text' lang='{html_text(row['lang'])}'>{html_text(row['text'])}</p>"
-        f"{terms_html(row)}</div>"
+        f"{terms_html(row)}{segment_video_html(collection, row)}</div>"
     )
 
 

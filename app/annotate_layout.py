@@ -22,6 +22,14 @@ LABELS = tuple(
     label.text
     for label in (PairLabel.POSITIVE, PairLabel.PARTIAL, PairLabel.DESCRIPTION, PairLabel.NEGATIVE)
 )
+# One line per label, shown beside the buttons (rudder.labels.PairLabel; the pair labels of
+# docs/architecture.md).
+DEFINITIONS = {
+    "positive": "all of the query's objects and actions",
+    "partial": "some of its objects or actions, not all",
+    "description": "continues or applies it (next step, a use)",
+    "negative": "none of its objects or actions",
+}
 # Button element id -> its keys (the first one is shown on the button).
 SHORTCUTS = {
     "ann-positive": ("1", "p"),
@@ -54,6 +62,15 @@ if (!window.__rudderKeys) {
 )
 
 
+def definitions_html() -> str:
+    """The four labels' one-line definitions as a definition list."""
+    items = "".join(
+        f"<dt>{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]</dt><dd>{text}</dd>"
+        for name, text in DEFINITIONS.items()
+    )
+    return f"<dl>{items}</dl>"
+
+
 def shortcuts_markdown() -> str:
     """The keyboard shortcuts as one line of Markdown."""
     parts = [
@@ -76,8 +93,19 @@ def with_request(handler):
     return event
 
 
-def build_annotate_tab(tab: AnnotateTab, demo) -> None:
-    """Lay out the tab's components inside the current ``gr.Blocks`` and wire events."""
+def remembered_name():
+    """The browser's remembered annotator name (a ``gr.BrowserState``). It must be made
+    outside the tabs: a tab's components are mounted when it is first opened, and a state
+    not yet mounted reads as empty when the page loads."""
+    gr = require("gradio", "app")
+
+    # The name is no secret: a fixed key lets the browser keep it across server restarts.
+    return gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
+
+
+def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
+    """Lay out the tab's components inside the current ``gr.Blocks`` and wire events
+    (``remembered``: :func:`remembered_name`)."""
     gr = require("gradio", "app")
 
     names = sorted(tab.collections)
@@ -86,27 +114,37 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
         for code in sorted({lang for c in tab.collections.values() for lang in c.languages})
     ]
     with gr.Row():
-        annotator = gr.Textbox(label="Annotator", max_length=100, elem_id="ann-annotator")
-        dataset = gr.Dropdown(names, value=names[0], label="Dataset", elem_id="ann-dataset")
-        cand_lang = gr.Dropdown(
-            lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang"
+        annotator = gr.Textbox(
+            label="Annotator", max_length=100, elem_id="ann-annotator", min_width=140
         )
-        next_button = gr.Button("Next unlabelled", variant="primary", elem_id="ann-next")
-        random_button = gr.Button("Random", elem_id="ann-random")
-    with gr.Row():
-        query_html = gr.HTML(elem_id="ann-query")
-        candidate_html = gr.HTML(elem_id="ann-candidate")
-    with gr.Row():
-        buttons = {
-            name: gr.Button(
-                f"{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]",
-                elem_id=f"ann-{name}",
-                variant="primary" if name == "positive" else "secondary",
-            )
-            for name in LABELS
-        }
-        skip = gr.Button("Skip [s]", elem_id="ann-skip")
-        undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo")
+        dataset = gr.Dropdown(
+            names, value=names[0], label="Dataset", elem_id="ann-dataset", min_width=140
+        )
+        cand_lang = gr.Dropdown(
+            lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang",
+            min_width=140,
+        )
+        next_button = gr.Button(
+            "Next unlabelled", variant="primary", elem_id="ann-next", min_width=140
+        )
+        random_button = gr.Button("Random", elem_id="ann-random", min_width=100)
+    with gr.Row(elem_id="ann-cards"):
+        query_html = gr.HTML(elem_id="ann-query", min_width=300)
+        candidate_html = gr.HTML(elem_id="ann-candidate", min_width=300)
+    with gr.Column(elem_id="ann-bar"):
+        gr.HTML(definitions_html(), elem_id="ann-definitions")
+        with gr.Row(elem_id="ann-buttons"):
+            buttons = {
+                name: gr.Button(
+                    f"{name.capitalize()} [{SHORTCUTS[f'ann-{name}'][0]}]",
+                    elem_id=f"ann-{name}",
+                    variant="primary" if name == "positive" else "secondary",
+                    min_width=70,
+                )
+                for name in LABELS
+            }
+            skip = gr.Button("Skip [s]", elem_id="ann-skip", min_width=70)
+            undo = gr.Button("Undo [u]", variant="stop", elem_id="ann-undo", min_width=70)
     gr.Markdown(shortcuts_markdown(), elem_id="ann-keys")
     progress = gr.Markdown(elem_id="ann-progress")
     others = gr.HTML(elem_id="ann-others")
@@ -143,6 +181,7 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
             label="Agreement per annotator pair",
             elem_id="ann-kappa",
         )
+    gr.HTML("", elem_id="ann-spacer")  # room for the label bar fixed at the window's bottom
 
     view = [query_html, query_id, candidate_html, candidate_id, progress, history, others]
     picking = [annotator, dataset, cand_lang]
@@ -176,4 +215,9 @@ def build_annotate_tab(tab: AnnotateTab, demo) -> None:
         tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
     )
     agreement_button.click(tab.agreement, scope, kappa, api_name="agreement")
-    demo.load(with_request(tab.whoami), None, annotator, api_name="whoami")
+    for event in (annotator.blur, annotator.submit):
+        event(
+            tab.remember, annotator, [annotator, remembered], queue=False,
+            api_visibility="private",
+        )
+    demo.load(with_request(tab.whoami), remembered, annotator, api_name="whoami")

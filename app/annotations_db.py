@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS labels (
     caption_id_b TEXT NOT NULL,
     label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 3),
     time TEXT NOT NULL,
-    undone INTEGER NOT NULL DEFAULT 0
+    undone INTEGER NOT NULL DEFAULT 0,
+    session TEXT
 );
 CREATE INDEX IF NOT EXISTS labels_pair ON labels (dataset, annotator, caption_id_a, caption_id_b);
 CREATE VIEW IF NOT EXISTS current_labels AS
@@ -110,6 +111,10 @@ class AnnotationStore:
                 f"{self.path}: its 'labels' table lacks column(s) {missing}, so it is not an "
                 "annotation database; pass --db a new or existing annotation file"
             )
+        if "session" not in columns:  # a file from before undo was per tab
+            with self._write() as db:
+                if "session" not in {row[1] for row in db.execute("PRAGMA table_info(labels)")}:
+                    db.execute("ALTER TABLE labels ADD COLUMN session TEXT")
 
     def _use_wal(self, db) -> None:
         """Switch the file to WAL. While another process sets up a new file, SQLite answers
@@ -178,9 +183,9 @@ class AnnotationStore:
                     "label it there"
                 )
             cursor = db.execute(
-                "INSERT INTO labels (dataset, annotator, caption_id_a, caption_id_b, label, time)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (*pair, code, stamp),
+                "INSERT INTO labels (dataset, annotator, caption_id_a, caption_id_b, label, time,"
+                " session) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*pair, code, stamp, session),
             )
             return int(cursor.lastrowid)
 
@@ -238,14 +243,19 @@ class AnnotationStore:
         ).fetchall()
         return {row[0] for row in rows}
 
-    def undo(self, dataset: str, annotator: str) -> dict | None:
-        """Mark the annotator's newest live label in ``dataset`` undone; returns it (or None)."""
+    def undo(self, dataset: str, annotator: str, session: str | None = None) -> dict | None:
+        """Mark the annotator's newest live label in ``dataset`` undone (with ``session``:
+        the newest that session made, so one tab never undoes another's); returns it (or
+        None)."""
         annotator = check_annotator(annotator)
+        where, args = "dataset = ? AND annotator = ? AND undone = 0", [dataset, annotator]
+        if session is not None:
+            where, args = where + " AND session = ?", [*args, session]
         with self._write() as db:
             row = db.execute(
                 "SELECT id, caption_id_a, caption_id_b, label FROM labels"
-                " WHERE dataset = ? AND annotator = ? AND undone = 0 ORDER BY id DESC LIMIT 1",
-                (dataset, annotator),
+                f" WHERE {where} ORDER BY id DESC LIMIT 1",
+                args,
             ).fetchone()
             if row is None:
                 return None

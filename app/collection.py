@@ -18,13 +18,23 @@ class Collection:
 
     ``captions`` has the layout's caption columns (plus the noun/verb columns
     when present) and a ``split`` column; rows keep the dataset's order, so "next" and
-    "first" are deterministic. ``media_dir`` holds ``<video_id><ext>`` files, if any.
+    "first" are deterministic. ``media_dir`` holds the video files, if any: the file
+    ``rudder.json`` names for a video in ``extra.media`` (``{video_id: {"file": name,
+    ...}}``, written by ``python -m datasets_scripts build videos``, whose segment videos
+    share their source file; caption times are times in that file), else
+    ``<video_id><ext>``.
     """
 
     def __init__(self, folder: DatasetFolder, media_dir=None):
         self.folder = folder
         self.name = folder.meta.name
         self.media_dir = Path(media_dir).resolve() if media_dir else None
+        media = folder.meta.extra.get("media") if isinstance(folder.meta.extra, dict) else None
+        self.media_files = {
+            str(video_id): str(entry["file"])
+            for video_id, entry in (media if isinstance(media, dict) else {}).items()
+            if isinstance(entry, dict) and entry.get("file")
+        }
         splits = present_splits(folder)
         if not splits:
             raise LayoutError(
@@ -73,8 +83,9 @@ class Collection:
         """The video file of ``video_id`` inside the media folder (never outside it)."""
         if self.media_dir is None:
             return None
-        for ext in VIDEO_EXTENSIONS:
-            path = (self.media_dir / f"{video_id}{ext}").resolve()
+        names = [self.media_files[video_id]] if video_id in self.media_files else []
+        for name in names + [f"{video_id}{ext}" for ext in VIDEO_EXTENSIONS]:
+            path = (self.media_dir / name).resolve()
             if path.is_file() and path.is_relative_to(self.media_dir):
                 return path
         return None

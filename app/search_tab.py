@@ -2,11 +2,16 @@
 
 :class:`SearchTab` holds the handlers as plain methods (tested without a browser);
 :meth:`SearchTab.build` lays out the Gradio components and wires every event with an
-``api_name``.
+``api_name``. Clicking a result row plays its segment in the player beside the results;
+clicking a caption under the player seeks the video to it. The query, its language, the
+display language and k are kept in the page's URL (``?q=...&lang=...&display=...&k=...``),
+so a search can be shared; opening such a URL runs it.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import pandas as pd
@@ -17,22 +22,118 @@ from rudder.translate import TranslationUnavailable, translate_texts
 
 from .engine import Coverage, SearchEngine
 from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
+from .model_slot import ModelSlot
+from .query_language import covered_scripts_text, query_language, script_name
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
+THUMBNAIL_COLUMN = "thumbnail"
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
+DEFAULT_K, MAX_K = 10, 50
+# The query field accepts longer pastes than are searched, so the page can say it cut them.
+FIELD_CHARS = 10 * MAX_QUERY_CHARS
+# Keeps the search in the page's URL (runs in the browser before each search).
+URL_JS = """(q, lang, display, k, translate, target) => {
+  const url = new URL(window.location.href);
+  const put = (key, value, fallback) => {
+    if (value === null || value === undefined || String(value) === fallback) {
+      url.searchParams.delete(key);
+    } else {
+      url.searchParams.set(key, String(value));
+    }
+  };
+  put("q", (q || "").trim().slice(0, MAX_CHARS), ""); put("lang", lang, "auto");
+  put("display", display, "en"); put("k", k, "10");
+  window.history.replaceState(window.history.state, "", url);
+  return [q, lang, display, k, translate, target];
+}""".replace("MAX_CHARS", str(MAX_QUERY_CHARS))
+# The player: a click on a caption row seeks the video to its segment and plays it to its end.
+PLAYER_JS = """
+const segmentEnd = (video) => Number(video.dataset.segmentEnd || "NaN");
+element.addEventListener("timeupdate", (event) => {
+  const video = event.target;
+  if (video.tagName === "VIDEO" && video.currentTime >= segmentEnd(video)) {
+    video.pause();
+    delete video.dataset.segmentEnd;
+  }
+}, true);
+element.addEventListener("click", (event) => {
+  const row = event.target.closest("tr[data-start]");
+  if (!row || !element.contains(row)) return;
+  element.querySelectorAll("tr.chosen").forEach((r) => r.classList.remove("chosen"));
+  row.classList.add("chosen");
+  const video = element.querySelector("video");
+  if (!video) return;
+  video.dataset.segmentEnd = row.dataset.end;
+  video.currentTime = Number(row.dataset.start);
+  video.play().catch(() => {});
+});
+"""
+
+# On a narrow screen the player is under the results: bring it into view after a row click.
+SHOW_PLAYER_JS = """() => {
+  if (window.innerWidth < 760) {
+    document.querySelector("#search-player").scrollIntoView({block: "start"});
+  }
+}"""
+
+
+@dataclass(frozen=True)
+class Example:
+    """A clickable example search: its button label, query, query language, display."""
+
+    label: str
+    query: str
+    lang: str
+    display: str
+
+
+def _short_caption(text: str) -> str:
+    return str(text).strip().rstrip(".।!?").strip()
+
+
+def example_candidates(collection, max_words: int = 6, per_language: int = 12) -> dict:
+    """Language -> its ``per_language`` most frequent captions of at most ``max_words``
+    words (final punctuation dropped; ties: dataset order), for the languages of the
+    collection in :data:`SUPPORTED` order."""
+    texts = collection.captions["text"].map(_short_caption)
+    short = texts[texts.str.split().str.len().between(1, max_words)]
+    langs = collection.captions.loc[short.index, "lang"]
+    ranked = {}
+    for lang in [code for code in SUPPORTED if code in set(collection.languages)]:
+        counts = short[langs == lang].value_counts(sort=False)
+        ranked[lang] = list(counts.sort_values(ascending=False, kind="stable").index[:per_language])
+    return {lang: texts for lang, texts in ranked.items() if texts}
+
+
+def examples_of(collection, finds=None) -> list[Example]:
+    """One example per language of the collection, shown in its own language, then one
+    cross-lingual example: a caption of the first language that is not English, shown in
+    English. Each is a frequent short caption (:func:`example_candidates`); with
+    ``finds(query, lang, display) -> bool`` (the search finds a video the caption
+    describes) the first candidate it accepts, else the most frequent."""
+    ranked = example_candidates(collection)
+
+    def first(lang, display, skip=()):
+        options = [text for text in ranked[lang] if text not in skip]
+        return next((t for t in options if finds is None or finds(t, lang, display)),
+                    options[0] if options else None)
+
+    examples = []
+    for lang in ranked:
+        examples.append(Example(f"{NAMES[lang]}: {first(lang, lang)}", first(lang, lang),
+                                lang, lang))
+    other = next((code for code in ranked if code != "en" and len(ranked[code]) > 1), None)
+    if other is not None and "en" in ranked:
+        query = first(other, "en", skip={examples[list(ranked).index(other)].query})
+        examples.append(Example(f"{NAMES[other]} → English: {query}", query, other, "en"))
+    return examples
 
 
 def detection_note(guess: LanguageGuess) -> str:
-    """How the query language was detected: the confidence, or why English is assumed."""
-    if guess.lang is None:
-        why = (
-            f"no supported language is written in {guess.script} script"
-            if guess.script
-            else "the query has no letters"
-        )
-        return f"searched as English: {why}; choose its language"
+    """How the query language was detected: the confidence, and the other candidates with a
+    hint to choose the language when it is below :data:`UNSURE`."""
     note = f"detected from its words and script, {guess.confidence:.0%} confident"
     if guess.confidence < UNSURE:
         others = ", ".join(f"{NAMES[lang]} {p:.0%}" for lang, p in guess.candidates[1:])
@@ -84,40 +185,89 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=No
 
 
 class SearchTab:
-    """Handlers of the search tab over one :class:`SearchEngine`."""
+    """Handlers of the search tab over one collection and its (maybe pending) model.
 
-    def __init__(self, engine: SearchEngine, translator=default_translator):
-        self.engine = engine
-        self.collection = engine.collection
+    ``engine`` is a :class:`SearchEngine` or a :class:`ModelSlot` that receives one later;
+    ``thumbnails`` (an :class:`app.thumbnails.Thumbnails`) adds a thumbnail column.
+    """
+
+    def __init__(self, engine, translator=default_translator, collection=None, thumbnails=None):
+        self.slot = engine if isinstance(engine, ModelSlot) else ModelSlot(engine)
+        self.collection = collection if collection is not None else self.slot.engine.collection
         self.translator = translator
+        self.thumbnails = thumbnails if self.collection.media_dir is not None else None
+        self.columns = ([THUMBNAIL_COLUMN] if self.thumbnails else []) + RESULT_COLUMNS
+        self.examples = examples_of(self.collection, self._finds if self.engine else None)
+
+    @property
+    def engine(self) -> SearchEngine | None:
+        return self.slot.engine
+
+    def _finds(self, query: str, lang: str, display: str, k: int = 5) -> bool:
+        """Whether searching ``query`` ranks, among the first ``k`` videos, one that has it
+        as a caption (the ranking of :meth:`SearchEngine.search`, without picking captions)."""
+        engine = self.engine
+        found = engine.index.search(*engine.embed_texts([query], [lang]), k=k)
+        captions = self.collection.captions
+        return any(
+            _short_caption(captions["text"].iat[row]) == query
+            for i in found.indices[0].tolist()
+            for row in self.collection.caption_rows(engine.index.video_ids[i])
+        )
+
+    def _empty(self, status: str):
+        import gradio as gr
+
+        return status, pd.DataFrame(columns=self.columns), gr.update(choices=[], value=None), ""
 
     def search(
-        self, query, lang_choice=AUTO, display_lang="en", k=10, translate=False, target="en"
+        self, query, lang_choice=AUTO, display_lang="en", k=DEFAULT_K, translate=False,
+        target="en",
     ):
         """-> (status markdown, results table, result choices update, player html)."""
         import gradio as gr
 
         try:
-            query = cap_query(query)
+            query = cap_query(query, limit=sys.maxsize)
         except ValueError:
-            return (
-                "Type a query to search.",
-                pd.DataFrame(columns=RESULT_COLUMNS),
-                gr.update(choices=[], value=None),
-                "",
+            return self._empty("Type a query to search, or click one of the examples.")
+        notes = []
+        if len(query) > MAX_QUERY_CHARS:
+            notes.append(
+                f"⚠ The query has {len(query):,} characters: only its first "
+                f"{MAX_QUERY_CHARS} were searched (queries are limited to {MAX_QUERY_CHARS} "
+                "characters)."
             )
+            query = query[:MAX_QUERY_CHARS].strip()
+        guess = identify_language(query)
+        if guess.lang is None and guess.script is None:
+            nothing = (
+                "⚠ Nothing to search for: the query has no letters (only emoji, "
+                "punctuation, digits or symbols). Type words describing the video, or click "
+                "an example."
+            )
+            return self._empty(" ".join([*notes, nothing]))
         try:
             if lang_choice == AUTO:
-                guess = identify_language(query)
-                lang = guess.lang or "en"
+                if guess.lang is None:
+                    uncovered = (
+                        f"⚠ The query is written in {markdown_text(script_name(guess.script))}, "
+                        "a script "
+                        f"this model does not read: it reads {covered_scripts_text()}. "
+                        "Nothing was searched."
+                    )
+                    return self._empty(" ".join([*notes, uncovered]))
+                lang = guess.lang
             else:
-                guess, lang = None, check_language(lang_choice, "the query language")
+                lang = check_language(lang_choice, "the query language")
             display_lang = check_language(display_lang, "the display language")
             target = check_language(target, "the translation target")
         except ValueError as error:
             raise user_error(str(error)) from None
-        how = detection_note(guess) if guess else "chosen"
-        notes = [f"Query language: **{NAMES[lang]}** ({how})."]
+        if self.engine is None:
+            return self._empty(" ".join(notes + [self.slot.progress_markdown()]))
+        how = detection_note(guess) if lang_choice == AUTO else "chosen"
+        notes.insert(0, f"Query language: **{NAMES[lang]}** ({how}).")
         if translate and target != lang:
             try:
                 translated = self.translator(query, lang, target)
@@ -131,15 +281,11 @@ class SearchTab:
         if warning:
             notes.append(warning)
         if coverage.nothing_known:
-            return (
-                " ".join(notes),
-                pd.DataFrame(columns=RESULT_COLUMNS),
-                gr.update(choices=[], value=None),
-                "",
-            )
+            return self._empty(" ".join(notes))
         hits = self.engine.search(query, lang, int(k), display_lang)
         rows = [
-            [
+            ([self.thumbnail_markdown(h.video_id, h.start, h.end)] if self.thumbnails else [])
+            + [
                 h.rank,
                 h.video_id,
                 h.caption,
@@ -156,18 +302,73 @@ class SearchTab:
                 f"{missing} video(s) have no {NAMES[display_lang]} caption; "
                 "their closest caption is shown."
             )
+        if hits:
+            notes.append("Click a row to play its segment.")
         choices = [(f"{h.rank}. {h.video_id}", h.caption_id or h.video_id) for h in hits]
         first = choices[0][1] if choices else None
         player = self.player(first) if first else ""
         return (
             " ".join(notes),
-            pd.DataFrame(rows, columns=RESULT_COLUMNS),
+            pd.DataFrame(rows, columns=self.columns),
             gr.update(choices=choices, value=first),
             player,
         )
 
+    @staticmethod
+    def example_language(example: Example) -> str:
+        """The query-language field an example sets: 'auto' when detection finds its
+        language (the field is then right for the next typed query too), else the language."""
+        return AUTO if query_language(example.query).lang == example.lang else example.lang
+
+    def thumbnail_markdown(self, video_id, start, end) -> str:
+        """Markdown of the segment's thumbnail ('' without a decodable video file)."""
+        path = self.collection.media_path(video_id)
+        thumb = self.thumbnails.path(path, start, end) if path is not None else None
+        if thumb is None:
+            return ""
+        src = "gradio_api/file=" + quote(str(thumb), safe="/")
+        return f"![segment of {markdown_text(video_id)}]({src})"
+
+    def play_row(self, row) -> tuple:
+        """-> (result choice update, player html) for a clicked results row (its values)."""
+        import gradio as gr
+
+        row = list(row or [])[1:] if self.thumbnails else row
+        if not row or len(row) < 4 or not row[1]:
+            return gr.update(), gr.update()
+        video_id, text, lang = str(row[1]), str(row[2]), str(row[3])
+        captions = self.collection.captions
+        rows = self.collection.caption_rows(video_id)
+        chosen = [
+            captions["caption_id"].iat[r]
+            for r in rows
+            if captions["lang"].iat[r] == lang and captions["text"].iat[r] == text
+        ]
+        key = chosen[0] if chosen else video_id
+        return gr.update(value=key), self.player(key)
+
+    def from_url(self, request=None):
+        """The search the page's URL names (``?q=&lang=&display=&k=``): the fields, then
+        the results of running it (nothing changes without ``q``)."""
+        import gradio as gr
+
+        params = dict(getattr(request, "query_params", None) or {})
+        query = str(params.get("q", ""))[:FIELD_CHARS]
+        if not query.strip():
+            return (gr.update(),) * 8
+        lang = params.get("lang", AUTO)
+        lang = lang if lang in (AUTO, *SUPPORTED) else AUTO
+        display = params.get("display", "en")
+        display = display if display in SUPPORTED else "en"
+        try:
+            k = min(MAX_K, max(1, int(params.get("k", DEFAULT_K))))
+        except ValueError:
+            k = DEFAULT_K
+        return (query, lang, display, k, *self.search(query, lang, display, k))
+
     def player(self, caption_or_video_id) -> str:
-        """HTML: the video (from the media folder) at the caption's segment, and its captions."""
+        """HTML: the video (from the media folder) at the caption's segment, and its captions
+        (each a row that seeks the video to its segment when clicked)."""
         if not caption_or_video_id:
             return ""
         collection = self.collection
@@ -179,20 +380,7 @@ class SearchTab:
         else:
             raise user_error(f"unknown caption or video id {caption_or_video_id!r}")
         parts = [f"<div class='rudder-player'><h4>{html_text(video_id)}</h4>"]
-        path = collection.media_path(video_id)
-        fragment = "" if chosen is None else f"#t={chosen['start']:.2f},{chosen['end']:.2f}"
-        if path is not None:
-            src = "gradio_api/file=" + quote(str(path), safe="/") + fragment
-            parts.append(
-                f"<video controls preload='metadata' width='100%' src='{html_text(src)}'></video>"
-            )
-        elif collection.media_dir is not None:
-            parts.append(f"<p>No video file for {html_text(video_id)} in the media folder.</p>")
-        else:
-            parts.append(
-                "<p>No media folder: start the app with <code>--media DIR</code> holding "
-                "<code>&lt;video_id&gt;.mp4</code> files to play videos.</p>"
-            )
+        parts.append(video_html(collection, video_id, chosen))
         parts.append(
             "<table class='rudder-captions'>"
             "<tr><th>lang</th><th>segment (s)</th><th>caption</th></tr>"
@@ -204,7 +392,9 @@ class SearchTab:
                 else ""
             )
             parts.append(
-                f"<tr{mark}><td>{html_text(row['lang'])}</td>"
+                f"<tr{mark} data-start='{float(row['start']):.2f}' "
+                f"data-end='{float(row['end']):.2f}' title='Play this segment'>"
+                f"<td>{html_text(row['lang'])}</td>"
                 f"<td>{html_text(segment_text(row['start'], row['end']))}</td>"
                 f"<td lang='{html_text(row['lang'])}'>{html_text(row['text'])}</td></tr>"
             )
@@ -216,26 +406,49 @@ class SearchTab:
         import gradio as gr
 
         languages = [(f"{NAMES[c]} ({c})", c) for c in SUPPORTED]
-        with gr.Row():
+        placeholder = f"e.g. {self.examples[0].query}" if self.examples else "Describe a video"
+        with gr.Row(elem_id="search-bar"):
             query = gr.Textbox(
                 label="Query",
-                placeholder="e.g. कागदाची होडी बनवा",
-                max_length=MAX_QUERY_CHARS,
+                placeholder=placeholder,
+                max_length=FIELD_CHARS,
+                lines=1,
+                max_lines=3,
                 scale=4,
+                min_width=240,
                 elem_id="search-query",
                 submit_btn=False,
             )
             lang = gr.Dropdown(
-                [("Detect (words and script)", AUTO), *languages],
+                [("Detect from script", AUTO), *languages],
                 value=AUTO,
                 label="Query language",
                 elem_id="search-lang",
+                scale=1,
+                min_width=140,
             )
             display = gr.Dropdown(
-                languages, value="en", label="Show captions in", elem_id="search-display"
+                languages, value="en", label="Show captions in", elem_id="search-display",
+                scale=1, min_width=140,
             )
-        with gr.Row():
-            k = gr.Slider(1, 50, value=10, step=1, label="Results (k)", elem_id="search-k")
+            button = gr.Button(
+                "Search", variant="primary", scale=1, min_width=90, elem_id="search-button"
+            )
+        example_buttons = []
+        with gr.Row(elem_id="search-examples"):
+            gr.Markdown("Examples:", elem_classes=["rudder-examples-label"])
+            for i, example in enumerate(self.examples):
+                example_buttons.append(gr.Button(
+                    example.label, size="sm", scale=0, min_width=60,
+                    elem_id=f"search-example-{i}", elem_classes=["rudder-example"],
+                ))
+        with (
+            gr.Accordion("More options: number of results, translation", open=False,
+                         elem_id="search-more"),
+            gr.Row(),
+        ):
+            k = gr.Slider(1, MAX_K, value=DEFAULT_K, step=1, label="Results (k)",
+                          elem_id="search-k", min_width=150)
             translate = gr.Checkbox(
                 label="Translate the query (Google Translate, needs the internet)",
                 value=False,
@@ -244,24 +457,74 @@ class SearchTab:
             target = gr.Dropdown(
                 languages, value="en", label="Translate to", elem_id="search-target"
             )
-            button = gr.Button("Search", variant="primary", elem_id="search-button")
         status = gr.Markdown(elem_id="search-status")
-        table = gr.Dataframe(
-            headers=RESULT_COLUMNS,
-            datatype=["number", "str", "str", "str", "str", "number", "str"],
-            interactive=False,
-            wrap=True,
-            label="Ranked videos",
-            elem_id="search-results",
-        )
-        pick = gr.Dropdown(
-            choices=[], label="Play result", allow_custom_value=True, elem_id="search-pick"
-        )
-        player = gr.HTML(elem_id="search-player")
+        with gr.Row(elem_id="search-main"):
+            with gr.Column(scale=3, min_width=300):
+                table = gr.Dataframe(
+                    headers=self.columns,
+                    datatype=(["markdown"] if self.thumbnails else [])
+                    + ["number", "str", "str", "str", "str", "number", "str"],
+                    column_widths=(["104px"] if self.thumbnails else [])
+                    + ["56px", "70px", "34%", "48px", "96px", "72px", "120px"],
+                    interactive=False,
+                    wrap=True,
+                    label="Ranked videos (click a row to play it)",
+                    elem_id="search-results",
+                )
+            with gr.Column(scale=2, min_width=280, elem_id="search-side"):
+                pick = gr.Dropdown(
+                    choices=[], label="Playing", allow_custom_value=True,
+                    elem_id="search-pick",
+                )
+                player = gr.HTML(elem_id="search-player", js_on_load=PLAYER_JS)
 
         inputs = [query, lang, display, k, translate, target]
         outputs = [status, table, pick, player]
-        button.click(self.search, inputs, outputs, api_name="search")
-        query.submit(self.search, inputs, outputs, api_name="search_submit")
-        display.change(self.search, inputs, outputs, api_name="change_display_language")
+        button.click(self.search, inputs, outputs, api_name="search", js=URL_JS)
+        query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS)
+        display.change(
+            self.search, inputs, outputs, api_name="change_display_language", js=URL_JS
+        )
         pick.input(self.player, pick, player, api_name="play")
+
+        def play_selected(evt):
+            return self.play_row(evt.row_value)
+
+        play_selected.__annotations__ = {"evt": gr.SelectData}
+        table.select(play_selected, None, [pick, player], api_name="play_result").then(
+            None, None, None, js=SHOW_PLAYER_JS, api_visibility="private"
+        )
+        for example, example_button in zip(self.examples, example_buttons):
+            example_button.click(
+                lambda e=example: (e.query, self.example_language(e), e.display),
+                None,
+                [query, lang, display],
+                api_visibility="private",
+                queue=False,
+            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private")
+
+        def open_url(request):
+            return self.from_url(request)
+
+        open_url.__annotations__ = {"request": gr.Request}
+        self.load_event = (open_url, [query, lang, display, k, *outputs])
+
+
+def video_html(collection, video_id, chosen=None, height: int = 220) -> str:
+    """A compact ``<video>`` of ``video_id`` from the media folder, starting at the chosen
+    caption's segment (``#t=start,end``), or a line saying why there is none."""
+    path = collection.media_path(video_id)
+    fragment = "" if chosen is None else f"#t={chosen['start']:.2f},{chosen['end']:.2f}"
+    if path is not None:
+        src = "gradio_api/file=" + quote(str(path), safe="/") + fragment
+        end = "" if chosen is None else f" data-segment-end='{float(chosen['end']):.2f}'"
+        return (
+            f"<video controls preload='metadata' playsinline src='{html_text(src)}'{end} "
+            f"style='width:100%;max-height:{height}px;background:#000'></video>"
+        )
+    if collection.media_dir is not None:
+        return f"<p>No video file for {html_text(video_id)} in the media folder.</p>"
+    return (
+        "<p>No media folder: start the app with <code>--media DIR</code> holding "
+        "<code>&lt;video_id&gt;.mp4</code> files to play videos.</p>"
+    )

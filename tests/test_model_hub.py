@@ -233,7 +233,7 @@ def test_the_app_serves_a_hub_model_with_its_pinned_revision(
     monkeypatch.setattr(app.ui, "launch_app", lambda demo, **kw: None)
     cli.main(["--checkpoint", "hf://me/tiny", "--dataset", str(dataset),
               "--db", str(tmp_path / "a.sqlite")])
-    assert built["kwargs"]["description"] == f"Model: hf://me/tiny@{SHA}."
+    assert built["kwargs"]["description"].endswith(f"(hf://me/tiny@{SHA})")  # pinned
     model, _, folder = built["args"]
     assert folder.root == dataset and built["kwargs"]["train_langs"] == ["mr", "en"]
     expected = load_run(published, dataset=str(dataset))

@@ -195,12 +195,17 @@ def segment_model(segment_dataset):
 
 @pytest.fixture(scope="session")
 def media_dir(tmp_path_factory):
-    """Stand-in video files (bytes only) for two videos, and a secret beside the folder."""
+    """Tiny real videos (PyAV) for every video but v002 (none) and v004 (a broken file), and
+    a secret beside the folder."""
+    from .videos import write_video
+
     root = tmp_path_factory.mktemp("media-root")
     media = root / "media"
     media.mkdir()
-    for vid in ("v000", "v001"):
-        (media / f"{vid}.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + vid.encode())
+    for i in range(30):
+        if i not in (2, 4):
+            write_video(media / f"v{i:03d}.mp4")
+    (media / "v004.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video")
     (root / "secret.txt").write_text("not to be served")
     return media
 
@@ -241,6 +246,8 @@ def served(tmp_path_factory, app_dataset, model_and_vocab, media_dir, translator
         media_dir=media_dir,
         cache_dir=tmp / "index",
         translator=translator,
+        thumbnail_dir=tmp / "thumbnails",
+        description="Collaborative Experts with the random loss (test)",
     )
     launch_app(demo, port=free_port(), prevent_thread_lock=True, quiet=True)
     yield demo.local_url, tmp / "labels.sqlite", demo

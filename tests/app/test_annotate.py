@@ -64,3 +64,19 @@ def test_exports_reuse_one_folder_and_report_what_they_wrote(tab):
     assert Path(first[0]).parent == Path(jsonl).parent  # no new temporary folder per click
     assert Path(jsonl).read_text(encoding="utf-8").count("\n") == 2
     assert status == "Exported 2 labels." and len(kappa) == 1
+
+
+def test_one_annotator_whatever_the_spelling_of_the_name(tab):
+    from types import SimpleNamespace
+
+    from app.annotate_handlers import normalise_name
+
+    assert normalise_name("  Asha   RAO ") == "asha rao" and normalise_name(None) == ""
+    assert tab.remember("  Ravi ") == ("ravi", "ravi")
+    shown = tab.next_unlabelled("Asha ", "app-test", SAME)
+    tab.label("positive", " ASHA", "app-test", shown[1], shown[3], SAME)
+    login = SimpleNamespace(username="Asha", session_hash="tab-1")
+    shown = tab.next_unlabelled("someone else", "app-test", SAME, login)
+    tab.label("negative", "someone else", "app-test", shown[1], shown[3], SAME, login)
+    assert tab.store.annotators("app-test") == ["asha"]
+    assert "asha has labelled 2 pairs" in tab.next_unlabelled("asha", "app-test", SAME)[4]

@@ -12,6 +12,8 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AuthenticationError
 
+from app.__main__ import parse_auth
+from app.auth import hash_password
 from app.ui import build_app, launch_app
 
 # Gradio's queue calls pandas APIs that pandas 3 deprecates; not ours to fix.
@@ -24,6 +26,8 @@ ENDPOINTS = {
     "/search_submit",
     "/change_display_language",
     "/play",
+    "/play_result",
+    "/open_url",
     "/next_unlabelled",
     "/random_query",
     "/find_captions",
@@ -58,8 +62,9 @@ def test_every_endpoint_is_named(client):
 def test_marathi_query_gives_ranked_videos(client):
     status, table, pick, player = search(client, "कागद दुमडा", k=8, display="hi")
     assert "Marathi" in status and "detected" in status
-    rows = table["data"]
+    rows = [row[1:] for row in table["data"]]  # the served app has a media folder:
     assert table["headers"] == [
+        "thumbnail",  # a thumbnail column comes first
         "rank",
         "video",
         "caption",
@@ -74,11 +79,12 @@ def test_marathi_query_gives_ranked_videos(client):
     assert pick["value"] == f"{rows[0][1]}-hi" and rows[0][1] in player
 
     _, same, _, _ = search(client, "कागद दुमडा", k=8, display="hi", api="/search_submit")
-    assert same["data"] == rows
+    assert [row[1:] for row in same["data"]] == rows
     _, tamil, _, _ = search(client, "कागद दुमडा", k=8, display="ta", api="/change_display_language")
-    assert [r[1] for r in tamil["data"]] == [r[1] for r in rows] and {
-        r[3] for r in tamil["data"]
-    } == {"ta"}
+    tamil_rows = [row[1:] for row in tamil["data"]]
+    assert [r[1] for r in tamil_rows] == [r[1] for r in rows] and {r[3] for r in tamil_rows} == {
+        "ta"
+    }
 
 
 def test_language_override_and_bad_input(client):
@@ -87,8 +93,8 @@ def test_language_override_and_bad_input(client):
     status, table, _, _ = search(client, "   ")
     assert status.startswith("Type a query") and table["data"] in (
         [],
-        [[None] * 7],
-        [["", "", "", "", "", "", ""]],
+        [[None] * 8],
+        [[""] * 8],
     )
     with pytest.raises(Exception, match="fr is not in the list of choices"):
         search(client, "paper", lang="fr")
@@ -211,23 +217,36 @@ def test_results_endpoints(client, served):
     runs_dir = served[1].parent / "runs"
     run = runs_dir / "20240101-000000-ce-mm"
     run.mkdir(parents=True, exist_ok=True)
+    per_language = {"mr": {"R1": 6.0, "R10": 44.0}, "ta": {"R1": 2.0, "R10": 21.0}}
     (run / "metrics.json").write_text(
-        json.dumps({"test": {"t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0}}})
+        json.dumps(
+            {
+                "test": {
+                    "t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0},
+                    "per_language": per_language,
+                }
+            }
+        )
     )
     (run / "metrics.jsonl").write_text(
         json.dumps({"epoch": 1, "train_loss": 0.7, "t2v": {"R10": 30.0}}) + "\n"
     )
     for api in ("/list_runs", "/load_runs"):
-        table, chosen = client.predict(api_name=api)
+        table, languages, chosen = client.predict(api_name=api)
         assert table["data"][0][0] == "20240101-000000-ce-mm" and chosen["value"] == [
             "20240101-000000-ce-mm"
+        ]
+        assert [row[2:4] + row[5:6] for row in languages["data"]] == [
+            ["mr", 6.0, 44.0],
+            ["ta", 2.0, 21.0],
         ]
     plots = client.predict(["20240101-000000-ce-mm"], api_name="/plot_runs")
     assert len(plots) == 3 and all(p for p in plots)
 
 
-def test_whoami_without_login(client):
-    assert client.predict(api_name="/whoami") in (None, "", {"__type__": "update"})
+def test_whoami_without_login_is_the_name_the_browser_remembered(client):
+    assert client.predict("", api_name="/whoami")["value"] == ""
+    assert client.predict("  Asha  Rao ", api_name="/whoami")["value"] == "asha rao"
 
 
 def label_many(client, annotator, pairs, errors):
@@ -285,7 +304,10 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         cache_dir=tmp_path / "index",
         translator=translator,
     )
-    launch_app(demo, port=port(), auth=("asha", "secret"), prevent_thread_lock=True, quiet=True)
+    auth_file = tmp_path / "users.txt"
+    auth_file.write_text(f"bala:{hash_password('b-secret', n=16, r=1, p=1)}\n", encoding="utf-8")
+    logins = parse_auth(["asha:secret"], [auth_file])
+    launch_app(demo, port=port(), auth=logins, prevent_thread_lock=True, quiet=True)
     try:
         assert httpx.get(demo.local_url + "config").status_code == 401
         with pytest.raises((AuthenticationError, ValueError), match="Could not login"):
@@ -293,7 +315,7 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         client = Client(
             demo.local_url, verbose=False, analytics_enabled=False, auth=("asha", "secret")
         )
-        whoami = client.predict(api_name="/whoami")  # the Annotator field: the user, read-only
+        whoami = client.predict("eve", api_name="/whoami")  # the user, read-only
         assert whoami["value"] == "asha" and whoami["interactive"] is False
         assert len(search(client, "कागद दुमडा", k=3)[1]["data"]) == 3
         # The annotator is the logged-in user, whatever the Annotator field says.
@@ -305,6 +327,21 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         with sqlite3.connect(tmp_path / "l.sqlite") as db:
             rows = db.execute("SELECT annotator, label FROM labels ORDER BY id").fetchall()
         assert rows == [("asha", 2), ("asha", 0)]
+        # A second login is a second annotator; undo in its session leaves asha's labels.
+        bala = Client(
+            demo.local_url, verbose=False, analytics_enabled=False, auth=("bala", "b-secret")
+        )
+        assert bala.predict("", api_name="/whoami")["value"] == "bala"
+        bala.predict("asha", "app-test", *pair, api_name="/label_partial")
+        assert "Nothing to undo" not in view(
+            bala.predict("", "app-test", "same", api_name="/undo")
+        )["progress"]
+        assert "Nothing to undo in this tab" in view(
+            bala.predict("", "app-test", "same", api_name="/undo")
+        )["progress"]
+        with sqlite3.connect(tmp_path / "l.sqlite") as db:
+            rows = db.execute("SELECT annotator, label, undone FROM labels ORDER BY id").fetchall()
+        assert rows == [("asha", 2, 0), ("asha", 0, 0), ("bala", 1, 1)]
     finally:
         demo.close()
 

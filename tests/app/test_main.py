@@ -8,13 +8,15 @@ import pytest
 import torch
 
 import app.__main__ as cli
+import app.ui
 from app.annotations_db import AnnotationStore
 from rudder.errors import RunError
 
 
 def test_auth_flag():
-    assert cli.parse_auth("asha:s3:cret") == ("asha", "s3:cret")
-    assert cli.parse_auth(None) is None
+    logins = cli.parse_auth(["asha:s3:cret", "bala:pw"])
+    assert logins.users == ["asha", "bala"] and logins("asha", "s3:cret")
+    assert cli.parse_auth([]) is None
     for bad in ("asha", ":pw", "asha:"):
         with pytest.raises(RunError, match="user:pass"):
             cli.parse_auth(bad)
@@ -119,29 +121,50 @@ def patched(monkeypatch, tmp_path):
     return recorder
 
 
-def test_no_checkpoint_trains_a_quick_one_then_serves_on_localhost(patched, tmp_path):
+def test_no_checkpoint_serves_the_page_then_trains_a_quick_one(patched, monkeypatch, tmp_path):
+    demo = type("Demo", (), {"rudder_collection": "collection"})()
+    monkeypatch.setattr(app.ui, "build_app", patched("build", demo))
+    monkeypatch.setattr(cli, "engine_for", patched("engine", "engine"))
     cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite")])
-    (
-        (train, train_args, _),
-        (_, load_args, load_kwargs),
-        (_, _, build_kwargs),
-        (_, launch_args, launch_kwargs),
-    ) = patched.calls
-    assert train == "train"
+    slot = patched.calls[0][2]["pending"]
+    deadline = time.monotonic() + 30
+    while not (slot.ready or slot.error) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    calls = {name: (args, kwargs) for name, args, kwargs in patched.calls}
+    # Built first; trained (in a thread started just before the server), loaded, handed over.
+    assert [name for name, *_ in patched.calls if name != "launch"] == [
+        "build", "train", "load", "engine"
+    ]
+    (build_args, build_kwargs), (launch_args, launch_kwargs) = calls["build"], calls["launch"]
+    (train_args, train_kwargs), (load_args, load_kwargs) = calls["train"], calls["load"]
+    engine_args = calls["engine"][0]
+    assert build_args[:2] == (None, None) and build_kwargs["media_dir"] is None
     assert train_args == (tmp_path / "runs", "sample", cli.QUICK_EPOCHS, FIVE)
-    assert load_args == (tmp_path / "runs" / "quick",) and load_kwargs == {"dataset": None}
-    assert (
-        build_kwargs["model_key"] == "fp"
-        and build_kwargs["max_words"] == 12
-        and build_kwargs["media_dir"] is None
-        and build_kwargs["train_langs"] == FIVE
-        and build_kwargs["check_words"] is True
-    )
-    assert launch_args == ("demo",) and launch_kwargs == {
+    assert train_kwargs["out"] == slot.run_dir and slot.run_dir.parent == tmp_path / "runs"
+    assert load_args == (slot.run_dir,) and load_kwargs == {"dataset": None}
+    assert engine_args[1] == "collection" and slot.engine == "engine" and slot.error is None
+    assert "Collaborative Experts" in slot.description
+    assert launch_args == (demo,) and launch_kwargs == {
         "host": "127.0.0.1",
         "port": 7860,
         "auth": None,
     }
+
+
+def test_a_failed_first_training_is_shown_on_the_page(patched, monkeypatch, tmp_path):
+    demo = type("Demo", (), {"rudder_collection": "collection"})()
+    monkeypatch.setattr(app.ui, "build_app", patched("build", demo))
+
+    def fail(*args, **kwargs):
+        raise SystemExit(2)
+
+    monkeypatch.setattr(cli, "train_quick", fail)
+    cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite")])
+    slot = patched.calls[0][2]["pending"]
+    deadline = time.monotonic() + 30
+    while not slot.error and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "exit status 2" in slot.error and not slot.ready
 
 
 def test_flags_reach_the_server(patched, tmp_path, capsys):
@@ -168,7 +191,9 @@ def test_flags_reach_the_server(patched, tmp_path, capsys):
     assert names == ["load", "build", "launch"]  # an existing run on all five: no training
     assert patched.calls[0][1] == (run,)
     assert patched.calls[1][2]["media_dir"] == media
-    assert patched.calls[2][2] == {"host": "0.0.0.0", "port": 9000, "auth": ("u", "p")}
+    launched = patched.calls[2][2]
+    assert launched["host"] == "0.0.0.0" and launched["port"] == 9000
+    assert launched["auth"].users == ["u"] and launched["auth"]("u", "p")
     with pytest.raises(SystemExit):
         cli.main(["--media", str(tmp_path / "nope")])
     assert "is not a folder" in capsys.readouterr().err

@@ -190,3 +190,32 @@ def test_claims_are_atomic_across_processes(tmp_path):
     assert sorted(labelled) == sorted(f"c{i}" for i in range(60))
     rows = AnnotationStore(tmp_path / "a.sqlite").current("ds", "asha")
     assert len(rows) == 60 == len({r["caption_id_b"] for r in rows})
+
+
+def test_undo_with_a_session_undoes_only_that_tabs_labels(tmp_path):
+    store = AnnotationStore(tmp_path / "l.sqlite")
+    store.add("ds", "asha", "q1", "c1", "positive", session="tab-a")
+    store.add("ds", "asha", "q1", "c2", "partial", session="tab-b")  # newer, other tab
+    undone = store.undo("ds", "asha", session="tab-a")
+    assert undone["caption_id_b"] == "c1"
+    assert [r["caption_id_b"] for r in store.current("ds", "asha")] == ["c2"]
+    assert store.undo("ds", "asha", session="tab-a") is None  # nothing left in tab a
+    assert store.undo("ds", "asha", session="tab-b")["caption_id_b"] == "c2"
+
+
+def test_a_database_from_before_per_tab_undo_gets_its_session_column(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE labels (id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT NOT NULL,"
+            " annotator TEXT NOT NULL, caption_id_a TEXT NOT NULL, caption_id_b TEXT NOT NULL,"
+            " label INTEGER NOT NULL, time TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0)"
+        )
+        db.execute("INSERT INTO labels VALUES (1, 'ds', 'asha', 'q', 'c', 2, 't', 0)")
+    store = AnnotationStore(path)
+    store.add("ds", "asha", "q", "d", "negative", session="tab")
+    assert store.undo("ds", "asha", session="tab")["caption_id_b"] == "d"
+    assert store.undo("ds", "asha", session="tab") is None  # the old row has no session
+    assert [r["caption_id_b"] for r in store.current("ds", "asha")] == ["c"]

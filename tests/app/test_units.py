@@ -11,7 +11,7 @@ from app.candidates import CandidateRanker
 from app.collection import Collection
 from app.engine import SearchEngine, word_overlap
 from app.escaping import cap_query, html_text, markdown_text
-from app.results_tab import plot_runs, runs_table
+from app.results_tab import per_language_table, plot_runs, runs_table
 from app.search_tab import SearchTab, detection_note
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.models import CollaborativeExperts
@@ -252,22 +252,20 @@ def test_detection_note_gives_the_confidence_and_the_way_out():
         "detected from its words and script, 61% confident (Marathi 39%); "
         "choose the language if it is wrong"
     )
-    assert detection_note(identify_language("中文")) == (
-        "searched as English: no supported language is written in Han script; choose its language"
-    )
-    assert detection_note(identify_language("🙂!")) == (
-        "searched as English: the query has no letters; choose its language"
-    )
+    # A query without a language (no letters, an uncovered script) is not searched at all:
+    # tests/app/test_search_page.py checks its messages.
 
 
-def write_run(root, name, r_at, losses, dataset="sample"):
+def write_run(root, name, r_at, losses, dataset="sample", loss="mm", per_language=None):
     run = root / name
     (run / "checkpoints").mkdir(parents=True)
-    (run / "config.yaml").write_text(f"data:\n  dataset: {dataset}\nloss:\n  name: mm\n")
+    (run / "config.yaml").write_text(f"data:\n  dataset: {dataset}\nloss:\n  name: {loss}\n")
     test = {
         "t2v": {f"R{k}": v for k, v in zip((1, 5, 10, 50), r_at)} | {"MdR": 3.0},
         "v2t": {"R1": 1.0},
     }
+    if per_language:
+        test["per_language"] = per_language
     (run / "metrics.json").write_text(json.dumps({"test": test, "best_epoch": 2}))
     lines = [
         {"epoch": e + 1, "split": "validation", "train_loss": loss, "t2v": {"R10": 10.0 * (e + 1)}}
@@ -300,7 +298,27 @@ def test_results_table_and_plots(tmp_path):
     ]
     assert [list(line.get_ydata()) for line in loss.axes[0].lines] == [[2.0, 1.5, 1.2], [1.0, 0.5]]
     assert list(curve.axes[0].lines[0].get_xdata()) == [1, 2, 3]
+    assert [line.get_label() for line in curve.axes[0].lines] == ["a-run (mm)", "b-run (mm)"]
     assert runs_table(tmp_path / "missing").empty
+
+
+def test_each_loss_gets_its_own_loss_panel_and_languages_their_table(tmp_path):
+    write_run(tmp_path, "mm-run", (10.0, 30.0, 50.0, 90.0), [0.2, 0.1])
+    write_run(tmp_path, "po-run", (10.0, 30.0, 50.0, 90.0), [9.0, 8.0], loss="po",
+              per_language={"mr": {"R1": 12.5, "R5": 40.0, "R10": 60.0, "MdR": 7.0},
+                            "ta": {"R1": 3.0, "R10": 20.0}})
+    write_run(tmp_path, "po-run-2", (10.0, 30.0, 50.0, 90.0), [7.0], loss="po")
+    _, _, loss = plot_runs(tmp_path, ["mm-run", "po-run", "po-run-2"])
+    panels = {ax.get_title(): [line.get_label() for line in ax.lines] for ax in loss.axes}
+    assert panels == {"Training loss: mm": ["mm-run"],
+                      "Training loss: po": ["po-run", "po-run-2"]}
+    assert {ax.get_ylabel() for ax in loss.axes} == {"mm loss", "po loss"}
+    table = per_language_table(tmp_path)
+    assert table[["run", "loss", "language"]].values.tolist() == [
+        ["po-run", "po", "mr"], ["po-run", "po", "ta"]
+    ]
+    assert table["t2v R1"].tolist() == [12.5, 3.0] and table["t2v R10"].tolist() == [60.0, 20.0]
+    assert table["t2v MdR"].isna().tolist() == [False, True]
 
 
 def test_results_table_without_runs_keeps_its_key_columns(tmp_path):
