@@ -90,11 +90,16 @@ FREE_TEXT = {
     "experiments.run --dataset": "rudder.runs.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",
     "experiments.tune --dataset": "rudder.runs.resolve_dataset",
+    **{f"heuristics.studies.{name} --lang": "rudder.languages.check_language(s) "
+       "(tests/heuristics/test_studies_cli.py)"
+       for name in ("indic_sample", "lemma_eval", "light_verbs_ud")},
 }
 # Path flags where a file of junk is a valid value (an output file that is replaced).
 JUNK_IS_VALID = {
     "heuristics eval-tagger --report": "an output file, replaced atomically",
     "heuristics label --report": "an output file, replaced atomically",
+    "heuristics.studies.epic_eval --report": "an output file, replaced atomically",
+    "heuristics.studies.ud_eval --report": "an output file, replaced atomically",
 }
 
 
@@ -120,6 +125,8 @@ REQUIRED_INPUT_FIRST = {
     **{f"datasets_scripts build {name} --text-features": "--src is read first (the text "
        "features are matched to its captions)" for name in BUILDERS if name != "videos"},
     "datasets_scripts build didemo --lists": "--src is read first",
+    "heuristics.studies.light_verbs_ud --test": "--train is read first (its constructions "
+                                                "are the class map)",
 }
 
 

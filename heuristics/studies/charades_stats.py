@@ -11,27 +11,43 @@ a stop-listed subject, that have no verb, and the lemmas the fallback changed.
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
+
+from rudder.cli import ArgumentParser, folder
+from rudder.errors import RudderError
 
 from ..class_rules import corpus_vocabulary, extract_classes, word_lemmas
 from ..classes import ClassMap
 from ..label import format_statistics, query_statistics
 from ..stop_nouns import counted_nouns, default_stop_nouns
 from ..taggers import StanzaTagger, TagCache, tag_texts
+from ..text_files import read_text
+from . import exit_on_error
 
 FILE = Path(__file__).resolve().parents[3] / "shared/data/charades_sta/charades_sta_test.txt"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.charades_stats")
-    parser.add_argument("--model-dir", type=Path, required=True)
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m heuristics.studies.charades_stats")
+    parser.add_argument("--model-dir", type=folder, required=True)
     parser.add_argument("--file", type=Path, default=FILE)
-    args = parser.parse_args(argv)
+    return parser
 
-    lines = args.file.read_text(encoding="utf-8").splitlines()
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
+
+
+def _run(args) -> int:
+    if not args.file.is_file():
+        raise RudderError(f"{args.file}: no such Charades-STA caption file")
+    lines = read_text(args.file, RudderError).splitlines()
     texts = [line.split("##", 1)[1] for line in lines if "##" in line]
+    if not texts:
+        raise RudderError(f"{args.file}: no caption lines 'VIDEOID start end##sentence'")
     tagged = tag_texts(StanzaTagger(args.model_dir), texts, "en", cache=TagCache())
     vocabulary = corpus_vocabulary(tagged, "en")
     classes, stop = ClassMap(), default_stop_nouns()

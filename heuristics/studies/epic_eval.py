@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from rudder.atomic import atomic_write_text
+from rudder.cli import ArgumentParser, folder
+from rudder.errors import RudderError
 
 from ..class_rules import ClassRules
 from ..eval_classes import (
@@ -34,6 +36,7 @@ from ..eval_classes import (
     scores,
     tag,
 )
+from . import exit_on_error
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
 PERTURBATIONS = {
@@ -48,19 +51,29 @@ def _participant(narration_id: str) -> int:
     return int(narration_id.split("_", 1)[0].lstrip("P"))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="python -m heuristics.studies.epic_eval",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--epic", type=Path, default=EPIC)
-    parser.add_argument("--model-dir", type=Path, required=True, help="English Stanza models")
+    parser.add_argument("--epic", type=folder, default=EPIC)
+    parser.add_argument("--model-dir", type=folder, required=True, help="English Stanza models")
     parser.add_argument("--report", type=Path)
     parser.add_argument("--perturbations", action="store_true",
                         help="also score the narrations with a word added (tags them again)")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
+
+
+def _run(args) -> int:
+    if args.report and args.report.is_dir():
+        raise RudderError(f"--report {args.report} is a folder; give a file name")
     rows = read_sentences(args.epic / "EPIC_100_retrieval_train_sentence.csv")
     classes = load_classes(
         args.epic / "EPIC_100_noun_classes.csv", args.epic / "EPIC_100_verb_classes.csv"

@@ -13,13 +13,17 @@ dropped before comparing).
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from pathlib import Path
+
+from rudder.cli import ArgumentParser, folder
+from rudder.errors import RudderError
+from rudder.languages import check_languages
 
 from ..class_rules import ClassRules, extract_classes, lemma_vocabulary
 from ..classes import read_lexicon
 from ..taggers import StanzaTagger, TagCache, tag_texts
+from . import exit_on_error
 
 INDIC_RULES = (
     "imperative",
@@ -60,13 +64,22 @@ def score(rows, tagged, lang, class_map, rules, vocabulary) -> dict:
     return {"verb_set": pct(verbs), "noun_set": pct(nouns), "both": pct(both)}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.indic_sample")
-    parser.add_argument("--model-dir", type=Path, required=True)
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m heuristics.studies.indic_sample")
+    parser.add_argument("--model-dir", type=folder, required=True)
     parser.add_argument("--lang", nargs="+", default=["mr", "hi", "ta", "te"])
     parser.add_argument("--lexicon", type=Path, default=LEXICON)
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
+
+
+def _run(args) -> int:
+    check_languages(args.lang, "--lang")
     class_map, tagger = read_lexicon(args.lexicon), StanzaTagger(args.model_dir)
     variants = {"all rules": ClassRules(), "no rules": ClassRules.none()}
     for name in INDIC_RULES:
@@ -75,6 +88,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|")
     for lang in args.lang:
         rows = _captions(lang)
+        if not rows:
+            raise RudderError(f"the sample dataset has no captions in {lang!r}")
         tagged = tag_texts(tagger, [r["text"] for r in rows], lang, cache=TagCache())
         vocabulary = lemma_vocabulary(tagger, tagged, lang)
         for name, rules in variants.items():

@@ -13,25 +13,37 @@ changed, most frequent first.
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
+
+from rudder.cli import ArgumentParser, folder
+from rudder.errors import RudderError
+from rudder.languages import check_language
 
 from ..class_rules import lemma_vocabulary, word_lemmas
 from ..conllu import read_conllu
 from ..nouns_verbs import NOUN_UPOS, normalise
 from ..stanza_training import prepare_treebank
 from ..taggers import StanzaTagger
+from . import exit_on_error
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m heuristics.studies.lemma_eval")
+    parser.add_argument("--model-dir", type=folder, required=True)
+    parser.add_argument("--conllu", type=Path, required=True)
+    parser.add_argument("--lang", default="en")
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.lemma_eval")
-    parser.add_argument("--model-dir", type=Path, required=True)
-    parser.add_argument("--conllu", type=Path, required=True)
-    parser.add_argument("--lang", default="en")
-    args = parser.parse_args(argv)
-    lang = args.lang
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
 
+
+def _run(args) -> int:
+    lang = check_language(args.lang, "--lang")
     gold = [s.words for s in prepare_treebank(read_conllu(args.conllu), lang)]
     tagger = StanzaTagger(args.model_dir)
     tagged = tagger.tag_tokens([[w.form for w in s] for s in gold], lang)
@@ -49,6 +61,8 @@ def main(argv=None) -> int:
             if old != new:
                 changed[(before.text, old, new, g.lemma)] += 1
     n = counts["words"]
+    if n == 0:
+        raise RudderError(f"{args.conllu}: no words the tagger calls VERB, NOUN or PROPN")
     print(f"{args.conllu.name}: {n} words tagged VERB/NOUN/PROPN; {len(vocabulary)} known words")
     print(
         f"lemma accuracy: tagger {100 * counts['before'] / n:.2f}%, "

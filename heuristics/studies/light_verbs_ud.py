@@ -11,13 +11,16 @@ hi/mr कर/हो join) and with a class map that lists the constructions anno
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
+
+from rudder.cli import ArgumentParser
+from rudder.languages import check_language
 
 from ..conllu import read_conllu
 from ..nouns_verbs import LIGHT_VERBS, TaggedWord, _light_stem, extract, light_stem, normalise
 from ..stanza_training import prepare_treebank
+from . import exit_on_error
 
 
 def _sentences(path: Path, lang: str):
@@ -57,13 +60,22 @@ def score(sentences, lang: str, known=None) -> dict:
     return {**counts, "precision": p, "recall": r}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heuristics.studies.light_verbs_ud")
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m heuristics.studies.light_verbs_ud")
     parser.add_argument("--lang", required=True)
     parser.add_argument("--train", type=Path, required=True)
     parser.add_argument("--test", type=Path, required=True)
-    args = parser.parse_args(argv)
-    lang = args.lang
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
+
+
+def _run(args) -> int:
+    lang = check_language(args.lang, "--lang")
     listed = {name for _, gold in _sentences(args.train, lang) for name in gold}
     test = _sentences(args.test, lang)
     pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}"

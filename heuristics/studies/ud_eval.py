@@ -19,12 +19,16 @@ import json
 import time
 from pathlib import Path
 
+from rudder.atomic import atomic_write_text
+from rudder.cli import ArgumentParser, folder, int_in
+from rudder.errors import RudderError
 from rudder.paths import cache_dir
 
 from ..conllu import read_conllu, split_sentences, write_conllu
 from ..evaluation import evaluate_tagger
-from ..stanza_training import TrainOptions, train_tagger
+from ..stanza_training import SIZES, TrainOptions, train_tagger
 from ..taggers import StanzaTagger, model_dir
+from . import exit_on_error
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
 POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}
@@ -73,29 +77,49 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+positive_int = int_in(1, 10**9)  # steps, as python -m heuristics train-tagger
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="python -m heuristics.studies.ud_eval",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--ud", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
+        "--ud", type=folder, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
     )
     parser.add_argument(
         "--data",
-        type=Path,
+        type=folder,
         default=cache_dir("stanza-ud", "data"),
         help="where the hi/en splits are written",
     )
-    parser.add_argument("--model-dir", type=Path, help="default as for python -m heuristics")
-    parser.add_argument("--lang", nargs="+", default=["mr", "te", "ta", "hi", "en"])
-    parser.add_argument("--size", default=TrainOptions.size)
-    parser.add_argument("--max-steps", type=int, default=TrainOptions.max_steps)
-    parser.add_argument("--eval-interval", type=int, default=TrainOptions.eval_interval)
-    parser.add_argument("--lemma-steps", type=int, default=TrainOptions.lemma_steps)
+    parser.add_argument("--model-dir", type=folder, help="default as for python -m heuristics")
+    parser.add_argument(
+        "--lang",
+        nargs="+",
+        choices=[*OWN_SPLITS, *OWN_SPLIT_SOURCES],
+        default=["mr", "te", "ta", "hi", "en"],
+        help="languages with a UD treebank split here",
+    )
+    parser.add_argument("--size", choices=sorted(SIZES), default=TrainOptions.size)
+    parser.add_argument("--max-steps", type=positive_int, default=TrainOptions.max_steps)
+    parser.add_argument("--eval-interval", type=positive_int, default=TrainOptions.eval_interval)
+    parser.add_argument("--lemma-steps", type=positive_int, default=TrainOptions.lemma_steps)
     parser.add_argument("--report", type=Path)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    with exit_on_error():
+        return _run(args)
+
+
+def _run(args) -> int:
+    if args.report and args.report.is_dir():
+        raise RudderError(f"--report {args.report} is a folder; give a file name")
     options = TrainOptions(
         size=args.size,
         max_steps=args.max_steps,
@@ -126,9 +150,7 @@ def main(argv=None) -> int:
         print(markdown({lang: results[lang]}).splitlines()[-1], flush=True)
         if args.report:
             args.report.parent.mkdir(parents=True, exist_ok=True)
-            args.report.write_text(
-                json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8"
-            )
+            atomic_write_text(args.report, json.dumps(results, indent=2, ensure_ascii=False))
     print(markdown(results))
     return 0
 
