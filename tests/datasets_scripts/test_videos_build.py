@@ -346,3 +346,21 @@ def test_build_then_train(source, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "text→video (en)" in result.stdout + result.stderr
+
+
+def test_a_work_folder_keeps_what_the_build_did_not_write(source, tmp_path, capsys):
+    """--work names the parts folder: one holding someone else's files is refused, and the
+    clean-up after a one-process build removes only the build's own files."""
+    src, captions = source
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("mine")
+    code = build(src, captions, tmp_path / "out", *FAST, "--workers", "0", "--work", str(precious))
+    err = capsys.readouterr().err
+    assert code == 2 and "not a video build's parts" in err and err.count("\n") == 1
+    assert (precious / "notes.txt").read_text() == "mine" and not (tmp_path / "out").exists()
+
+    work = tmp_path / "work"
+    assert build(src, captions, tmp_path / "out", *FAST, "--workers", "0", "--work",
+                 str(work)) == 0
+    assert not work.exists()  # the build's own parts folder is gone after the build

