@@ -155,6 +155,7 @@ def _default_output(path, split: str, name: str) -> Path:
 
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     """Evaluate one run or one fusion; write and print its metrics and predictions."""
+    trained = training_langs(paths[0]) if args.query_langs else None  # before the work
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                                  args.hybrid_q, pivots=args.sentence_pivots,
                                                  alignment=args.sentence_alignment)
@@ -165,7 +166,7 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),
                       data.caption_ids, data.video_ids, v2t)
     if args.query_langs:
-        summary.update(query_language_metrics(paths, args, device, how))
+        summary.update(query_language_metrics(paths, args, device, how, trained))
     write_metrics(out, summary)
     print(results_table({"test": result}, title=f"{args.split} / {', '.join(map(str, paths))}"))
     if args.query_langs:
@@ -175,7 +176,8 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
 
 
 
-def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
+def query_language_metrics(paths, args, device: str, how: str = "sum",
+                           trained: list[str] | None = None) -> dict:
     """``per_language`` (t2v metrics of the split's captions of each ``--query-langs``
     language as queries, ranked over all the split's videos), ``query_langs`` and
     ``training_langs`` for metrics.json."""
@@ -187,7 +189,7 @@ def query_language_metrics(paths, args, device: str, how: str = "sum") -> dict:
     missing = [lang for lang in langs if lang not in found]
     if missing:
         raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
-    trained = training_langs(paths[0])
+    trained = trained if trained is not None else training_langs(paths[0])
     return {"per_language": result["per_language"], "query_langs": langs,
             "training_langs": trained, "sentence_pivots": args.sentence_pivots,
             "sentence_alignment": args.sentence_alignment}

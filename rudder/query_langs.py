@@ -27,10 +27,18 @@ def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> 
 
 
 def training_langs(path) -> list[str]:
-    """``data.caption_langs`` of the run (directory or checkpoint) at ``path``."""
+    """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
+    published model (folder or ``hf://`` id: its ``text_side.json``)."""
+    from rudder import model_hub
     from rudder.checkpoints import load_checkpoint
     from rudder.run_layout import config_file, find_checkpoint, read_config, run_of_checkpoint
 
+    if model_hub.is_model_reference(path):
+        folder = model_hub.resolve(path).path
+        langs = model_hub.read_json_file(folder / model_hub.TEXT_SIDE).get("caption_langs")
+        if not langs:
+            raise RunError(f"{folder / model_hub.TEXT_SIDE}: no 'caption_langs'")
+        return list(langs)
     checkpoint = find_checkpoint(path)
     run_dir = run_of_checkpoint(checkpoint)
     if config_file(run_dir).is_file():

