@@ -172,12 +172,13 @@ def _build(arch: str):
 
 
 def _load_state(model, path: Path, label: str) -> None:
-    import torch
+    from rudder.checkpoints import read_plain
+    from rudder.errors import RudderError
 
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # noqa: BLE001 - any unreadable file
-        raise BuildError(f"{label}: cannot read weights file {path} ({error})") from None
+        state = read_plain(path)  # tensors and plain values only: no code runs
+    except RudderError as error:
+        raise BuildError(f"{label}: weights file {error}") from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if not isinstance(state, dict):

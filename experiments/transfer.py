@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from rudder.atomic import staged_folder, swap_into_place
+from rudder.run_layout import metrics_file, read_metrics
 from rudder.runs import resolve_dataset
 
 LANGS = ["mr", "hi", "ta", "te", "en"]
@@ -91,7 +92,7 @@ def train(name: str, out: Path, dataset: Path, seed: int) -> Path:
     langs, fraction, extra = RUNS[name]
     data = dataset if fraction is None else few_shot_dataset(dataset, out / "data", fraction, seed)
     run_dir = out / "runs" / name
-    if not (run_dir / "metrics.json").is_file():
+    if not metrics_file(run_dir).is_file():
         run([sys.executable, "-m", "rudder.train", "--dataset", str(data), "--seed", str(seed),
              "--output-dir", str(run_dir), "--overwrite", "--set",
              f"data.caption_langs=[{','.join(langs)}]", *extra])
@@ -103,13 +104,13 @@ def evaluate(label: str, run_dir: Path, out: Path, dataset: Path, pivots: int = 
     """Per-language metrics of ``run_dir`` on validation and test (original dataset)."""
     result = {}
     for split in ("validation", "test"):
-        evaluation = out / "evaluations" / f"{label}-{split}"
-        if not (evaluation / "metrics.json").is_file():
+        evaluation = out / "evaluated" / f"{label}-{split}"
+        if not metrics_file(evaluation).is_file():
             run([sys.executable, "-m", "rudder.evaluate", str(run_dir), "--split", split,
                  "--dataset", str(dataset), "--query-langs", *LANGS, "--output",
                  str(evaluation), *(["--sentence-pivots", str(pivots)] if pivots else []),
                  *(["--sentence-alignment", str(rounds)] if rounds else [])])
-        result[split] = json.loads((evaluation / "metrics.json").read_text())["per_language"]
+        result[split] = read_metrics(evaluation)["per_language"]
     return result
 
 

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# "{tmp}" stands for the test's temporary folder.
 SMALL = {
+    "bench_app_restart.py": ["--runs", "{tmp}/runs", "--restarts", "1"],  # trains a quick model
     "bench_build.py": ["--videos", "200"],
     "bench_default_run.py": [],  # the README's main job, full size (about a minute)
     "bench_extract.py": ["--videos", "2", "--seconds", "2", "--rounds", "1"],
@@ -43,7 +45,8 @@ def test_every_benchmark_is_listed():
 def test_the_benchmark_runs(script, tmp_path):
     # TMPDIR: the scripts' temporary folders land in pytest's, which pytest prunes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *SMALL[script]],
+    flags = [flag.replace("{tmp}", str(tmp_path)) for flag in SMALL[script]]
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *flags],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
                           check=False)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (

@@ -191,7 +191,13 @@ def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_p
         assert "⚠" not in status, (example, status)
         matching = set(captions.loc[captions["short"] == example.query, "video_id"])
         assert matching & set(table["video"]), (example, table["video"].tolist())
-        assert set(table["lang"]) == {example.display}
+        # Each hit is shown in the display language wherever its video has a caption in it
+        # (Tamil and Telugu cover 40% of the sample's videos; the others fall back).
+        shown = captions[captions["lang"] == example.display]
+        has_display = set(shown["video_id"])
+        for video, lang in zip(table["video"], table["lang"]):
+            assert lang == example.display or video not in has_display, (example, video, lang)
+        assert example.display in set(table["lang"]), (example, table["lang"].tolist())
 
 
 def test_videos_built_from_files_play_the_file_the_dataset_names(segment_dataset, tmp_path):

@@ -89,7 +89,7 @@ def test_wrong_or_missing_weights_are_named(tmp_path):
     with pytest.raises(BuildError, match="no such weights file"):
         load_expert(parse_spec(f"object=resnet18@{tmp_path / 'nope.pth'}"), fps=1.0)
     (tmp_path / "junk.pth").write_bytes(b"junk")
-    with pytest.raises(BuildError, match="cannot read weights file"):
+    with pytest.raises(BuildError, match="cannot be read, it is truncated or corrupt"):
         load_expert(parse_spec(f"object=resnet18@{tmp_path / 'junk.pth'}"), fps=1.0)
 
 
