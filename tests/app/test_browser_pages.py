@@ -380,7 +380,8 @@ def test_undo_undoes_only_this_tabs_label(browser, served, size, tmp_path):
 
 
 # ---------------------------------------------------------------------------- results tab
-def test_results_tab_shows_metrics_per_language_and_a_panel_per_loss(page, served, size):
+def test_results_tab_shows_metrics_per_language_and_a_panel_per_loss(page, served, size,
+                                                                     request):
     runs = served[1].parent / "runs"
     for name, loss, per_language in (
         ("20240301-000000-ce-mm", "mm", {"mr": {"R1": 7.5, "R10": 41.0}, "ta": {"R1": 2.5}}),
@@ -388,6 +389,8 @@ def test_results_tab_shows_metrics_per_language_and_a_panel_per_loss(page, serve
     ):
         run = runs / name
         run.mkdir(parents=True, exist_ok=True)
+        # the served app is shared by the session's tests: leave its runs folder as found
+        request.addfinalizer(lambda run=run: shutil.rmtree(run, ignore_errors=True))
         (run / "config.yaml").write_text(f"data:\n  dataset: sample\nloss:\n  name: {loss}\n")
         test = {"t2v": {"R1": 5.0, "R5": 20.0, "R10": 40.0, "R50": 80.0}}
         if per_language:

@@ -1,6 +1,7 @@
 """Every endpoint of the served app through gradio_client, file serving, auth, concurrency."""
 
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -213,10 +214,12 @@ def test_annotation_flow(client, served):
     assert ["asha", "ravi", 2] in [row[:3] for row in everything]
 
 
-def test_results_endpoints(client, served):
+def test_results_endpoints(client, served, request):
     runs_dir = served[1].parent / "runs"
     run = runs_dir / "20240101-000000-ce-mm"
     run.mkdir(parents=True, exist_ok=True)
+    # the served app is shared by the session's tests: leave its runs folder as found
+    request.addfinalizer(lambda: shutil.rmtree(run, ignore_errors=True))
     per_language = {"mr": {"R1": 6.0, "R10": 44.0}, "ta": {"R1": 2.0, "R10": 21.0}}
     (run / "metrics.json").write_text(
         json.dumps(
