@@ -20,6 +20,11 @@ SCHEME = "scrypt"
 N, R, P = 2**14, 8, 1  # scrypt's interactive-login cost (RFC 7914 section 2; ~16 MiB, ~50 ms)
 SALT_BYTES, HASH_BYTES = 16, 32
 MAX_USER = 100
+MAXMEM = 256 * 1024 * 1024  # the most memory one check may take (hashlib.scrypt's maxmem)
+MAX_R, MAX_P = 64, 16  # sane bounds on scrypt's block size and parallelism
+# What an unknown user name is checked against, so it costs one default scrypt like a known
+# one and the time of a failed login does not tell whether the name exists.
+DUMMY_HASH = f"{SCHEME}${N}${R}${P}${'00' * SALT_BYTES}${'00' * HASH_BYTES}"
 
 
 def hash_password(password: str, salt: bytes | None = None, n: int = N, r: int = R,
@@ -32,7 +37,26 @@ def hash_password(password: str, salt: bytes | None = None, n: int = N, r: int =
 
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p,
-                          maxmem=256 * 1024 * 1024, dklen=HASH_BYTES)
+                          maxmem=MAXMEM, dklen=HASH_BYTES)
+
+
+def scrypt_memory(n: int, r: int, p: int) -> int:
+    """Bytes :func:`hashlib.scrypt` needs, as OpenSSL counts them against ``maxmem``:
+    ``128*r*p`` for B plus ``128*r*(N+2)`` for V and its scratch (OpenSSL
+    crypto/evp/pbe_scrypt.c, ``Blen + Vlen``)."""
+    return 128 * r * p + 128 * r * (n + 2)
+
+
+def cost_problem(n: int, r: int, p: int) -> str | None:
+    """Why ``scrypt`` with ``N, r, p`` would fail or be unreasonable here; None when fine."""
+    if n < 2 or n & (n - 1):
+        return f"N={n} is not a power of 2 greater than 1"
+    if not 1 <= r <= MAX_R or not 1 <= p <= MAX_P:
+        return f"r={r}, p={p} are outside 1..{MAX_R} and 1..{MAX_P}"
+    if scrypt_memory(n, r, p) > MAXMEM:
+        return (f"N={n}, r={r}, p={p} need {scrypt_memory(n, r, p)} bytes, over the "
+                f"{MAXMEM} a check may take")
+    return None
 
 
 def verify_password(password: str, stored: str) -> bool:
@@ -55,13 +79,18 @@ def check_user(user: str, where: str) -> str:
 def _parse_hash(text: str, where: str) -> str:
     parts = text.split("$")
     try:
-        ok = (len(parts) == 6 and parts[0] == SCHEME and all(int(x) > 0 for x in parts[1:4])
+        ok = (len(parts) == 6 and parts[0] == SCHEME
+              and all(x.isascii() and x.isdigit() and len(x) < 20 for x in parts[1:4])
               and bytes.fromhex(parts[4]) and len(bytes.fromhex(parts[5])) == HASH_BYTES)
     except ValueError:
         ok = False
     if not ok:
         raise RunError(f"{where}: the password is not a {SCHEME} hash (USER:{SCHEME}$N$R$P$SALT"
                        "$HASH); write the line with `python -m app hash-password USER`")
+    problem = cost_problem(*(int(x) for x in parts[1:4]))
+    if problem:
+        raise RunError(f"{where}: bad {SCHEME} parameters: {problem}; write the line with "
+                       "`python -m app hash-password USER`")
     return text
 
 
@@ -117,11 +146,16 @@ class Logins:
                            "`python -m app hash-password USER` writes one)")
 
     def __call__(self, user: str, password: str) -> bool:
-        if user in self._plain:
-            return hmac.compare_digest(self._plain[user].encode(), str(password).encode())
-        if user in self._hashed:
-            return verify_password(str(password), self._hashed[user])
-        return False
+        """Whether ``password`` is ``user``'s. A user that is unknown (or has a plain
+        ``--auth`` password) costs one scrypt of :data:`DUMMY_HASH` too, so the time taken
+        does not tell which user names exist."""
+        password = str(password)
+        stored = self._hashed.get(user)
+        if stored is not None:
+            return verify_password(password, stored)
+        verify_password(password, DUMMY_HASH)
+        plain = self._plain.get(user)
+        return plain is not None and hmac.compare_digest(plain.encode(), password.encode())
 
 
 def logins_from(auth_values, auth_files) -> Logins | None:

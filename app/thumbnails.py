@@ -1,6 +1,7 @@
 """Thumbnails of video segments for the search results (``--media``), decoded with PyAV.
 
-A thumbnail is the first frame at or after the middle of a segment, scaled to
+A thumbnail is the first frame at or after the middle of a segment (times count from the
+file's start time, as in the build), turned upright by its rotation metadata, scaled to
 ``WIDTH`` pixels wide, saved as JPEG in a cache folder under a name that hashes the video
 file (path, size, modification time) and the time, so a replaced file gets new thumbnails
 and a restart reuses the old ones. A file PyAV cannot decode has no thumbnail (None).
@@ -25,27 +26,51 @@ def default_thumbnail_dir() -> Path:
     return cache_dir("thumbnails")
 
 
+def _origin(container) -> float:
+    """The container's start time in seconds (0 when unset): segment times count from it,
+    as in ``datasets_scripts.video_decode._origin``, which the build uses."""
+    start = container.start_time
+    return start / 1_000_000 if start is not None else 0.0
+
+
+def _upright(frame):
+    """``frame`` as a PIL image turned by its rotation metadata (counter-clockwise degrees
+    of the display matrix, rounded to a quarter turn), as the build's frames are."""
+    image = frame.to_image()
+    turns = round((frame.rotation or 0) / 90) % 4
+    return image.rotate(90 * turns, expand=True) if turns else image
+
+
 def frame_at(path: Path, seconds: float):
-    """The first decoded video frame of ``path`` at or after ``seconds`` (the last frame
-    when the video is shorter) as a PIL image; None without a decodable video stream."""
+    """The first decoded video frame of ``path`` at or after ``seconds`` from the file's
+    start time (the last frame when the video is shorter) as an upright PIL image; None
+    without a decodable video stream. It seeks first, and decodes from the start when the
+    seek lands past ``seconds`` or yields no frame (as near the end of an MPEG-PS file)."""
     import av
 
     try:
-        with av.open(str(path)) as container:
-            if not container.streams.video:
-                return None
-            stream = container.streams.video[0]
-            if seconds > 0 and stream.time_base:
-                container.seek(int(seconds / stream.time_base), stream=stream, backward=True)
-            last = None
-            for frame in container.decode(stream):
-                last = frame
-                if frame.time is None or frame.time >= seconds - 1e-6:
-                    break
-            return None if last is None else last.to_image()
+        for seek in (True, False):
+            with av.open(str(path)) as container:
+                if not container.streams.video:
+                    return None
+                stream = container.streams.video[0]
+                target = seconds + _origin(container)
+                seek = seek and target > 0 and bool(stream.time_base)
+                if seek:
+                    container.seek(int(target / stream.time_base), stream=stream,
+                                   backward=True)
+                first, last = None, None
+                for frame in container.decode(stream):
+                    first, last = first or frame, frame
+                    if frame.time is None or frame.time >= target - 1e-6:
+                        break
+                overshot = first is not None and first.time is not None and (
+                    first.time > target + 1e-6)
+                if not seek or (last is not None and not overshot):
+                    return None if last is None else _upright(last)
     except (av.error.FFmpegError, OSError, ValueError) as error:
         log.warning("no thumbnail for %s at %.2f s: %s", path, seconds, error)
-        return None
+    return None
 
 
 class Thumbnails:
@@ -64,7 +89,8 @@ class Thumbnails:
         except OSError:
             return None
         middle = 0.0 if start is None or end is None else max(0.0, (start + end) / 2)
-        key = f"{video.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{middle:.3f}|{self.width}"
+        key = (f"v2|{video.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{middle:.3f}|"
+               f"{self.width}")  # v2: start time and rotation applied
         target = self.folder / f"{hashlib.sha1(key.encode()).hexdigest()[:20]}.jpg"
         if target.is_file():
             return target

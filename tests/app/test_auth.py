@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import app.__main__ as cli
+from app import auth
 from app.auth import Logins, hash_password, logins_from, verify_password
 from rudder.errors import RunError
 
@@ -49,6 +50,14 @@ def test_repeated_auth_and_a_file_make_one_login_each(tmp_path):
         ("asha:scrypt$16$1$1$zz$00", "not a scrypt hash"),
         (" asha:scrypt$16$1$1$00$" + "00" * 32, None),  # stripped line: accepted
         (":scrypt$16$1$1$00$" + "00" * 32, "bad user name"),
+        ("asha:scrypt$1000$8$1$00$" + "00" * 32, "N=1000 is not a power of 2"),
+        ("asha:scrypt$1$8$1$00$" + "00" * 32, "N=1 is not a power of 2"),
+        ("asha:scrypt$0$8$1$00$" + "00" * 32, "N=0 is not a power of 2"),
+        ("asha:scrypt$1048576$8$1$00$" + "00" * 32, "over the 268435456"),
+        ("asha:scrypt$16$1000$1$00$" + "00" * 32, "outside"),
+        ("asha:scrypt$16$8$1000$00$" + "00" * 32, "outside"),
+        ("asha:scrypt$16$-1$1$00$" + "00" * 32, "not a scrypt hash"),
+        ("asha:scrypt$" + "9" * 5000 + "$1$1$00$" + "00" * 32, "not a scrypt hash"),
     ],
 )
 def test_a_bad_auth_file_line_names_file_and_line(tmp_path, line, message):
@@ -97,3 +106,46 @@ def test_bad_auth_flags_are_one_error_line(tmp_path, capsys):
         assert info.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ")
+
+
+@pytest.mark.parametrize("n, r, p", [(2, 1, 1), (16, 1, 1), (1024, 8, 1), (1024, 4, 3),
+                                     (4096, 2, 16)])
+def test_the_memory_rule_is_the_one_hashlib_scrypt_applies(n, r, p):
+    """scrypt_memory is exactly the least maxmem hashlib.scrypt accepts."""
+    need = auth.scrypt_memory(n, r, p)
+    hashlib.scrypt(b"x", salt=b"s", n=n, r=r, p=p, maxmem=need, dklen=32)
+    with pytest.raises(ValueError, match="memory limit"):
+        hashlib.scrypt(b"x", salt=b"s", n=n, r=r, p=p, maxmem=need - 1, dklen=32)
+
+
+def test_every_accepted_cost_verifies_and_the_limit_is_tight(monkeypatch):
+    """The largest N accepted at load still verifies under the verifier's maxmem (shrunk
+    here, with the check, so the test stays cheap); the next power of 2 is refused."""
+    monkeypatch.setattr(auth, "MAXMEM", 1 << 20)
+    n = 2
+    while auth.cost_problem(n * 2, 8, 1) is None:
+        n *= 2
+    assert n == 512 and "over the" in auth.cost_problem(n * 2, 8, 1)
+    stored = hash_password("pw", n=n, r=8, p=1)
+    assert auth._parse_hash(stored, "here") == stored and verify_password("pw", stored)
+    with pytest.raises(ValueError):
+        hash_password("pw", n=n * 2, r=8, p=1)
+
+
+def test_an_unknown_user_costs_one_scrypt_like_a_known_one(tmp_path, monkeypatch):
+    path = tmp_path / "users.txt"
+    path.write_text(f"chitra:{hash_password('c-pass', **FAST)}\n", encoding="utf-8")
+    logins = logins_from(["asha:a-pass"], [path])
+    calls = []
+    real = auth._scrypt
+
+    def counting(password, salt, n, r, p):
+        calls.append((n, r, p))
+        return real(password, salt, 16, 1, 1)  # cheap, whatever was asked
+
+    monkeypatch.setattr(auth, "_scrypt", counting)
+    assert not logins("nobody", "c-pass")
+    assert calls == [(auth.N, auth.R, auth.P)]  # the dummy hash, with the default cost
+    assert logins("chitra", "c-pass") and len(calls) == 2
+    assert logins("asha", "a-pass") and not logins("asha", "c-pass") and len(calls) == 4
+    assert auth.DUMMY_HASH.split("$")[1:4] == [str(auth.N), str(auth.R), str(auth.P)]
