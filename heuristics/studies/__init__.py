@@ -30,3 +30,10 @@ def exit_on_error() -> Iterator[None]:
             yield
         except READER_ERRORS as error:
             raise errors.RudderError(str(error)) from None
+
+
+def run_study(parser, work, argv=None) -> int:
+    """Parse ``argv`` with ``parser`` and run ``work(args)`` inside :func:`exit_on_error`."""
+    args = parser.parse_args(argv)
+    with exit_on_error():
+        return work(args)

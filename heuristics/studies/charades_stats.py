@@ -23,7 +23,7 @@ from ..label import format_statistics, query_statistics
 from ..stop_nouns import counted_nouns, default_stop_nouns
 from ..taggers import StanzaTagger, TagCache, tag_texts
 from ..text_files import read_text
-from . import exit_on_error
+from . import run_study
 
 FILE = Path(__file__).resolve().parents[3] / "shared/data/charades_sta/charades_sta_test.txt"
 
@@ -36,9 +36,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:

@@ -36,7 +36,7 @@ from ..eval_classes import (
     scores,
     tag,
 )
-from . import exit_on_error
+from . import run_study
 
 EPIC = Path(__file__).resolve().parents[3] / "shared" / "data" / "epic100"
 PERTURBATIONS = {
@@ -66,9 +66,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:

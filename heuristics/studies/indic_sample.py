@@ -23,7 +23,7 @@ from rudder.languages import check_languages
 from ..class_rules import ClassRules, extract_classes, lemma_vocabulary
 from ..classes import read_lexicon
 from ..taggers import StanzaTagger, TagCache, tag_texts
-from . import exit_on_error
+from . import run_study
 
 INDIC_RULES = (
     "imperative",
@@ -73,9 +73,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:

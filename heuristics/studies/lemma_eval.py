@@ -25,7 +25,7 @@ from ..conllu import read_conllu
 from ..nouns_verbs import NOUN_UPOS, normalise
 from ..stanza_training import prepare_treebank
 from ..taggers import StanzaTagger
-from . import exit_on_error
+from . import run_study
 
 
 def build_parser() -> ArgumentParser:
@@ -37,9 +37,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:

@@ -20,7 +20,7 @@ from rudder.languages import check_language
 from ..conllu import read_conllu
 from ..nouns_verbs import LIGHT_VERBS, TaggedWord, _light_stem, extract, light_stem, normalise
 from ..stanza_training import prepare_treebank
-from . import exit_on_error
+from . import run_study
 
 
 def _sentences(path: Path, lang: str):
@@ -69,9 +69,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:

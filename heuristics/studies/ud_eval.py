@@ -28,7 +28,7 @@ from ..conllu import read_conllu, split_sentences, write_conllu
 from ..evaluation import evaluate_tagger
 from ..stanza_training import SIZES, TrainOptions, train_tagger
 from ..taggers import StanzaTagger, model_dir
-from . import exit_on_error
+from . import run_study
 
 OWN_SPLITS = {"mr": "mr_ufal", "te": "te_mtg", "ta": "ta_ttb"}
 POSITION_SPLIT = {"train": tuple(range(7)), "dev": (7,), "test": (8, 9)}
@@ -112,9 +112,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    with exit_on_error():
-        return _run(args)
+    return run_study(build_parser(), _run, argv)
 
 
 def _run(args) -> int:
