@@ -8,17 +8,21 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from rudder.atomic import atomic_write_text, replacing, staged_folder, swap_into_place, sweep
 
-# The holder relies on SIGINT raising KeyboardInterrupt, so it says so rather than inheriting
-# what its parent had: a runner that ignores SIGINT (a background job of a script) passes that on.
+# The holder relies on SIGINT raising KeyboardInterrupt and on receiving SIGTERM, so it says so
+# rather than inheriting what its parent had: a runner that ignores SIGINT (a background job of
+# a script) passes that on, and a signal mask a library left blocked in the test process is
+# inherited across fork and exec.
 HOLD = """
 import signal, sys, time
 from pathlib import Path
 from rudder.atomic import staged_folder
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 signal.signal(signal.SIGINT, signal.default_int_handler)
 with staged_folder(Path(sys.argv[1]) / "en") as stage:
     (stage / "pos").mkdir()
@@ -59,7 +63,14 @@ def test_signal_removes_the_staging_folder(tmp_path, sig, sigint_ignored):
     process, stage = start_holder(tmp_path, sigint_ignored)
     assert hidden(tmp_path) == [os.path.basename(stage)]
     process.send_signal(sig)
-    assert process.wait(timeout=30) != 0
+    try:
+        code = process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status").read_text()  # why it did not stop
+        process.kill()
+        pytest.fail("the holder ignored the signal:\n" + "\n".join(
+            line for line in status.splitlines() if line.startswith("Sig")))
+    assert code != 0
     assert hidden(tmp_path) == []
 
 

