@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rudder.cli import ArgumentParser, float_in, folder, int_in
+from rudder.cli import ArgumentParser, float_in, folder, int_in, output_file
 from rudder.config import MAX_SEED
 from rudder.data.layout import LayoutError
 from rudder.errors import RudderError, one_line
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model-dir", "--model", type=folder, help=MODEL_DIR_HELP + "; or its <lang> folder"
     )
     p.add_argument("--lang", help="needed when the directory holds several languages")
-    p.add_argument("--report", type=Path, help="also write the scores as JSON")
+    p.add_argument("--report", type=output_file, help="also write the scores as JSON")
     p.set_defaults(run=commands.cmd_eval_tagger)
 
     p = sub.add_parser(
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print N random labelled pairs per split"
     )
     p.add_argument("--seed", type=seed, default=0, help="seed of --sample-pairs")
-    p.add_argument("--report", type=Path, help="also write the statistics as JSON")
+    p.add_argument("--report", type=output_file, help="also write the statistics as JSON")
     p.add_argument(
         "--stop-nouns", type=Path, help="TSV lang<TAB>lemma of subject nouns not counted"
     )

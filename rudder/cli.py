@@ -70,3 +70,14 @@ def folder(text: str) -> Path:
 
 
 folder.__name__ = "folder"
+
+
+def output_file(text: str) -> Path:
+    """An argparse type: a file to (re)write; a path that is an existing folder is refused."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    return path
+
+
+output_file.__name__ = "output file"

@@ -126,9 +126,6 @@ def main(argv: list[str] | None = None) -> dict:
     if args.fusion == "hybrid" and args.hybrid_q > len(args.fuse):
         build_parser().error(f"argument --hybrid-q: {args.hybrid_q} is more than the "
                              f"{len(args.fuse)} --fuse runs; use 1 <= Q' <= {len(args.fuse)}")
-    if args.output is not None and args.output.exists() and not args.output.is_dir():
-        build_parser().error(f"argument --output: {args.output} is a file; name a folder "
-                             "(metrics.json and the predictions are written into it)")
     with exit_on_error():
         device = str(pick_device(args.device))
         if args.fuse:

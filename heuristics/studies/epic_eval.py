@@ -23,8 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rudder.atomic import atomic_write_text
-from rudder.cli import ArgumentParser, folder
-from rudder.errors import RudderError
+from rudder.cli import ArgumentParser, folder, output_file
 
 from ..class_rules import ClassRules
 from ..eval_classes import (
@@ -59,7 +58,7 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--epic", type=folder, default=EPIC)
     parser.add_argument("--model-dir", type=folder, required=True, help="English Stanza models")
-    parser.add_argument("--report", type=Path)
+    parser.add_argument("--report", type=output_file)
     parser.add_argument("--perturbations", action="store_true",
                         help="also score the narrations with a word added (tags them again)")
     return parser
@@ -70,8 +69,6 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    if args.report and args.report.is_dir():
-        raise RudderError(f"--report {args.report} is a folder; give a file name")
     rows = read_sentences(args.epic / "EPIC_100_retrieval_train_sentence.csv")
     classes = load_classes(
         args.epic / "EPIC_100_noun_classes.csv", args.epic / "EPIC_100_verb_classes.csv"

@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 
 from rudder.atomic import atomic_write_text
-from rudder.cli import ArgumentParser, folder, int_in
-from rudder.errors import RudderError
+from rudder.cli import ArgumentParser, folder, int_in, output_file
 from rudder.paths import cache_dir
 
 from ..conllu import read_conllu, split_sentences, write_conllu
@@ -107,7 +106,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--max-steps", type=positive_int, default=TrainOptions.max_steps)
     parser.add_argument("--eval-interval", type=positive_int, default=TrainOptions.eval_interval)
     parser.add_argument("--lemma-steps", type=positive_int, default=TrainOptions.lemma_steps)
-    parser.add_argument("--report", type=Path)
+    parser.add_argument("--report", type=output_file)
     return parser
 
 
@@ -116,8 +115,6 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    if args.report and args.report.is_dir():
-        raise RudderError(f"--report {args.report} is a folder; give a file name")
     options = TrainOptions(
         size=args.size,
         max_steps=args.max_steps,

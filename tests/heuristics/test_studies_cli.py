@@ -87,3 +87,18 @@ def test_light_verbs_ud_counts_a_hand_made_construction(capsys, tmp_path):
         ("hi hi.conllu, class map of train (1 listed): gold 1, joined 1, right 1, "
          "P 100.0, R 100.0"),
     ]
+
+
+@pytest.mark.parametrize("name", ["epic_eval", "ud_eval"])
+def test_a_report_that_is_a_folder_is_refused_before_any_work(name, tmp_path, capsys):
+    code, _, err = run(name, ["--model-dir", str(tmp_path), "--report", str(tmp_path)], capsys)
+    assert "--report" in one_error(code, err) and "is a folder; give a file name" in err
+
+
+def test_heuristics_reports_refuse_a_folder(tmp_path, capsys):
+    from heuristics.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["eval-tagger", "--lang", "en", "--conllu", "C", "--report", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--report" in err and "is a folder" in err
