@@ -43,14 +43,14 @@ NO_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreFals
 FREE_TEXT = {
     "rudder.train --set": "KEY=VALUE, every key and value checked by rudder.config.from_dict "
                           "(tests/train/test_config.py)",
-    "rudder.train --dataset": "rudder.runs.resolve_dataset: 'sample', a folder or a Hub id",
+    "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
-    "rudder.evaluate --dataset": "rudder.runs.resolve_dataset, then the run's experts "
+    "rudder.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the run's experts "
                                  "(tests/test_cli_hardening.py)",
-    "app --dataset": "rudder.runs.resolve_dataset",
+    "app --dataset": "rudder.runs.folders.resolve_dataset",
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
-    "app --annotate": "rudder.runs.resolve_dataset",
+    "app --annotate": "rudder.runs.folders.resolve_dataset",
     "heuristics download --lang": "rudder.languages.check_language",
     "heuristics train-tagger --lang": "rudder.languages.check_language",
     "heuristics eval-tagger --lang": "rudder.languages.check_language",
@@ -74,7 +74,7 @@ FREE_TEXT = {
     "rudder.publish --license": "a licence id written into the card "
                                 "(tests/test_model_hub_publish.py)",
     "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
-                            "checked by rudder.runs.load_run / rudder.model_hub.parse_hub_id "
+                            "checked by rudder.runs.folders.load_run / rudder.hub.models.parse_hub_id "
                             "(tests/test_model_hub.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "
@@ -85,11 +85,11 @@ FREE_TEXT = {
                                      "check_languages (tests/train/test_query_langs.py)",
     "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
-                        "rudder.runs.load_run (tests/test_model_hub.py)",
+                        "rudder.runs.folders.load_run (tests/test_model_hub.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.run --dataset": "rudder.runs.resolve_dataset",
+    "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.tune --dataset": "rudder.runs.resolve_dataset",
+    "experiments.tune --dataset": "rudder.runs.folders.resolve_dataset",
     **{f"heuristics.studies.{name} --lang": "rudder.languages.check_language(s) "
        "(tests/heuristics/test_studies_cli.py)"
        for name in ("indic_sample", "lemma_eval", "light_verbs_ud")},

@@ -1,10 +1,10 @@
-"""rudder.fusion: rank fusion (Galanopoulos & Mezaris 2021) on hand-worked cases and identities."""
+"""rudder.evaluation.fusion: rank fusion (Galanopoulos & Mezaris 2021) on hand-worked cases and identities."""
 
 import numpy as np
 import pytest
 import torch
 
-from rudder import fusion, metrics
+from rudder.evaluation import fusion, metrics
 
 # One query, three items, three models (higher similarity = better).
 M1 = np.array([[0.9, 0.5, 0.1]])  # ranks [0, 1, 2]

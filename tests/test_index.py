@@ -1,4 +1,4 @@
-"""rudder.index and rudder.index_cache: exact top-k search equal to the model's similarity,
+"""rudder.search.index and rudder.search.index_cache: exact top-k search equal to the model's similarity,
 ties, the oneDNN and plain products, caching, faiss."""
 
 import math
@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from rudder import index as index_module
-from rudder import index_cache
+from rudder.search import index as index_module
+from rudder.search import index_cache
 from rudder.data.card import Card
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
-from rudder.index import (
+from rudder.search.index import (
     SearchIndexError,
     SearchResult,
     VideoIndex,
 )
-from rudder.index_cache import load_or_build
-from rudder.index_faiss import FaissSearch
+from rudder.search.index_cache import load_or_build
+from rudder.search.index_faiss import FaissSearch
 from rudder.models import CollaborativeExperts, ModelConfig
-from rudder.topk import chunk_topk, merge_topk
+from rudder.search.topk import chunk_topk, merge_topk
 
 from .factories import caption
 from .factories import write_dataset as write_tiny_dataset
@@ -559,7 +559,7 @@ def test_unreadable_cache_entry_is_rebuilt_with_a_warning(tmp_path, caplog, monk
         path.write_bytes(path.read_bytes()[:500])
     else:
         torch.save([1, 2], path)
-    with caplog.at_level("WARNING", logger="rudder.index_cache"):
+    with caplog.at_level("WARNING", logger="rudder.search.index_cache"):
         again = load_or_build(model, folder, cache_dir=tmp_path / "cache")
     assert "rebuilding it" in caplog.text and str(path) in caplog.text
     assert torch.equal(again.embeddings, first.embeddings)

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rudder import metric_names as names
-from rudder import metrics
+from rudder.evaluation import metric_names as names
+from rudder.evaluation import metrics
 from rudder.config import SELECTIONS, from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,7 +17,7 @@ RANKS = np.array([0, 0, 1, 3, 4.5, 7, 12, 40, 60, 99], dtype=float)
 def test_every_table_and_the_selection_derive_from_the_one_list():
     from app.results_tab import KS, METRICS
     from experiments import tables
-    from rudder import results_table
+    from rudder.evaluation import results_table
 
     assert names.TABLE_METRICS == ("R1", "R5", "R10", "R50", "MdR", "MnR", "nDCG", "mAP")
     assert results_table.COLUMNS == tables.COLUMNS == METRICS == names.TABLE_METRICS
@@ -36,7 +36,7 @@ def test_the_names_are_what_the_metrics_return():
 def test_the_two_geometric_means_are_different_quantities():
     """geometric_mean = gmean(R1, R5, R10) (CE); gmean_r5_r10_r50 = gmean(R5, R10, R50)
     (RUDDER)."""
-    from rudder.selection import selection_score
+    from rudder.evaluation.selection import selection_score
 
     m = metrics.metrics_from_ranks(RANKS)
     # ranks < 1: 2 -> R1 = 20 (rank 0 only: 2); < 5: 5 -> 50; < 10: 6 -> 60; < 50: 8 -> 80

@@ -1,4 +1,4 @@
-"""rudder.metrics on hand-worked cases (arithmetic in the comments) and loop references."""
+"""rudder.evaluation.metrics on hand-worked cases (arithmetic in the comments) and loop references."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rudder import metrics
+from rudder.evaluation import metrics
 from rudder.languages import UnsupportedLanguageError
 
 LOG2_3 = math.log2(3)

@@ -3,8 +3,8 @@
 import pytest
 
 from rudder.errors import ConfigError
-from rudder.results_table import results_table, seeds_table
-from rudder.selection import selection_score
+from rudder.evaluation.results_table import results_table, seeds_table
+from rudder.evaluation.selection import selection_score
 from rudder.train import aggregate_seeds
 
 

@@ -1,4 +1,4 @@
-"""rudder.run_layout owns the files of a run: no other source names them, and its predictions,
+"""rudder.runs.layout owns the files of a run: no other source names them, and its predictions,
 history and config readers read what the writers (and earlier rudder versions) wrote."""
 
 import ast
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rudder import run_layout
+from rudder.runs import layout as run_layout
 from rudder.config import ConfigError, TrainConfig
 from rudder.errors import RunError
 

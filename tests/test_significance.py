@@ -1,9 +1,9 @@
-"""rudder.significance: bootstrap intervals and the two Wilcoxon readings, on hand examples."""
+"""rudder.evaluation.significance: bootstrap intervals and the two Wilcoxon readings, on hand examples."""
 
 import numpy as np
 import pytest
 
-from rudder import metrics, significance
+from rudder.evaluation import metrics, significance
 
 
 def test_bootstrap_ci_contains_estimate_and_shrinks_with_more_queries():

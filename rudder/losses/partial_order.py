@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from rudder.devices import upload
+from rudder.training.devices import upload
 from rudder.labels import PairLabel
 
 from ._base import (

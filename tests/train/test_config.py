@@ -93,7 +93,7 @@ def test_every_rule_names_an_existing_key():
 def test_every_valid_selection_is_scored():
     """The SELECTIONS accepted here are exactly what the trainer can score."""
     from rudder.config import SELECTIONS
-    from rudder.selection import selection_score
+    from rudder.evaluation.selection import selection_score
 
     values = {"R1": 10.0, "R5": 20.0, "R10": 30.0, "R50": 60.0, "MdR": 4.0, "MnR": 8.0,
               "geometric_mean": 18.2, "nDCG": 40.0, "mAP": 25.0}
@@ -169,7 +169,7 @@ def test_a_saved_config_reads_back_equal():
 
 def test_a_run_config_file_round_trips(tmp_path):
     from rudder.config import TrainConfig, to_dict
-    from rudder.run_layout import read_config, write_config
+    from rudder.runs.layout import read_config, write_config
 
     config = from_dict({"name": "09", "data": {"dataset": "1e3"}})
     write_config(tmp_path, config)

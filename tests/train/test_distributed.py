@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from rudder import train
-from rudder.distributed import DistContext, DistributedSetupError, init_distributed, shard_sizes
+from rudder.training.distributed import DistContext, DistributedSetupError, init_distributed, shard_sizes
 
 # SGD, not Adam: Adam is blind to a constant gradient factor, the mark of the classic DDP bugs
 # (gradients summed instead of averaged, other processes' embeddings gathered detached).
@@ -25,8 +25,8 @@ import sys
 import torch
 import torch.distributed as dist
 from rudder.config import from_dict
-from rudder.distributed import init_distributed
-from rudder.trainer import Trainer
+from rudder.training.distributed import init_distributed
+from rudder.training.trainer import Trainer
 
 dataset, out = sys.argv[1], sys.argv[2]
 config = from_dict({"device": "cpu", "epochs": 1, "model": {"dropout": 0.5, "shared_dim": 16,
@@ -104,7 +104,7 @@ def test_each_process_draws_its_own_dropout(tiny_dataset, tmp_path):
 
 
 def test_a_failing_compilation_falls_back_to_eager(monkeypatch, caplog):
-    from rudder.distributed import CompiledOrEager
+    from rudder.training.distributed import CompiledOrEager
 
     def broken(*args):
         raise RuntimeError("inductor: no C++ compiler")
@@ -136,7 +136,7 @@ def test_compiled_training_matches_eager(tiny_dataset, tmp_path, fast_args):
 
 
 def _gather_worker(rank, world, init_file, total, results):
-    from rudder.distributed import DistContext, gather_with_grad, shard
+    from rudder.training.distributed import DistContext, gather_with_grad, shard
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
                             world_size=world)
@@ -163,5 +163,5 @@ def test_one_packed_gather_returns_uneven_shares_with_their_gradients(tmp_path):
     results = mp.Manager().dict()
     mp.spawn(_gather_worker, args=(2, tmp_path / "init", 5, results), nprocs=2)
     # shares of 3 and 2 rows; a bool tensor comes back as bool; the gather's backward sums
-    # the world's gradients for each process's rows (module docstring of rudder.distributed)
+    # the world's gradients for each process's rows (module docstring of rudder.training.distributed)
     assert dict(results) == {0: (True, True, True), 1: (True, True, True)}

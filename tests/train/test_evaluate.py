@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from rudder import evaluate
-from rudder.run_layout import read_predictions
-from rudder.runs import RunError, load_run
+from rudder.evaluation import evaluate
+from rudder.runs.layout import read_predictions
+from rudder.runs.folders import RunError, load_run
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_the_old_ensemble_flag_still_fuses(two_runs, tmp_path):
 
 @pytest.mark.parametrize("how", ["avg", "max", "hybrid"])
 def test_rank_fusion_fuses_the_runs_rankings(two_runs, tmp_path, how):
-    from rudder import fusion, metrics
+    from rudder.evaluation import fusion, metrics
 
     run0, run1, _ = two_runs
     argv = ["--fuse", str(run0), str(run1), "--fusion", how, "--output", str(tmp_path / how)]

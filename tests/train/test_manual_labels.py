@@ -5,8 +5,8 @@ import torch
 
 from rudder.config import from_dict
 from rudder.data.batching import epoch_batches
-from rudder.distributed import DistContext
-from rudder.trainer import Trainer
+from rudder.training.distributed import DistContext
+from rudder.training.trainer import Trainer
 
 pytestmark = pytest.mark.slow  # loads the sample dataset twice (~15 s)
 

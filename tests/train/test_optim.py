@@ -1,9 +1,9 @@
-"""rudder.optim: optimiser and schedule registries, and the config accepting exactly their names."""
+"""rudder.training.optim: optimiser and schedule registries, and the config accepting exactly their names."""
 
 import pytest
 import torch
 
-from rudder import optim
+from rudder.training import optim
 from rudder.config import ConfigError, OptimConfig, from_dict
 
 

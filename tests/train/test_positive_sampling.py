@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from rudder.batch_supervision import distinct_text_weights
-from rudder.distributed import DistContext
+from rudder.training.batch_supervision import distinct_text_weights
+from rudder.training.distributed import DistContext
 from rudder.supervision import relevance
-from rudder.trainer import Trainer
+from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config
 

@@ -67,7 +67,7 @@ def test_a_bad_saved_config_is_named_on_resume(train_tiny, tmp_path, capsys):
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(train_tiny, tiny_dataset,
                                                                      tmp_path, capsys,
                                                                      monkeypatch):
-    from rudder.trainer import Trainer
+    from rudder.training.trainer import Trainer
 
     empty = tmp_path / "empty"  # a dataset without any video features
     shutil.copytree(tiny_dataset, empty)

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from rudder.config import SELECTIONS
-from rudder.selection import improves, selection_key, selection_score, tie_break
+from rudder.evaluation.selection import improves, selection_key, selection_score, tie_break
 
 
 def result(r5, r10, r50, mdr, mnr):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from rudder import metrics
-from rudder.distributed import DistContext
-from rudder.inference import relevance_matrix, split_metrics
-from rudder.trainer import Trainer
+from rudder.evaluation import metrics
+from rudder.training.distributed import DistContext
+from rudder.evaluation.inference import relevance_matrix, split_metrics
+from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config
 

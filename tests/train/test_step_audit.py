@@ -1,7 +1,7 @@
 """The training step never makes the host wait for the device (issue 13): no value read
 back, no data-dependent shape, no blocking copy, for every loss and supervision option.
 
-On the CPU this is checked at the dispatcher (:class:`rudder.step_audit.StepAudit`); on a
+On the CPU this is checked at the dispatcher (:class:`rudder.training.step_audit.StepAudit`); on a
 CUDA machine the same steps also run under ``torch.cuda.set_sync_debug_mode("error")``.
 """
 
@@ -12,10 +12,10 @@ import torch
 
 from rudder import losses
 from rudder.config import from_dict
-from rudder.distributed import DistContext
+from rudder.training.distributed import DistContext
 from rudder.losses import LossInputError
-from rudder.step_audit import StepAudit
-from rudder.trainer import Trainer
+from rudder.training.step_audit import StepAudit
+from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config
 

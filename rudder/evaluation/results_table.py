@@ -6,8 +6,8 @@ item) prints ``n/a``; a column that is n/a in every row is left out, with a one-
 
 from __future__ import annotations
 
-from rudder.metric_names import RELEVANCE_METRICS
-from rudder.metric_names import TABLE_METRICS as COLUMNS
+from rudder.evaluation.metric_names import RELEVANCE_METRICS
+from rudder.evaluation.metric_names import TABLE_METRICS as COLUMNS
 
 NA = "n/a"
 RELEVANT = {"nDCG": "> 0", "mAP": "= 1"}  # what counts as relevant

@@ -10,14 +10,14 @@ of their Q ranks (AVG), by their best rank (MAX), or by the mean of their Q' bes
 (Hybrid(Q'); Hybrid(1) = MAX, Hybrid(Q) = AVG).
 
 Matrices are (queries x items), numpy or torch, all of one shape; results are numpy float64
-score matrices, higher = better, so they plug into :mod:`rudder.metrics` unchanged.
+score matrices, higher = better, so they plug into :mod:`rudder.evaluation.metrics` unchanged.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rudder.metrics import _BLOCK, _as_array, _check_nan
+from rudder.evaluation.metrics import _BLOCK, _as_array, _check_nan
 
 METHODS = ("avg", "max", "hybrid")  # rank fusion
 FUSIONS = ("sum", *METHODS)  # what fuse_directions accepts
@@ -39,7 +39,7 @@ def _stack(sims_list) -> list[np.ndarray]:
 
 def rank_matrix(sims) -> np.ndarray:
     """0-based rank of every item within its query row, ties averaged (the mean of the tied
-    positions, as :func:`rudder.metrics.query_ranks`); rank 0 = most similar.
+    positions, as :func:`rudder.evaluation.metrics.query_ranks`); rank 0 = most similar.
 
     ``scipy.stats.rankdata(-sims, method="average", axis=1) - 1``, vectorised over rows.
     Galanopoulos & Mezaris do not state a tie rule; averaging keeps fusion order-independent.

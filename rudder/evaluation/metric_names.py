@@ -1,4 +1,4 @@
-"""The names of rudder's retrieval metrics, in one place (their values: :mod:`rudder.metrics`).
+"""The names of rudder's retrieval metrics, in one place (their values: :mod:`rudder.evaluation.metrics`).
 
 Every list of metric names (result tables, the app, model selection) derives from these.
 
@@ -21,12 +21,12 @@ RECALL_KS = (1, 5, 10, 50)
 RECALLS = tuple(f"R{k}" for k in RECALL_KS)
 RANK_AVERAGES = ("MdR", "MnR")  # lower is better
 GEOMETRIC_MEAN = "geometric_mean"  # gmean(R1, R5, R10), CE's
-# What rudder.metrics.retrieval_metrics / metrics_from_ranks return, in this order.
+# What rudder.evaluation.metrics.retrieval_metrics / metrics_from_ranks return, in this order.
 RANK_STATISTICS = (*RECALLS, *RANK_AVERAGES, GEOMETRIC_MEAN)
 RELEVANCE_METRICS = ("nDCG", "mAP")
 # The columns of result tables (console, experiments, app).
 TABLE_METRICS = (*RECALLS, *RANK_AVERAGES, *RELEVANCE_METRICS)
-# RUDDER's model-selection criteria (rudder.selection.selection_score).
+# RUDDER's model-selection criteria (rudder.evaluation.selection.selection_score).
 GMEAN_R5_R10_R50 = "gmean_r5_r10_r50"
 GMEAN_MDR_MNR = "gmean_mdr_mnr"
 SELECTION_METRICS = (GMEAN_R5_R10_R50, GMEAN_MDR_MNR, *RANK_STATISTICS, *RELEVANCE_METRICS)

@@ -13,8 +13,8 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses, models
-from rudder.batch_supervision import BatchSupervision
-from rudder.checkpoints import (
+from rudder.training.batch_supervision import BatchSupervision
+from rudder.training.checkpoints import (
     CHECKPOINT_VERSION,
     atomic_torch_save,
     link_or_copy,
@@ -26,11 +26,11 @@ from rudder.config import ConfigError, TrainConfig, check_new_run, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
-from rudder.devices import pick_device, upload
-from rudder.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
-from rudder.inference import similarity_matrix, split_metrics
-from rudder.optim import build_optimizer, build_scheduler
-from rudder.run_layout import (
+from rudder.training.devices import pick_device, upload
+from rudder.training.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
+from rudder.evaluation.inference import similarity_matrix, split_metrics
+from rudder.training.optim import build_optimizer, build_scheduler
+from rudder.runs.layout import (
     append_history,
     checkpoint_file,
     env_file,
@@ -41,8 +41,8 @@ from rudder.run_layout import (
     write_metrics,
     write_predictions,
 )
-from rudder.runs import RunError, environment_record, resolve_dataset
-from rudder.selection import improves, reported_value, selection_key
+from rudder.runs.folders import RunError, environment_record, resolve_dataset
+from rudder.evaluation.selection import improves, reported_value, selection_key
 from rudder.text.subwords import vocabulary_from_dict
 
 log = logging.getLogger("rudder.train")

@@ -18,7 +18,7 @@ import torch
 
 from rudder import losses
 from rudder.config import ConfigError
-from rudder.devices import upload
+from rudder.training.devices import upload
 from rudder.supervision import (
     RelationTable,
     batch_labels,
@@ -51,7 +51,7 @@ class BatchSupervision:
         unknown = sorted(self.needs - set(self.PRODUCERS))
         if unknown:
             raise ConfigError(f"loss {config.loss.name!r} reads {unknown}, which no producer of "
-                              "rudder.batch_supervision.BatchSupervision.PRODUCERS makes")
+                              "rudder.training.batch_supervision.BatchSupervision.PRODUCERS makes")
         if train.nouns is None and ({"relevance", "labels"} & set(loss.requires)
                                     or sup.positive_sampling == "relevant"):
             raise ConfigError(

@@ -1,4 +1,4 @@
-"""The files of a published model (:mod:`rudder.model_hub`'s layout) made from a training run:
+"""The files of a published model (:mod:`rudder.hub.models`'s layout) made from a training run:
 the selected checkpoint's tensors as safetensors, its config, experts and text side, the
 run's metrics and environment, and the model card.
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import yaml
 
-from rudder import model_hub as hub
+from rudder.hub import models as hub
 from rudder.atomic import atomic_write_text, replacing
 from rudder.config import dump_yaml, from_dict
 from rudder.errors import RunError
-from rudder.metric_names import RECALL_KS
-from rudder.run_layout import (
+from rudder.evaluation.metric_names import RECALL_KS
+from rudder.runs.layout import (
     checkpoint_file,
     env_file,
     is_single_run,
@@ -30,7 +30,7 @@ from rudder.run_layout import (
 )
 
 PROTOCOL = (
-    "rudder.inference.split_metrics on the test split: every caption in the model's caption "
+    "rudder.evaluation.inference.split_metrics on the test split: every caption in the model's caption "
     "languages queries all test videos (text-to-video), every test video with a caption "
     "queries all test captions (video-to-text, a video ranked by its best caption); tie-averaged "
     "ranks as Collaborative Experts' cols2metrics (break_ties=averaging); R@K (percent) counts "
@@ -82,7 +82,7 @@ LOSS_PAPERS = {
 def selected_checkpoint(run_dir: Path) -> tuple[Path, dict, dict]:
     """The run's ``best.pt`` (the checkpoint its metrics.json describes), its state and the
     metrics; a RunError for a seeds group, an unfinished run or metrics of another epoch."""
-    from rudder.checkpoints import load_checkpoint
+    from rudder.training.checkpoints import load_checkpoint
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

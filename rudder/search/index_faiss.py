@@ -4,7 +4,7 @@ Videos are grouped by availability pattern; inside a group the score's denominat
 positive number per query, so ranking by the inner product (``faiss.IndexFlatIP`` over the
 group's present experts only) is ranking by the score; the groups' top-k are merged.
 faiss picks arbitrarily among videos tied with the k-th, so it is asked for k + 1 and a row
-with a tie across the k-th place is redone exactly, as :class:`rudder.index.VideoIndex` does.
+with a tie across the k-th place is redone exactly, as :class:`rudder.search.index.VideoIndex` does.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from functools import partial
 
 import torch
 
-from rudder.index import SearchResult, VideoIndex, check_k, mixture_query
-from rudder.topk import merge_topk, settle_kth_ties, sorted_by_score
+from rudder.search.index import SearchResult, VideoIndex, check_k, mixture_query
+from rudder.search.topk import merge_topk, settle_kth_ties, sorted_by_score
 
 
 class FaissSearch:

@@ -1,4 +1,4 @@
-"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.significance`).
+"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.evaluation.significance`).
 
 Conventions (docs/architecture.md): ``sims[i, j]`` is the similarity of caption ``i`` and
 video ``j``;
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rudder.metric_names import GEOMETRIC_MEAN, RANK_STATISTICS, RECALL_KS
+from rudder.evaluation.metric_names import GEOMETRIC_MEAN, RANK_STATISTICS, RECALL_KS
 
 _BLOCK = 1 << 20  # elements per processing block (4 MB of float32: its temporaries stay in cache)
 
@@ -415,5 +415,5 @@ def relevance_metrics(sims, relevance, query_masks=None, reduction: str = "mean"
 
 def defined_queries(per_query) -> int:
     """Number of queries where a per-query metric (``reduction="none"``) is defined (not NaN):
-    the ``<metric>_queries`` that :func:`rudder.inference.split_metrics` reports beside a mean."""
+    the ``<metric>_queries`` that :func:`rudder.evaluation.inference.split_metrics` reports beside a mean."""
     return int(np.count_nonzero(~np.isnan(np.asarray(per_query, dtype=np.float64))))

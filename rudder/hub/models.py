@@ -32,8 +32,8 @@ from pathlib import Path
 from rudder.config import ConfigError, from_dict, load_yaml
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RudderError, RunError
-from rudder.hub import hub_offline
-from rudder.run_layout import (
+from rudder.hub.offline import hub_offline
+from rudder.runs.layout import (
     config_file,
     env_file,
     find_checkpoint,
@@ -45,7 +45,7 @@ PREFIX = "hf://"
 FORMAT_VERSION = 1
 WEIGHTS, MANIFEST, TEXT_SIDE, CARD = "model.safetensors", "model.json", "text_side.json", \
     "README.md"
-# named like the run's files (rudder.run_layout owns those names)
+# named like the run's files (rudder.runs.layout owns those names)
 CONFIG, METRICS, ENV = config_file(".").name, metrics_file(".").name, env_file(".").name
 MODEL_FILES = (WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE, METRICS, ENV, CARD)
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
@@ -387,9 +387,9 @@ def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
 
 
 def load_model(spec, device: str = "cpu", dataset: str | None = None):
-    """A :class:`rudder.runs.LoadedRun` from a Hub id or a published folder, on ``dataset``
+    """A :class:`rudder.runs.folders.LoadedRun` from a Hub id or a published folder, on ``dataset``
     (default: the one it was trained on), refused when the dataset does not fit."""
-    from rudder.runs import LoadedRun, resolve_dataset
+    from rudder.runs.folders import LoadedRun, resolve_dataset
 
     resolved = resolve(spec)
     published = rebuild(resolved.path, device)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rudder import metrics
+from rudder.evaluation import metrics
 from rudder.data.loader import SplitData, VideoData
 from rudder.supervision import relevance
 

@@ -16,9 +16,9 @@ top k is then scored in float32 with the formula above. Batches of queries, or
 one availability pattern: there the denominator is one number per query, so ranking by the
 numerator (one matrix product over the present experts only, with the group's rows packed
 ahead of time for oneDNN: :func:`pack_rows`) is ranking by the score, as in
-:class:`rudder.index_faiss.FaissSearch`, and only the k + 1 best numerators are divided.
-Ties are ranked by the lower video index first (as in :mod:`rudder.metrics`); the paths
-agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.index_cache`.
+:class:`rudder.search.index_faiss.FaissSearch`, and only the k + 1 best numerators are divided.
+Ties are ranked by the lower video index first (as in :mod:`rudder.evaluation.metrics`); the paths
+agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.search.index_cache`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import torch
 
 from rudder.atomic import replacing
-from rudder.checkpoints import read_plain
+from rudder.training.checkpoints import read_plain
 from rudder.errors import RudderError
-from rudder.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
+from rudder.search.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
 
 INDEX_VERSION = 1
 
@@ -320,7 +320,7 @@ class VideoIndex:
         """Exact top-k by availability pattern: inside a group the denominator is one number
         per query, so the top k + 1 numerators (products over the present experts only) are
         the top k + 1 scores and only those are divided; a tie across the k-th place is
-        settled on the divided row (:func:`rudder.topk.settle_kth_ties`)."""
+        settled on the divided row (:func:`rudder.search.topk.settle_kth_ties`)."""
         tiny = torch.finfo(torch.float32).tiny
         best = None
         for members, columns, pattern, chunks in self._packed_groups(chunk_size):

@@ -223,9 +223,9 @@ REQUIRED_ARRAYS = ("sims", "query_masks", "caption_ids", "video_ids", "ranks_t2v
 
 
 def write_predictions(path, sims, query_masks, caption_ids, video_ids, sims_v2t=None) -> Path:
-    """Save scores with their per-query ranks (:func:`rudder.metrics.query_ranks` of each
+    """Save scores with their per-query ranks (:func:`rudder.evaluation.metrics.query_ranks` of each
     direction), compressed, through a temporary file and a rename; returns ``path``."""
-    from rudder import metrics
+    from rudder.evaluation import metrics
 
     sims = np.asarray(sims, dtype=np.float32)
     masks = np.asarray(query_masks)

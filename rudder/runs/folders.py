@@ -1,5 +1,5 @@
 """Run directories, resuming them, and loading a trained run (used by evaluate and the app);
-the files inside a run are :mod:`rudder.run_layout`'s.
+the files inside a run are :mod:`rudder.runs.layout`'s.
 
 torch and the model are imported inside the functions that load a run, so command lines
 that only manage run folders (``rudder.train --help``, argument errors) start fast.
@@ -21,7 +21,7 @@ from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
 from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.errors import RunError
 from rudder.optional import check_installed, config_needs
-from rudder.run_layout import (
+from rudder.runs.layout import (
     checkpoint_file,
     checkpoints_under,
     find_checkpoint,
@@ -247,12 +247,13 @@ def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> N
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
-    (:mod:`rudder.model_hub`) for inference (the model is in eval mode)."""
-    from rudder import model_hub, models
+    (:mod:`rudder.hub.models`) for inference (the model is in eval mode)."""
+    from rudder import models
+    from rudder.hub import models as model_hub
 
     if model_hub.is_model_reference(path):
         return model_hub.load_model(path, device, dataset)
-    from rudder.checkpoints import load_checkpoint
+    from rudder.training.checkpoints import load_checkpoint
     from rudder.text.subwords import vocabulary_from_dict
 
     checkpoint = find_checkpoint(path)

@@ -1,6 +1,6 @@
 """Exact top-k of rows of scores, ties broken by the lower index first.
 
-The tie convention is :mod:`rudder.metrics`'s (a stable sort by decreasing score);
+The tie convention is :mod:`rudder.evaluation.metrics`'s (a stable sort by decreasing score);
 ``torch.topk`` alone leaves the choice among values tied with the k-th arbitrary.
 """
 

@@ -1,4 +1,4 @@
-"""The on-disk cache of video indexes (:class:`rudder.index.VideoIndex`).
+"""The on-disk cache of video indexes (:class:`rudder.search.index.VideoIndex`).
 
 The per-expert video embeddings of a collection are computed once with the model and
 cached under a key made of the model's fingerprint (the checkpoint's, or a hash of the
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
-from rudder.index import INDEX_VERSION, SearchIndexError, VideoIndex
+from rudder.search.index import INDEX_VERSION, SearchIndexError, VideoIndex
 from rudder.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def build_index(
 ) -> VideoIndex:
     """Embed every video of ``splits`` (default: all present) with ``model`` (eval mode)."""
     from rudder.data.loader import load_videos
-    from rudder.inference import embed_videos
+    from rudder.evaluation.inference import embed_videos
 
     splits = list(splits or present_splits(dataset))
     if not splits:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rudder.metrics import rank_statistic
+from rudder.evaluation.metrics import rank_statistic
 
 _RESAMPLE_BLOCK = 1 << 22  # resampled values drawn at once (32 MB of float64)
 
@@ -39,10 +39,10 @@ def bootstrap_ci(
 ) -> ConfidenceInterval:
     """Percentile bootstrap interval over queries (Efron & Tibshirani 1993, ch. 13).
 
-    ``values``: per-query ranks (:func:`rudder.metrics.query_ranks`) or per-query scores
+    ``values``: per-query ranks (:func:`rudder.evaluation.metrics.query_ranks`) or per-query scores
     (e.g. ``ndcg(..., reduction="none")``); NaN entries (masked queries) are dropped.
     ``statistic``: one of R1, R5, R10, R50, MdR, MnR, geometric_mean (on 0-based ranks, with
-    :func:`rudder.metrics.metrics_from_ranks`' definitions), "mean", or a callable mapping an
+    :func:`rudder.evaluation.metrics.metrics_from_ranks`' definitions), "mean", or a callable mapping an
     (B, n) array of resamples to (B,) values. Queries are resampled with replacement
     ``n_resamples`` times (all resamples drawn at once per block, numpy ``default_rng(seed)``);
     the interval is the (1 - confidence)/2 and (1 + confidence)/2 quantiles (linear
@@ -154,7 +154,7 @@ def wilcoxon_median_ranks(ranks_a, ranks_b) -> MedianRankTest:
 
     ``ranks_a``, ``ranks_b``: (experiments, queries) 0-based ranks, row e of both from the same
     experiment (seed). Each experiment's MdR (median rank + 1 over its valid queries, as
-    :func:`rudder.metrics.metrics_from_ranks`) is computed per method, then
+    :func:`rudder.evaluation.metrics.metrics_from_ranks`) is computed per method, then
     :func:`wilcoxon_ranks` pairs the methods experiment by experiment (``n_pairs`` =
     experiments).
     """

@@ -29,9 +29,9 @@ def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> 
 def training_langs(path) -> list[str]:
     """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
     published model (folder or ``hf://`` id: its ``text_side.json``)."""
-    from rudder import model_hub
-    from rudder.checkpoints import load_checkpoint
-    from rudder.run_layout import config_file, find_checkpoint, read_config, run_of_checkpoint
+    from rudder.hub import models as model_hub
+    from rudder.training.checkpoints import load_checkpoint
+    from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
 
     if model_hub.is_model_reference(path):
         folder = model_hub.resolve(path).path
