@@ -42,7 +42,7 @@ NO_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreFals
 # Free-text flags (no type to check at parse time): how each is validated, and where.
 FREE_TEXT = {
     "rudder.train --set": "KEY=VALUE, every key and value checked by rudder.config.from_dict "
-                          "(tests/train/test_config.py)",
+                          "(tests/config/test_config.py)",
     "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
     "rudder.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the run's experts "
@@ -69,23 +69,23 @@ FREE_TEXT = {
     "datasets_scripts build msrvtt --split-lists": "file names inside --src",
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
     "rudder.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
-                                "(tests/test_model_hub_publish.py)",
+                                "(tests/hub/test_model_hub_publish.py)",
     "rudder.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
     "rudder.publish --license": "a licence id written into the card "
-                                "(tests/test_model_hub_publish.py)",
+                                "(tests/hub/test_model_hub_publish.py)",
     "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
                             "checked by rudder.runs.folders.load_run / rudder.hub.models.parse_hub_id "
-                            "(tests/test_model_hub.py)",
+                            "(tests/hub/test_model_hub.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "
                                               "(tests/datasets_scripts/test_videos_experts.py)",
     "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
                                              "(tests/datasets_scripts/test_videos_build.py)",
     "rudder.evaluate --query-langs": "language codes, checked by rudder.languages."
-                                     "check_languages (tests/train/test_query_langs.py)",
+                                     "check_languages (tests/evaluation/test_query_langs.py)",
     "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
-                        "rudder.runs.folders.load_run (tests/test_model_hub.py)",
+                        "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
     "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",

@@ -1,6 +1,6 @@
 """The files of a run directory: their paths, and the readers and writers the parts share.
 
-Every other module reaches a run's files through this one (``tests/test_run_layout.py``
+Every other module reaches a run's files through this one (``tests/runs/test_run_layout.py``
 checks that no other source names them). A run directory (``python -m rudder.train``)::
 
     config.yaml              the resolved config          write_config / read_config

@@ -9,7 +9,7 @@ dispatcher, where they look the same on every device, so the CPU test suite chec
 property that matters on a GPU. What dispatches nothing on the CPU stays unseen there: a
 ``.tolist()``, ``.numpy()`` or ``.cpu()`` that would copy a CUDA tensor to the host is a no-op
 on a CPU tensor; on CUDA, ``set_sync_debug_mode("error")`` is the second check that catches
-those too (``tests/train/test_step_audit.py``). It also counts the dispatched ops: on a GPU
+those too (``tests/training/test_step_audit.py``). It also counts the dispatched ops: on a GPU
 nearly each is a kernel launch, so the count is the step's launch cost
 (``benchmarks/bench_step.py``).
 """

@@ -15,7 +15,7 @@ from rudder.data.layout import DatasetFolder
 from rudder.errors import RunError
 from rudder.runs.folders import load_run
 
-from .factories import concept_dataset
+from ..factories import concept_dataset
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 FAST = ["--epochs", "2", "--set", "data.batch_size=8", "--set", "model.shared_dim=16",

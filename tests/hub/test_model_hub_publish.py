@@ -12,7 +12,7 @@ from rudder.evaluation import evaluate
 from rudder.hub import model_card, models as model_hub, publish
 from rudder.runs.layout import metrics_file
 
-from .factories import concept_dataset
+from ..factories import concept_dataset
 from .test_model_hub import FAST, SHA, fake_cache, hf_cache  # noqa: F401 -- a fixture
 
 

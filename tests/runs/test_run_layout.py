@@ -13,9 +13,9 @@ from rudder.runs import layout as run_layout
 from rudder.config import ConfigError, TrainConfig
 from rudder.errors import RunError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("rudder", "heuristics", "app", "datasets_scripts", "experiments", "benchmarks")
-OWNER = ROOT / "rudder" / "run_layout.py"
+OWNER = ROOT / "rudder" / "runs" / "layout.py"
 # A string that names a run file as a path (alone, or beside a slash), not prose about it.
 RUN_FILE = re.compile(
     r"(^|/)(config\.yaml|env\.json|train\.log|metrics\.jsonl?|checkpoints|predictions(\.npz)?"

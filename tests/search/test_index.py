@@ -23,8 +23,8 @@ from rudder.search.index_faiss import FaissSearch
 from rudder.models import CollaborativeExperts, ModelConfig
 from rudder.search.topk import chunk_topk, merge_topk
 
-from .factories import caption
-from .factories import write_dataset as write_tiny_dataset
+from ..factories import caption
+from ..factories import write_dataset as write_tiny_dataset
 
 EXPERTS = {"scene": ExpertInfo(10), "object": ExpertInfo(6), "audio@mr": ExpertInfo(4, True)}
 

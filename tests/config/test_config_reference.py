@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rudder.config import TrainConfig, parse_yaml, to_dict
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "config.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 ROW = re.compile(r"^\| `([\w.]+)` \| `([^`]*)` \|", re.MULTILINE)
 LEAVES = ("params", "word_vectors")  # mappings that are values, not sections
 
