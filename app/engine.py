@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rudder.languages import SUPPORTED, check_language
 from rudder.search.index import VideoIndex, mixture_query
 from rudder.search.index_cache import load_or_build
-from rudder.languages import SUPPORTED, check_language
 from rudder.text import tokenize
 
 from .collection import Collection

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from rudder import train
-from rudder.evaluation import metrics
 from rudder.data.loader import load_split
+from rudder.evaluation import metrics
 from rudder.evaluation.inference import similarity_matrix
 from rudder.runs.folders import load_run
 from rudder.text import tokenize

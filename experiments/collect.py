@@ -3,7 +3,8 @@ nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
 
 Per-query values come from each run's test predictions (:mod:`rudder.runs.layout`: the
 similarities of its ``best.pt`` on the test split, written by the trainer) and the test split's
-relevance (:func:`rudder.evaluation.inference.relevance_matrix`: R of docs/architecture.md, the run's ``rho``).
+relevance (:func:`rudder.evaluation.inference.relevance_matrix`: R of docs/architecture.md, the
+run's ``rho``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rudder.evaluation import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
+from rudder.evaluation import fusion, metrics
 from rudder.evaluation.inference import relevance_matrix, split_metrics
+from rudder.runs.folders import LoadedRun, RunError, load_run
 from rudder.runs.layout import (
     metrics_file,
     predictions_file,
@@ -27,7 +29,6 @@ from rudder.runs.layout import (
     write_metrics,
     write_predictions,
 )
-from rudder.runs.folders import LoadedRun, RunError, load_run
 
 DIRECTIONS = ("t2v", "v2t")
 
@@ -104,7 +105,8 @@ def per_query(
     """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows; see
     docs/architecture.md).
 
-    Ranks: :func:`rudder.evaluation.metrics.query_ranks` (t2v one per caption row, v2t one per video).
+    Ranks: :func:`rudder.evaluation.metrics.query_ranks` (t2v one per caption row, v2t one per
+    video).
     nDCG/mAP: :func:`rudder.evaluation.metrics.ndcg` / ``mean_average_precision`` with
     ``reduction="none"`` on the valid rows (t2v) or on the transposed valid block (v2t), as
     :func:`rudder.evaluation.inference.split_metrics` computes their means; fractions in [0, 1], NaN

@@ -17,16 +17,16 @@ Definitions:
   n/a in every row is left out of the markdown with a note.
 - Tests (:func:`compare`), both directions, over the seeds both rows have, two-sided, zero
   differences discarded:
-  per caption (t2v only; :func:`rudder.evaluation.significance.wilcoxon_seed_averaged`): each caption's
-  rank averaged over the seeds, paired by caption; per video
+  per caption (t2v only; :func:`rudder.evaluation.significance.wilcoxon_seed_averaged`): each
+  caption's rank averaged over the seeds, paired by caption; per video
   (:func:`rudder.evaluation.significance.wilcoxon_per_video`): the rank difference averaged over a
   video's captions and the seeds, paired by video (v2t queries are videos, so there the
   two coincide and only the per-video test is reported); the mean rank difference A - B with
   a 95% cluster-bootstrap interval over videos
   (:func:`rudder.evaluation.significance.cluster_bootstrap_mean_difference`); and each seed's median
   rank (MdR) paired by seed, whose p-value cannot go below 2 / 2**seeds. Holm's adjustment
-  (:func:`rudder.evaluation.significance.holm`) runs over all the per-video p-values of a table (every
-  comparison, both directions), and separately over its per-caption p-values.
+  (:func:`rudder.evaluation.significance.holm`) runs over all the per-video p-values of a table
+  (every comparison, both directions), and separately over its per-caption p-values.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from rudder.atomic import staged_folder, swap_into_place
-from rudder.runs.layout import metrics_file, read_metrics
 from rudder.runs.folders import resolve_dataset
+from rudder.runs.layout import metrics_file, read_metrics
 
 LANGS = ["mr", "hi", "ta", "te", "en"]
 E5 = ["--set", "data.text_encoder=multilingual-e5"]

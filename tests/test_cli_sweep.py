@@ -74,7 +74,8 @@ FREE_TEXT = {
     "rudder.publish --license": "a licence id written into the card "
                                 "(tests/hub/test_model_hub_publish.py)",
     "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
-                            "checked by rudder.runs.folders.load_run / rudder.hub.models.parse_hub_id "
+                            "checked by rudder.runs.folders.load_run / "
+                            "rudder.hub.models.parse_hub_id "
                             "(tests/hub/test_model_hub.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "

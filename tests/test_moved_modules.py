@@ -35,7 +35,7 @@ def test_an_old_name_is_the_same_module_object_and_warns():
             "assert [str(w.message) for w in caught if w.category is DeprecationWarning] == "
             "['rudder.metrics is now rudder.evaluation.metrics; import it from there']\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+                            text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
 
 
@@ -49,4 +49,4 @@ def test_run_folder_names_still_import_from_the_package():
 
     assert load_run is folders.load_run
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        importlib.import_module("rudder.runs").nope
+        getattr(importlib.import_module("rudder.runs"), "nope")  # noqa: B009 -- the lazy lookup

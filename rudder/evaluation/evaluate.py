@@ -2,7 +2,8 @@
 
 ``rudder.evaluate A B`` evaluates each run on its own. ``--fuse A B`` (old spelling
 ``--ensemble``) sums the similarity matrices of the runs; ``--fusion avg|max|hybrid`` fuses
-their rankings instead (Galanopoulos & Mezaris 2021; both: :func:`rudder.evaluation.fusion.fuse_directions`).
+their rankings instead (Galanopoulos & Mezaris 2021; both:
+:func:`rudder.evaluation.fusion.fuse_directions`).
 Metrics and predictions are printed and written to ``--output`` (default: the run's
 ``evaluations/<split>-single/``, or the first fused run's ``evaluations/<split>-fusion-<method>/``,
 so fusions never overwrite each other; with several single runs, ``--output`` gets one
@@ -16,22 +17,27 @@ from pathlib import Path
 
 import torch
 
-from rudder.evaluation import fusion
-from rudder.hub import models as model_hub
 from rudder.cli import ArgumentParser, folder, int_in
 from rudder.data.loader import build_class_index, load_split
-from rudder.training.devices import pick_device
 from rudder.errors import RunError, exit_on_error
+from rudder.evaluation import fusion
 from rudder.evaluation.inference import similarity_matrix, split_metrics
-from rudder.evaluation.query_langs import check_pivots, check_query_langs, training_langs, transfer_table
+from rudder.evaluation.query_langs import (
+    check_pivots,
+    check_query_langs,
+    training_langs,
+    transfer_table,
+)
 from rudder.evaluation.results_table import results_table
+from rudder.hub import models as model_hub
+from rudder.runs.folders import load_run
 from rudder.runs.layout import (
     evaluation_dir,
     evaluation_predictions_file,
     write_metrics,
     write_predictions,
 )
-from rudder.runs.folders import load_run
+from rudder.training.devices import pick_device
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rudder.evaluation import metrics
 from rudder.data.loader import SplitData, VideoData
+from rudder.evaluation import metrics
 from rudder.supervision import relevance
 
 

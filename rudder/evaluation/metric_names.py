@@ -1,4 +1,5 @@
-"""The names of rudder's retrieval metrics, in one place (their values: :mod:`rudder.evaluation.metrics`).
+"""The names of rudder's retrieval metrics, in one place (their values:
+:mod:`rudder.evaluation.metrics`).
 
 Every list of metric names (result tables, the app, model selection) derives from these.
 

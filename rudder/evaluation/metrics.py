@@ -1,4 +1,5 @@
-"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests: :mod:`rudder.evaluation.significance`).
+"""Retrieval metrics: R@K, MdR, MnR, nDCG, mAP (significance tests:
+:mod:`rudder.evaluation.significance`).
 
 Conventions (docs/architecture.md): ``sims[i, j]`` is the similarity of caption ``i`` and
 video ``j``;
@@ -415,5 +416,6 @@ def relevance_metrics(sims, relevance, query_masks=None, reduction: str = "mean"
 
 def defined_queries(per_query) -> int:
     """Number of queries where a per-query metric (``reduction="none"``) is defined (not NaN):
-    the ``<metric>_queries`` that :func:`rudder.evaluation.inference.split_metrics` reports beside a mean."""
+    the ``<metric>_queries`` that :func:`rudder.evaluation.inference.split_metrics` reports beside
+    a mean."""
     return int(np.count_nonzero(~np.isnan(np.asarray(per_query, dtype=np.float64))))

@@ -30,8 +30,8 @@ def training_langs(path) -> list[str]:
     """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
     published model (folder or ``hf://`` id: its ``text_side.json``)."""
     from rudder.hub import models as model_hub
-    from rudder.training.checkpoints import load_checkpoint
     from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
+    from rudder.training.checkpoints import load_checkpoint
 
     if model_hub.is_model_reference(path):
         folder = model_hub.resolve(path).path

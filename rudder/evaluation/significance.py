@@ -42,7 +42,8 @@ def bootstrap_ci(
     ``values``: per-query ranks (:func:`rudder.evaluation.metrics.query_ranks`) or per-query scores
     (e.g. ``ndcg(..., reduction="none")``); NaN entries (masked queries) are dropped.
     ``statistic``: one of R1, R5, R10, R50, MdR, MnR, geometric_mean (on 0-based ranks, with
-    :func:`rudder.evaluation.metrics.metrics_from_ranks`' definitions), "mean", or a callable mapping an
+    :func:`rudder.evaluation.metrics.metrics_from_ranks`' definitions), "mean", or a callable
+    mapping an
     (B, n) array of resamples to (B,) values. Queries are resampled with replacement
     ``n_resamples`` times (all resamples drawn at once per block, numpy ``default_rng(seed)``);
     the interval is the (1 - confidence)/2 and (1 + confidence)/2 quantiles (linear

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from rudder.hub import models as hub
 from rudder.atomic import atomic_write_text, replacing
 from rudder.config import dump_yaml, from_dict
 from rudder.errors import RunError
 from rudder.evaluation.metric_names import RECALL_KS
+from rudder.hub import models as hub
 from rudder.runs.layout import (
     checkpoint_file,
     env_file,
@@ -30,8 +30,8 @@ from rudder.runs.layout import (
 )
 
 PROTOCOL = (
-    "rudder.evaluation.inference.split_metrics on the test split: every caption in the model's caption "
-    "languages queries all test videos (text-to-video), every test video with a caption "
+    "rudder.evaluation.inference.split_metrics on the test split: every caption in the model's "
+    "caption languages queries all test videos (text-to-video), every test video with a caption "
     "queries all test captions (video-to-text, a video ranked by its best caption); tie-averaged "
     "ranks as Collaborative Experts' cols2metrics (break_ties=averaging); R@K (percent) counts "
     "ranks below K, R@1 an untied first place; MdR/MnR in ranks; nDCG and mAP (percent) over "

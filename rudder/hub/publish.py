@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rudder.hub import models as hub
 from rudder.atomic import staged_folder, swap_into_place
 from rudder.cli import ArgumentParser, float_in, folder
 from rudder.errors import RunError, exit_on_error
+from rudder.hub import models as hub
 from rudder.hub.offline import bounded_session, hub_offline
 
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import torch
 
 from rudder.atomic import replacing
-from rudder.training.checkpoints import read_plain
 from rudder.errors import RudderError
 from rudder.search.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
+from rudder.training.checkpoints import read_plain
 
 INDEX_VERSION = 1
 

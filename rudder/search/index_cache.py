@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
-from rudder.search.index import INDEX_VERSION, SearchIndexError, VideoIndex
 from rudder.paths import cache_dir
+from rudder.search.index import INDEX_VERSION, SearchIndexError, VideoIndex
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ import torch
 
 from rudder import losses
 from rudder.config import ConfigError
-from rudder.training.devices import upload
 from rudder.supervision import (
     RelationTable,
     batch_labels,
@@ -27,6 +26,7 @@ from rudder.supervision import (
     relevance,
 )
 from rudder.text import CaptionSimilarity
+from rudder.training.devices import upload
 
 
 class BatchSupervision:

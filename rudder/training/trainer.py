@@ -13,23 +13,13 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses, models
-from rudder.training.batch_supervision import BatchSupervision
-from rudder.training.checkpoints import (
-    CHECKPOINT_VERSION,
-    atomic_torch_save,
-    link_or_copy,
-    load_checkpoint,
-    restore_generator,
-    restore_scaler,
-)
 from rudder.config import ConfigError, TrainConfig, check_new_run, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
-from rudder.training.devices import pick_device, upload
-from rudder.training.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.evaluation.inference import similarity_matrix, split_metrics
-from rudder.training.optim import build_optimizer, build_scheduler
+from rudder.evaluation.selection import improves, reported_value, selection_key
+from rudder.runs.folders import RunError, environment_record, resolve_dataset
 from rudder.runs.layout import (
     append_history,
     checkpoint_file,
@@ -41,9 +31,19 @@ from rudder.runs.layout import (
     write_metrics,
     write_predictions,
 )
-from rudder.runs.folders import RunError, environment_record, resolve_dataset
-from rudder.evaluation.selection import improves, reported_value, selection_key
 from rudder.text.subwords import vocabulary_from_dict
+from rudder.training.batch_supervision import BatchSupervision
+from rudder.training.checkpoints import (
+    CHECKPOINT_VERSION,
+    atomic_torch_save,
+    link_or_copy,
+    load_checkpoint,
+    restore_generator,
+    restore_scaler,
+)
+from rudder.training.devices import pick_device, upload
+from rudder.training.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
+from rudder.training.optim import build_optimizer, build_scheduler
 
 log = logging.getLogger("rudder.train")
 

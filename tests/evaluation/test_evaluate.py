@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rudder.evaluation import evaluate
-from rudder.runs.layout import read_predictions
 from rudder.runs.folders import RunError, load_run
+from rudder.runs.layout import read_predictions
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""rudder.evaluation.fusion: rank fusion (Galanopoulos & Mezaris 2021) on hand-worked cases and identities."""
+"""rudder.evaluation.fusion: rank fusion (Galanopoulos & Mezaris 2021) on hand-worked cases and
+identities."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""rudder.evaluation.metrics on hand-worked cases (arithmetic in the comments) and loop references."""
+"""rudder.evaluation.metrics on hand-worked cases (arithmetic in the comments) and loop
+references."""
 
 import math
 

@@ -122,7 +122,8 @@ def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_data
 def test_query_langs_on_a_published_folder(marathi_run, tmp_path, monkeypatch):
     """Training languages of a published model come from its text_side.json, and are read
     before any evaluation work (a broken one fails before evaluate_runs runs)."""
-    from rudder.hub import models as model_hub, publish
+    from rudder.hub import models as model_hub
+    from rudder.hub import publish
 
     run, _ = marathi_run
     published = tmp_path / "pub"

@@ -1,4 +1,5 @@
-"""rudder.evaluation.significance: bootstrap intervals and the two Wilcoxon readings, on hand examples."""
+"""rudder.evaluation.significance: bootstrap intervals and the two Wilcoxon readings, on hand
+examples."""
 
 import numpy as np
 import pytest

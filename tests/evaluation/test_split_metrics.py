@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from rudder.evaluation import metrics
-from rudder.training.distributed import DistContext
 from rudder.evaluation.inference import relevance_matrix, split_metrics
+from rudder.training.distributed import DistContext
 from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config

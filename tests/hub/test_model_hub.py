@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from rudder.evaluation import evaluate
-from rudder.hub import models as model_hub, publish
 from rudder.data.layout import DatasetFolder
 from rudder.errors import RunError
+from rudder.evaluation import evaluate
+from rudder.hub import models as model_hub
+from rudder.hub import publish
 from rudder.runs.folders import load_run
 
 from ..factories import concept_dataset

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from rudder.evaluation import evaluate
-from rudder.hub import model_card, models as model_hub, publish
+from rudder.hub import model_card, publish
+from rudder.hub import models as model_hub
 from rudder.runs.layout import metrics_file
 
 from ..factories import concept_dataset

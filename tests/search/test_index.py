@@ -1,4 +1,5 @@
-"""rudder.search.index and rudder.search.index_cache: exact top-k search equal to the model's similarity,
+"""rudder.search.index and rudder.search.index_cache: exact top-k search equal to the model's
+similarity,
 ties, the oneDNN and plain products, caching, faiss."""
 
 import math
@@ -9,10 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from rudder.search import index as index_module
-from rudder.search import index_cache
 from rudder.data.card import Card
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
+from rudder.models import CollaborativeExperts, ModelConfig
+from rudder.search import index as index_module
+from rudder.search import index_cache
 from rudder.search.index import (
     SearchIndexError,
     SearchResult,
@@ -20,7 +22,6 @@ from rudder.search.index import (
 )
 from rudder.search.index_cache import load_or_build
 from rudder.search.index_faiss import FaissSearch
-from rudder.models import CollaborativeExperts, ModelConfig
 from rudder.search.topk import chunk_topk, merge_topk
 
 from ..factories import caption

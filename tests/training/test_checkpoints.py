@@ -12,15 +12,15 @@ import pytest
 import torch
 
 from rudder import train
+from rudder.errors import RunError
 from rudder.evaluation import evaluate
+from rudder.runs.folders import load_run
 from rudder.training.checkpoints import (
     CHECKPOINT_VERSION,
     load_checkpoint,
     restore_generator,
     restore_scaler,
 )
-from rudder.errors import RunError
-from rudder.runs.folders import load_run
 
 REPO = Path(__file__).resolve().parents[2]
 

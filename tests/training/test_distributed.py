@@ -13,7 +13,12 @@ import torch
 import torch.distributed as dist
 
 from rudder import train
-from rudder.training.distributed import DistContext, DistributedSetupError, init_distributed, shard_sizes
+from rudder.training.distributed import (
+    DistContext,
+    DistributedSetupError,
+    init_distributed,
+    shard_sizes,
+)
 
 # SGD, not Adam: Adam is blind to a constant gradient factor, the mark of the classic DDP bugs
 # (gradients summed instead of averaged, other processes' embeddings gathered detached).
@@ -163,5 +168,6 @@ def test_one_packed_gather_returns_uneven_shares_with_their_gradients(tmp_path):
     results = mp.Manager().dict()
     mp.spawn(_gather_worker, args=(2, tmp_path / "init", 5, results), nprocs=2)
     # shares of 3 and 2 rows; a bool tensor comes back as bool; the gather's backward sums
-    # the world's gradients for each process's rows (module docstring of rudder.training.distributed)
+    # the world's gradients for each process's rows (module docstring of
+    # rudder.training.distributed)
     assert dict(results) == {0: (True, True, True), 1: (True, True, True)}

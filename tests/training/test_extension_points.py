@@ -10,13 +10,13 @@ import torch
 import torch.nn.functional as F
 
 from rudder import losses, models
-from rudder.training.batch_supervision import BatchSupervision
 from rudder.config import ConfigError
-from rudder.training.distributed import DistContext
 from rudder.losses import _base
 from rudder.models.ce import CollaborativeExperts
 from rudder.runs.folders import load_run
 from rudder.text import CaptionSimilarity
+from rudder.training.batch_supervision import BatchSupervision
+from rudder.training.distributed import DistContext
 from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config

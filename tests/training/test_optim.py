@@ -1,10 +1,11 @@
-"""rudder.training.optim: optimiser and schedule registries, and the config accepting exactly their names."""
+"""rudder.training.optim: optimiser and schedule registries, and the config accepting exactly their
+names."""
 
 import pytest
 import torch
 
-from rudder.training import optim
 from rudder.config import ConfigError, OptimConfig, from_dict
+from rudder.training import optim
 
 
 def parameters():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from rudder.supervision import relevance
 from rudder.training.batch_supervision import distinct_text_weights
 from rudder.training.distributed import DistContext
-from rudder.supervision import relevance
 from rudder.training.trainer import Trainer
 
 from ..factories import tiny_config

@@ -12,8 +12,8 @@ import torch
 
 from rudder import losses
 from rudder.config import from_dict
-from rudder.training.distributed import DistContext
 from rudder.losses import LossInputError
+from rudder.training.distributed import DistContext
 from rudder.training.step_audit import StepAudit
 from rudder.training.trainer import Trainer
 
