@@ -45,7 +45,8 @@ FREE_TEXT = {
                           "(tests/config/test_config.py)",
     "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
-    "rudder.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the run's experts "
+    "rudder.evaluation.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the "
+                                            "run's experts "
                                  "(tests/test_cli_hardening.py)",
     "app --dataset": "rudder.runs.folders.resolve_dataset",
     "app --host": "handed to the server; a bad address fails when it binds",
@@ -68,12 +69,12 @@ FREE_TEXT = {
     "datasets_scripts build charades_sta --clip-lists": "file names inside --src",
     "datasets_scripts build msrvtt --split-lists": "file names inside --src",
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
-    "rudder.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
+    "rudder.hub.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
                                 "(tests/hub/test_model_hub_publish.py)",
-    "rudder.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
-    "rudder.publish --license": "a licence id written into the card "
+    "rudder.hub.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
+    "rudder.hub.publish --license": "a licence id written into the card "
                                 "(tests/hub/test_model_hub_publish.py)",
-    "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
+    "rudder.evaluation.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
                             "checked by rudder.runs.folders.load_run / "
                             "rudder.hub.models.parse_hub_id "
                             "(tests/hub/test_model_hub.py)",
@@ -82,9 +83,9 @@ FREE_TEXT = {
                                               "(tests/datasets_scripts/test_videos_experts.py)",
     "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
                                              "(tests/datasets_scripts/test_videos_build.py)",
-    "rudder.evaluate --query-langs": "language codes, checked by rudder.languages."
+    "rudder.evaluation.evaluate --query-langs": "language codes, checked by rudder.languages."
                                      "check_languages (tests/evaluation/test_query_langs.py)",
-    "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
+    "rudder.evaluation.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
                         "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
@@ -283,7 +284,8 @@ def sandbox(tmp_path, monkeypatch, cache):
 def test_commands_are_found():
     """The sweep sees every command line of the project (a new one joins by itself)."""
     names = {name for name, *_ in commands()}
-    assert {"rudder.train", "rudder.evaluate", "rudder.data.sample", "app", "heuristics label",
+    assert {"rudder.train", "rudder.evaluation.evaluate", "rudder.hub.publish",
+            "rudder.data.sample", "app", "heuristics label",
             "heuristics import-relations", "heuristics video-relations",
             "datasets_scripts translate", "datasets_scripts build rudder",
             "datasets_scripts publish", "experiments.run", "experiments.tune"} <= names
