@@ -46,8 +46,7 @@ FREE_TEXT = {
     "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
     "rudder.evaluation.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the "
-                                            "run's experts "
-                                 "(tests/test_cli_hardening.py)",
+                                            "run's experts (tests/test_cli_hardening.py)",
     "app --dataset": "rudder.runs.folders.resolve_dataset",
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
