@@ -130,7 +130,7 @@ def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
     language of ``languages``."""
     from rudder.config import DataConfig
     from rudder.errors import RudderError
-    from rudder.run_layout import checkpoints_under, read_config, run_of_checkpoint
+    from rudder.runs.layout import checkpoints_under, read_config, run_of_checkpoint
 
     checkpoints = sorted(checkpoints_under(runs_dir), key=lambda p: p.stat().st_mtime, reverse=True)
     for checkpoint in checkpoints:
@@ -147,7 +147,7 @@ def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
 
 
 def quick_run_dir(runs_dir: Path) -> Path:
-    from rudder.runs import default_run_dir
+    from rudder.runs.folders import default_run_dir
 
     return default_run_dir("app-quick", root=runs_dir)
 
@@ -224,7 +224,7 @@ def model_description(run) -> str:
 
 def engine_for(run, collection):
     """The search engine of a loaded run over the app's collection."""
-    from rudder.runs import encode_queries
+    from rudder.runs.folders import encode_queries
 
     from .engine import SearchEngine
 
@@ -245,7 +245,7 @@ def engine_for(run, collection):
 def _build(args):
     """The app for ``args`` and, when no model exists yet, the thread that trains one (to
     start once the page is served; None otherwise)."""
-    from rudder.runs import encode_queries, load_run, resolve_dataset
+    from rudder.runs.folders import encode_queries, load_run, resolve_dataset
 
     from .annotations_db import AnnotationStore
     from .ui import build_app
@@ -287,7 +287,7 @@ def _build(args):
 def _build_training(args, dataset: str, languages, extra):
     """The app served while a quick model trains (:class:`app.model_slot.ModelSlot`), and
     the thread that trains it, loads it and hands its engine to the app."""
-    from rudder.runs import load_run, resolve_dataset
+    from rudder.runs.folders import load_run, resolve_dataset
 
     from .model_slot import ModelSlot
     from .ui import build_app

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rudder.data.layout import DatasetFolder, LayoutError
-from rudder.index_cache import present_splits
+from rudder.search.index_cache import present_splits
 
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv")
 

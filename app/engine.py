@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rudder.index import VideoIndex, mixture_query
-from rudder.index_cache import load_or_build
 from rudder.languages import SUPPORTED, check_language
+from rudder.search.index import VideoIndex, mixture_query
+from rudder.search.index_cache import load_or_build
 from rudder.text import tokenize
 
 from .collection import Collection
@@ -62,7 +62,7 @@ class SearchEngine:
 
     ``encode(texts, langs) -> (tokens, mask)`` tokenises queries as training did (default:
     :func:`rudder.text.tokenize` per language and ``vocab.batch(max_len=max_words)``, what
-    :func:`rudder.runs.encode_queries` does for a loaded run). ``train_langs`` are the
+    :func:`rudder.runs.folders.encode_queries` does for a loaded run). ``train_langs`` are the
     model's training caption languages (default: all supported); ``check_words=False``
     skips the vocabulary check (a frozen pretrained text encoder has its own tokeniser).
     """

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from rudder.run_layout import read_history
+from rudder.runs.layout import read_history
 
 from .escaping import markdown_text
 

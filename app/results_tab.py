@@ -9,7 +9,7 @@ table of their own.
 A run is a folder holding test metrics (``metrics.json``; docs/architecture.md) and/or its
 validation
 history (``metrics.jsonl``: ``epoch``, ``train_loss``, ``t2v``, ``v2t`` per evaluation); the
-files are :mod:`rudder.run_layout`'s. Folders with neither are ignored; unreadable files count
+files are :mod:`rudder.runs.layout`'s. Folders with neither are ignored; unreadable files count
 as empty, never as fatal.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import pandas as pd
 
 from rudder.errors import RudderError
-from rudder.metric_names import RECALL_KS as KS
-from rudder.metric_names import TABLE_METRICS as METRICS
-from rudder.run_layout import folders_with_results, read_config, read_history, read_metrics
+from rudder.evaluation.metric_names import RECALL_KS as KS
+from rudder.evaluation.metric_names import TABLE_METRICS as METRICS
+from rudder.runs.layout import folders_with_results, read_config, read_history, read_metrics
 
 from .escaping import markdown_text
 

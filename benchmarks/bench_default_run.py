@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rudder.run_layout import predictions_file, read_config, read_metrics, read_predictions
+from rudder.runs.layout import predictions_file, read_config, read_metrics, read_predictions
 
 MAX_SECONDS = 180
 MAX_RSS_GB = 2.0

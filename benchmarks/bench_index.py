@@ -8,10 +8,10 @@ Synthetic per-expert embeddings of realistic size: 7 experts (scene, object, act
 present; audio@mr/hi/ta/te each present for half of the videos), D = 256 per expert (the
 default ``model.shared_dim``; ``--dim 512`` for the BMVC Collaborative Experts size), unit
 rows. Reports the median latency of one query (what the app does) through
-:meth:`rudder.index.VideoIndex.search` (two stages, and the plain float32 scan), the
+:meth:`rudder.search.index.VideoIndex.search` (two stages, and the plain float32 scan), the
 per-query time of a batch (one oneDNN product per availability group against rows packed
 ahead of time, then a partial top-k), and, when faiss is installed,
-:class:`rudder.index_faiss.FaissSearch`;
+:class:`rudder.search.index_faiss.FaissSearch`;
 checks that every path returns the same top-10. Batch times are the best of ``--rounds``
 interleaved rounds (torch, faiss at threshold 20, faiss at threshold 1, again), in process
 CPU time when single-threaded (the machine may be shared), wall time otherwise.
@@ -34,8 +34,8 @@ import time
 
 import torch
 
-from rudder.index import VideoIndex
-from rudder.index_faiss import FaissSearch
+from rudder.search.index import VideoIndex
+from rudder.search.index_faiss import FaissSearch
 
 EXPERTS = ["action", "audio@hi", "audio@mr", "audio@ta", "audio@te", "object", "scene"]
 TARGET_MS = 100.0

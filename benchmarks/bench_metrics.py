@@ -1,4 +1,5 @@
-"""Speed targets of rudder.metrics against the reference code (issue 13); exits 1 on a miss.
+"""Speed targets of rudder.evaluation.metrics against the reference code (issue 13); exits 1 on a
+miss.
 
 - t2v + v2t retrieval metrics on a 10,000 x 10,000 float32 matrix: at most 0.10x the time of
   Collaborative Experts' ``t2v_metrics`` + ``v2t_metrics``;
@@ -32,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_metrics as reference
 
-from rudder import metrics
+from rudder.evaluation import metrics
 
 TARGETS = {"ranks": 0.10, "relevance": 0.12}
 MISSED, DIFFERENT = 1, 3  # exit codes

@@ -15,7 +15,7 @@ MISSED; a row of any other device, batch size, thread count or precision has no 
 Prints a table (median ms per step over ``--steps`` after warm-up, the two steps taking
 turns so that other load on the machine slows both alike) and the profile behind it: ops
 dispatched per step (on a GPU nearly one kernel launch each) and host waits per step
-(:class:`rudder.step_audit.StepAudit`); on CUDA also rudder's steps run back to back and
+(:class:`rudder.training.step_audit.StepAudit`); on CUDA also rudder's steps run back to back and
 their summed kernel time per step (``torch.profiler``).
 
 Usage: python benchmarks/bench_step.py [--device cpu|cuda] [--batch-sizes 64] [--steps 10]
@@ -43,9 +43,9 @@ from rudder.config import TrainConfig, apply_override, from_dict, to_dict
 from rudder.data.card import Card
 from rudder.data.layout import DatasetMeta, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
-from rudder.distributed import DistContext
-from rudder.step_audit import StepAudit
-from rudder.trainer import Trainer
+from rudder.training.distributed import DistContext
+from rudder.training.step_audit import StepAudit
+from rudder.training.trainer import Trainer
 
 FIXED = {"scene": 2208, "object": 2048, "action": 1024, "motion": 512}
 AUDIO_FRAMES, AUDIO_DIM, WORDS, WORD_DIM = 16, 128, 30, 300

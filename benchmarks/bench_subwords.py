@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rudder import metrics, train
+from rudder import train
 from rudder.data.loader import load_split
-from rudder.inference import similarity_matrix
-from rudder.runs import load_run
+from rudder.evaluation import metrics
+from rudder.evaluation.inference import similarity_matrix
+from rudder.runs.folders import load_run
 from rudder.text import tokenize
 
 SUFFIX = {"mr": "ची", "en": "s"}

@@ -1,4 +1,5 @@
-"""Re-implementations of the reference evaluation code that rudder.metrics is timed against.
+"""Re-implementations of the reference evaluation code that rudder.evaluation.metrics is timed
+against.
 
 The baselines of ``bench_metrics.py``, written here from the references' descriptions with
 the same algorithm and the same per-query work except where said below, so that rudder's

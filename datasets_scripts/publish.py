@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from rudder.data.layout import DatasetFolder
-from rudder.hub import bounded_session, hub_offline
+from rudder.hub.offline import bounded_session, hub_offline
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 IGNORED = (".*", "*.tmp", "*/.*")

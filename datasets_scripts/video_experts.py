@@ -115,7 +115,7 @@ def sha256_of(path) -> str:
 
 def _offline_reason(url: str, timeout: float = 3.0) -> str | None:
     """Why ``url`` cannot be downloaded now (``HF_HUB_OFFLINE`` or no answer), else None."""
-    from rudder.hub import offline_setting
+    from rudder.hub.offline import offline_setting
 
     if offline_setting():
         return "HF_HUB_OFFLINE is set"
@@ -172,8 +172,8 @@ def _build(arch: str):
 
 
 def _load_state(model, path: Path, label: str) -> None:
-    from rudder.checkpoints import read_plain
     from rudder.errors import RudderError
+    from rudder.training.checkpoints import read_plain
 
     try:
         state = read_plain(path)  # tensors and plain values only: no code runs
@@ -309,7 +309,7 @@ def _load_open_clip(spec: ExpertSpec, fps: float, device: str) -> LoadedExpert:
     if spec.weights == "random":
         pretrained = None
     elif spec.weights == "hub":
-        from rudder.hub import offline_setting
+        from rudder.hub.offline import offline_setting
 
         pretrained = tag or "openai"
         if offline_setting():

@@ -1,9 +1,10 @@
 """Read finished runs into per-row results: test metrics per seed, per-query ranks, per-query
 nDCG/mAP; and rank-fuse the runs of several rows (Galanopoulos & Mezaris 2021).
 
-Per-query values come from each run's test predictions (:mod:`rudder.run_layout`: the
+Per-query values come from each run's test predictions (:mod:`rudder.runs.layout`: the
 similarities of its ``best.pt`` on the test split, written by the trainer) and the test split's
-relevance (:func:`rudder.inference.relevance_matrix`: R of docs/architecture.md, the run's ``rho``).
+relevance (:func:`rudder.evaluation.inference.relevance_matrix`: R of docs/architecture.md, the
+run's ``rho``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rudder import fusion, metrics
 from rudder.data.loader import SplitData, build_class_index, load_split
-from rudder.inference import relevance_matrix, split_metrics
-from rudder.run_layout import (
+from rudder.evaluation import fusion, metrics
+from rudder.evaluation.inference import relevance_matrix, split_metrics
+from rudder.runs.folders import LoadedRun, RunError, load_run
+from rudder.runs.layout import (
     metrics_file,
     predictions_file,
     read_metrics,
@@ -27,7 +29,6 @@ from rudder.run_layout import (
     write_metrics,
     write_predictions,
 )
-from rudder.runs import LoadedRun, RunError, load_run
 
 DIRECTIONS = ("t2v", "v2t")
 
@@ -58,7 +59,7 @@ class EvalSplits:
     """Test splits loaded once per (dataset, languages, experts, vocabulary, sizes, rho).
 
     ``own_video``: the relevance definition of the suite's protocol
-    (:func:`rudder.inference.relevance_matrix`)."""
+    (:func:`rudder.evaluation.inference.relevance_matrix`)."""
 
     def __init__(self, own_video: bool = False):
         self.own_video = own_video
@@ -104,10 +105,11 @@ def per_query(
     """Per-query ranks and nDCG/mAP of one similarity matrix (video-major rows; see
     docs/architecture.md).
 
-    Ranks: :func:`rudder.metrics.query_ranks` (t2v one per caption row, v2t one per video).
-    nDCG/mAP: :func:`rudder.metrics.ndcg` / ``mean_average_precision`` with
+    Ranks: :func:`rudder.evaluation.metrics.query_ranks` (t2v one per caption row, v2t one per
+    video).
+    nDCG/mAP: :func:`rudder.evaluation.metrics.ndcg` / ``mean_average_precision`` with
     ``reduction="none"`` on the valid rows (t2v) or on the transposed valid block (v2t), as
-    :func:`rudder.inference.split_metrics` computes their means; fractions in [0, 1], NaN
+    :func:`rudder.evaluation.inference.split_metrics` computes their means; fractions in [0, 1], NaN
     on masked t2v rows and on videos without a valid caption (v2t). ``sims_v2t`` scores
     the v2t direction when it differs (rank fusion).
     """
@@ -207,8 +209,8 @@ def fuse_seed(
     out as a run's).
 
     The members' saved test similarities (the ones their rows' tables use) are fused in both
-    directions by :func:`rudder.fusion.fuse_directions` and scored by
-    :func:`rudder.inference.split_metrics` on the first member's test split, as
+    directions by :func:`rudder.evaluation.fusion.fuse_directions` and scored by
+    :func:`rudder.evaluation.inference.split_metrics` on the first member's test split, as
     ``rudder.evaluate --fuse`` scores them (in float32). No checkpoint is re-scored.
     Cached: an ``out_dir`` with both files of these members is returned as is.
     """

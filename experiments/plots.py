@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rudder import metrics
 from rudder.data.batching import epoch_batches
+from rudder.evaluation import metrics
 
 from .collect import RowResult
 
@@ -66,7 +66,8 @@ def hardest_negative_relevance(
 
 def recall_curve(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(K, R@K)`` for K = 1..max rank + 1 of ``(seeds, queries)`` ranks (NaN = masked query),
-    mean over seeds. Each point is :func:`rudder.metrics.recall_at`, the tables' rule: R@1
+    mean over seeds. Each point is :func:`rudder.evaluation.metrics.recall_at`, the tables' rule:
+    R@1
     counts an untied first place only (rank == 0), R@K for K > 1 counts rank < K."""
     ranks = ranks[:, ~np.isnan(ranks[0])]
     ks = np.arange(1, int(np.max(ranks)) + 2)

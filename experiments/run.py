@@ -24,14 +24,14 @@ from rudder.cli import ArgumentParser, folder, int_in
 from rudder.config import MAX_EPOCHS, TrainConfig
 from rudder.errors import RudderError, one_line
 from rudder.optional import check_installed, config_needs
-from rudder.run_layout import (
+from rudder.runs.folders import resolve_dataset
+from rudder.runs.layout import (
     checkpoint_file,
     config_file,
     metrics_file,
     predictions_file,
     read_config,
 )
-from rudder.runs import resolve_dataset
 
 from .suites import (
     SUITES_DIR,

@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 
 from rudder.atomic import atomic_write_text
-from rudder.run_layout import (
+from rudder.evaluation.selection import reported_value
+from rudder.runs.folders import RunError, environment_record, resolve_dataset
+from rudder.runs.layout import (
     env_file,
     predictions_file,
     read_config,
     read_metrics,
     read_predictions,
 )
-from rudder.runs import RunError, environment_record, resolve_dataset
-from rudder.selection import reported_value
 
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, saved_test

@@ -23,7 +23,8 @@ RANP paper's, unless the suite says otherwise). It is written into every row's
 a row may not set another value, and a tuning grid may not hold it (never tuned).
 ``relevance`` names the relevance definition of the tables: ``reference`` (the
 EPIC-KITCHENS-100 code's R of the class sets) or ``own_video`` (the same, with each
-caption's own video counted fully relevant, R = 1; :func:`rudder.inference.relevance_matrix`).
+caption's own video counted fully relevant, R = 1;
+:func:`rudder.evaluation.inference.relevance_matrix`).
 
 Run directories are keyed by :func:`run_key` (the config without its seed, plus the
 dataset's fingerprint), so a row that two suites share (same YAML content) is trained once.

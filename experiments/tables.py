@@ -5,11 +5,11 @@ Definitions:
 - mean ± std: over the seeds' test metrics as the trainer wrote them (``metrics.json``); std
   is the sample standard deviation (ddof=1; 0 with one seed), as ``rudder.train --seeds``.
 - 95% interval: paired percentile bootstrap over test queries
-  (:func:`rudder.significance.bootstrap_ci`, 1000 resamples, seed 0): each resample draws
+  (:func:`rudder.evaluation.significance.bootstrap_ci`, 1000 resamples, seed 0): each resample draws
   query indices with replacement, the *same* indices for every seed, computes the metric per
   seed and averages over seeds. It shows the uncertainty due to the finite query set, given
   the trained models; the std shows the seed-to-seed variation.
-- Metrics of per-query values (definitions of :func:`rudder.metrics.metrics_from_ranks`
+- Metrics of per-query values (definitions of :func:`rudder.evaluation.metrics.metrics_from_ranks`
   on 0-based tie-averaged ranks): R@1 = 100 * mean(rank == 0), R@K = 100 * mean(rank < K),
   MdR = median(rank) + 1, MnR = mean(rank) + 1; nDCG and mAP = 100 * mean of the per-query
   values over the queries where they are defined (a query with no relevant item has none:
@@ -17,16 +17,16 @@ Definitions:
   n/a in every row is left out of the markdown with a note.
 - Tests (:func:`compare`), both directions, over the seeds both rows have, two-sided, zero
   differences discarded:
-  per caption (t2v only; :func:`rudder.significance.wilcoxon_seed_averaged`): each caption's
-  rank averaged over the seeds, paired by caption; per video
-  (:func:`rudder.significance.wilcoxon_per_video`): the rank difference averaged over a
+  per caption (t2v only; :func:`rudder.evaluation.significance.wilcoxon_seed_averaged`): each
+  caption's rank averaged over the seeds, paired by caption; per video
+  (:func:`rudder.evaluation.significance.wilcoxon_per_video`): the rank difference averaged over a
   video's captions and the seeds, paired by video (v2t queries are videos, so there the
   two coincide and only the per-video test is reported); the mean rank difference A - B with
   a 95% cluster-bootstrap interval over videos
-  (:func:`rudder.significance.cluster_bootstrap_mean_difference`); and each seed's median
+  (:func:`rudder.evaluation.significance.cluster_bootstrap_mean_difference`); and each seed's median
   rank (MdR) paired by seed, whose p-value cannot go below 2 / 2**seeds. Holm's adjustment
-  (:func:`rudder.significance.holm`) runs over all the per-video p-values of a table (every
-  comparison, both directions), and separately over its per-caption p-values.
+  (:func:`rudder.evaluation.significance.holm`) runs over all the per-video p-values of a table
+  (every comparison, both directions), and separately over its per-caption p-values.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rudder import metrics, significance
-from rudder.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
+from rudder.evaluation import metrics, significance
+from rudder.evaluation.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
 
 from .collect import RowResult
 

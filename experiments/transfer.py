@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from rudder.atomic import staged_folder, swap_into_place
-from rudder.run_layout import metrics_file, read_metrics
-from rudder.runs import resolve_dataset
+from rudder.runs.folders import resolve_dataset
+from rudder.runs.layout import metrics_file, read_metrics
 
 LANGS = ["mr", "hi", "ta", "te", "en"]
 E5 = ["--set", "data.text_encoder=multilingual-e5"]
@@ -151,8 +151,8 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
     import torch
 
     from rudder.data.loader import load_videos
-    from rudder.inference import embed_videos
-    from rudder.runs import encode_queries, load_run
+    from rudder.evaluation.inference import embed_videos
+    from rudder.runs.folders import encode_queries, load_run
 
     run = load_run(run_dir)
     if pivots is not None:
@@ -174,7 +174,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
             emb, logits = run.model.encode_text(inputs, mask)
             sims = run.model.similarity(emb, logits, video_emb, videos.available)
         target = videos.video_ids.index(video)
-        # tie-averaged ranks, as rudder.metrics
+        # tie-averaged ranks, as rudder.evaluation.metrics
         ranks = [float((row > row[target]).sum() + ((row == row[target]).sum() + 1) / 2)
                  for row in sims]
         rows.append(f"| {text} ({lang}) | {ranks[0]:g} | {english} ({ranks[1]:g}) | {marathi} "

@@ -19,7 +19,8 @@ and the loss name, so rows of one loss try the same points). A grid with fewer v
 ``trials`` is an error: every row gets exactly ``trials`` trials. Each trial trains the row
 with the point's settings for ``epochs`` epochs and scores its best validation evaluation
 (``metrics.jsonl``) by the row's ``selection``, chosen as the trainer chooses ``best.pt``
-(:func:`rudder.selection.improves`); the test split is never evaluated. The best trial wins
+(:func:`rudder.evaluation.selection.improves`); the test split is never evaluated. The best trial
+wins
 (ties: the earlier trial in grid order); the file shows each trial's value of the criterion.
 The choice goes to ``<output>/<suite>-tuned.yaml``, which ``python -m experiments.run
 SUITE`` then applies.
@@ -48,12 +49,12 @@ from rudder.atomic import atomic_write_text
 from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
 from rudder.errors import one_line
+from rudder.evaluation.selection import improves, reported_value, selection_key, selection_score
 from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
 from rudder.optional import MissingExtra, check_installed, config_needs
-from rudder.run_layout import log_file, read_history, read_json
-from rudder.runs import RunError, prepare_run_dir, resolve_dataset
-from rudder.selection import improves, reported_value, selection_key, selection_score
+from rudder.runs.folders import RunError, prepare_run_dir, resolve_dataset
+from rudder.runs.layout import log_file, read_history, read_json
 
 from .run import Job, suite_parser, train_job
 from .suites import (
@@ -202,10 +203,10 @@ def trial_status(job: Job) -> str:
 
 def fit_without_test(config, run_dir: Path, resume: bool = False, overwrite: bool = False) -> None:
     """:func:`rudder.train.run` without its test step: train and select on validation only."""
-    from rudder.devices import pick_device
-    from rudder.distributed import init_distributed, shutdown
     from rudder.train import _log_to
-    from rudder.trainer import Trainer
+    from rudder.training.devices import pick_device
+    from rudder.training.distributed import init_distributed, shutdown
+    from rudder.training.trainer import Trainer
 
     ctx = init_distributed(pick_device(config.device))
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rudder.atomic import staged_folder, swap_into_place
-from rudder.hub import offline_setting
+from rudder.hub.offline import offline_setting
 from rudder.languages import check_languages
 from rudder.optional import require
 

@@ -31,10 +31,10 @@ from typing import Any, get_type_hints
 import yaml
 
 from rudder.errors import ConfigError
+from rudder.evaluation.metric_names import SELECTION_METRICS
 from rudder.languages import SUPPORTED, check_languages
-from rudder.metric_names import SELECTION_METRICS
 from rudder.models import MODELS, ModelConfig
-from rudder.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
+from rudder.training.optim import IMPLEMENTATIONS, OPTIMIZERS, SCHEDULERS
 
 __all__ = ["RULES", "SELECTIONS", "ConfigError", "TrainConfig", "apply_override", "dump_yaml",
            "from_dict", "load_yaml", "parse_yaml", "to_dict"]
@@ -154,7 +154,8 @@ class TrainConfig:
 
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
-# ``rudder.inference.split_metrics`` that ``rudder.selection.selection_score`` accepts (nDCG and
+# ``rudder.evaluation.inference.split_metrics`` that
+# ``rudder.evaluation.selection.selection_score`` accepts (nDCG and
 # mAP need noun/verb classes in the validation split); RUDDER's two criteria are
 # ``gmean_r5_r10_r50`` (maximised) and ``gmean_mdr_mnr`` (minimised).
 SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t")

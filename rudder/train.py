@@ -3,7 +3,7 @@
 With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
 captions, audio experts in all four languages). Every flag is a config override; the run
 directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in the README
-and ``rudder/run_layout.py``.
+and ``rudder/runs/layout.py``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,16 @@ from rudder.config import (
     to_dict,
 )
 from rudder.errors import RunError, exit_on_error
+from rudder.evaluation.results_table import results_table, seeds_table
 from rudder.optional import check_installed, config_needs
-from rudder.results_table import results_table, seeds_table
-from rudder.run_layout import (
+from rudder.runs.folders import (
+    check_resume_changes,
+    check_run_dir,
+    default_run_dir,
+    discard_unfinished,
+    prepare_run_dir,
+)
+from rudder.runs.layout import (
     checkpoint_file,
     config_file,
     is_single_run,
@@ -43,13 +50,6 @@ from rudder.run_layout import (
     read_metrics,
     write_config,
     write_metrics,
-)
-from rudder.runs import (
-    check_resume_changes,
-    check_run_dir,
-    default_run_dir,
-    discard_unfinished,
-    prepare_run_dir,
 )
 
 # rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).
@@ -123,7 +123,7 @@ def resolve_config(args, saved: dict | None = None, source: Path | None = None) 
 
 def resumed_config(args, run_dir: Path) -> TrainConfig:
     """The saved config of ``run_dir`` with this command's flags applied, when they change
-    only what a resume may change (``rudder.runs.RESUMABLE_KEYS``, e.g. ``--epochs``)."""
+    only what a resume may change (``rudder.runs.folders.RESUMABLE_KEYS``, e.g. ``--epochs``)."""
     saved = read_config(run_dir)
     config = resolve_config(args, copy.deepcopy(saved), config_file(run_dir))
     check_resume_changes(run_dir, saved, config)
@@ -132,9 +132,9 @@ def resumed_config(args, run_dir: Path) -> TrainConfig:
 
 def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
     """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
-    from rudder.devices import pick_device
-    from rudder.distributed import barrier, broadcast_object, init_distributed, shutdown
-    from rudder.trainer import Trainer
+    from rudder.training.devices import pick_device
+    from rudder.training.distributed import barrier, broadcast_object, init_distributed, shutdown
+    from rudder.training.trainer import Trainer
 
     check_installed(config_needs(config))  # a missing extra fails before any work
     ctx = init_distributed(pick_device(config.device))

@@ -50,7 +50,7 @@ def test_prog_is_the_name_it_was_started_by(monkeypatch, folder, module, command
 def test_run_folder_naming_is_the_same_in_code_help_and_docs():
     import re
 
-    from rudder.runs import default_run_dir
+    from rudder.runs.folders import default_run_dir
     from rudder.train import build_parser
 
     assert re.fullmatch(r"\d{8}-\d{6}-ce-mm", default_run_dir("ce-mm").name)  # <time>-<name>-<loss>

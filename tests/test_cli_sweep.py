@@ -42,15 +42,15 @@ NO_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreFals
 # Free-text flags (no type to check at parse time): how each is validated, and where.
 FREE_TEXT = {
     "rudder.train --set": "KEY=VALUE, every key and value checked by rudder.config.from_dict "
-                          "(tests/train/test_config.py)",
-    "rudder.train --dataset": "rudder.runs.resolve_dataset: 'sample', a folder or a Hub id",
+                          "(tests/config/test_config.py)",
+    "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
-    "rudder.evaluate --dataset": "rudder.runs.resolve_dataset, then the run's experts "
-                                 "(tests/test_cli_hardening.py)",
-    "app --dataset": "rudder.runs.resolve_dataset",
+    "rudder.evaluation.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the "
+                                            "run's experts (tests/test_cli_hardening.py)",
+    "app --dataset": "rudder.runs.folders.resolve_dataset",
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
-    "app --annotate": "rudder.runs.resolve_dataset",
+    "app --annotate": "rudder.runs.folders.resolve_dataset",
     "heuristics download --lang": "rudder.languages.check_language",
     "heuristics train-tagger --lang": "rudder.languages.check_language",
     "heuristics eval-tagger --lang": "rudder.languages.check_language",
@@ -68,28 +68,29 @@ FREE_TEXT = {
     "datasets_scripts build charades_sta --clip-lists": "file names inside --src",
     "datasets_scripts build msrvtt --split-lists": "file names inside --src",
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
-    "rudder.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
-                                "(tests/test_model_hub_publish.py)",
-    "rudder.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
-    "rudder.publish --license": "a licence id written into the card "
-                                "(tests/test_model_hub_publish.py)",
-    "rudder.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
-                            "checked by rudder.runs.load_run / rudder.model_hub.parse_hub_id "
-                            "(tests/test_model_hub.py)",
+    "rudder.hub.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
+                                "(tests/hub/test_model_hub_publish.py)",
+    "rudder.hub.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
+    "rudder.hub.publish --license": "a licence id written into the card "
+                                "(tests/hub/test_model_hub_publish.py)",
+    "rudder.evaluation.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
+                            "checked by rudder.runs.folders.load_run / "
+                            "rudder.hub.models.parse_hub_id "
+                            "(tests/hub/test_model_hub.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "
                                               "(tests/datasets_scripts/test_videos_experts.py)",
     "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
                                              "(tests/datasets_scripts/test_videos_build.py)",
-    "rudder.evaluate --query-langs": "language codes, checked by rudder.languages."
-                                     "check_languages (tests/train/test_query_langs.py)",
-    "rudder.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
+    "rudder.evaluation.evaluate --query-langs": "language codes, checked by rudder.languages."
+                                     "check_languages (tests/evaluation/test_query_langs.py)",
+    "rudder.evaluation.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
-                        "rudder.runs.load_run (tests/test_model_hub.py)",
+                        "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.run --dataset": "rudder.runs.resolve_dataset",
+    "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.tune --dataset": "rudder.runs.resolve_dataset",
+    "experiments.tune --dataset": "rudder.runs.folders.resolve_dataset",
     **{f"heuristics.studies.{name} --lang": "rudder.languages.check_language(s) "
        "(tests/heuristics/test_studies_cli.py)"
        for name in ("indic_sample", "lemma_eval", "light_verbs_ud")},
@@ -282,7 +283,8 @@ def sandbox(tmp_path, monkeypatch, cache):
 def test_commands_are_found():
     """The sweep sees every command line of the project (a new one joins by itself)."""
     names = {name for name, *_ in commands()}
-    assert {"rudder.train", "rudder.evaluate", "rudder.data.sample", "app", "heuristics label",
+    assert {"rudder.train", "rudder.evaluation.evaluate", "rudder.hub.publish",
+            "rudder.data.sample", "app", "heuristics label",
             "heuristics import-relations", "heuristics video-relations",
             "datasets_scripts translate", "datasets_scripts build rudder",
             "datasets_scripts publish", "experiments.run", "experiments.tune"} <= names

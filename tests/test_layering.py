@@ -52,7 +52,7 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_the_data_side_does_not_import_the_supervision():
     """Class sets belong to the data (rudder.data.classes); supervision builds on them."""
-    supervision = {"rudder.supervision", "rudder.batch_supervision"}
+    supervision = {"rudder.supervision", "rudder.training.batch_supervision"}
     data_side = sorted((ROOT / "rudder" / "data").rglob("*.py"))
     offenders = [str(p.relative_to(ROOT)) for p in data_side if supervision & imported_modules(p)]
     assert offenders == []
@@ -60,11 +60,11 @@ def test_the_data_side_does_not_import_the_supervision():
 
 def test_only_the_trainer_is_imported_from_the_trainer():
     """Helpers that evaluation or experiments share live in modules of their own
-    (rudder.selection, rudder.devices)."""
+    (rudder.evaluation.selection, rudder.training.devices)."""
     imported = {}
     for package in ("rudder", *OUTER, "tests", "benchmarks"):
         for path in sorted((ROOT / package).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-                if isinstance(node, ast.ImportFrom) and node.module == "rudder.trainer":
+                if isinstance(node, ast.ImportFrom) and node.module == "rudder.training.trainer":
                     imported |= {alias.name: str(path.relative_to(ROOT)) for alias in node.names}
     assert set(imported) == {"Trainer"}, imported

@@ -19,7 +19,7 @@ OTHER_JOBS = {
     ("app/annotate_handlers.py", "tempfile.TemporaryDirectory"): "the app's folder Gradio "
     "serves the export files from, removed with the app; the files in it are written by "
     "rudder.atomic",
-    ("rudder/publish.py", "tempfile.mkdtemp"): "the scratch folder of the files to upload, "
+    ("rudder/hub/publish.py", "tempfile.mkdtemp"): "the scratch folder of the files to upload, "
     "outside any dataset or run, removed when the upload ends; --stage copies go through "
     "rudder.atomic",
 }

@@ -7,7 +7,7 @@ import pytest
 from heuristics.taggers import default_cache_path as tag_cache_path
 from heuristics.taggers import model_dir
 from rudder.data.sample import cache_root
-from rudder.index_cache import default_cache_dir
+from rudder.search.index_cache import default_cache_dir
 from rudder.translate import default_cache_path
 
 

@@ -39,7 +39,8 @@ class LossInputError(ValueError):
 
 
 class RunFacts(Protocol):
-    """What a training run tells a loss about itself (``rudder.batch_supervision`` answers it).
+    """What a training run tells a loss about itself (``rudder.training.batch_supervision`` answers
+    it).
 
     A fact of the data is ``None`` while the data are not read yet (a config checked before
     its run): a loss then builds without it.

@@ -98,7 +98,7 @@ class Recorder:
 def patched(monkeypatch, tmp_path):
     """main() with training, loading, building and serving replaced by recorders."""
     import app.ui
-    import rudder.runs
+    import rudder.runs.folders
 
     recorder = Recorder()
 
@@ -111,10 +111,10 @@ def patched(monkeypatch, tmp_path):
         config = type("C", (), {"data": data()})()
 
     monkeypatch.setattr(cli, "train_quick", recorder("train", tmp_path / "runs" / "quick"))
-    monkeypatch.setattr(rudder.runs, "load_run", recorder("load", Run()))
+    monkeypatch.setattr(rudder.runs.folders, "load_run", recorder("load", Run()))
     meta = type("Meta", (), {"languages": FIVE})()
     monkeypatch.setattr(
-        rudder.runs, "resolve_dataset", lambda spec: type("Folder", (), {"meta": meta})()
+        rudder.runs.folders, "resolve_dataset", lambda spec: type("Folder", (), {"meta": meta})()
     )
     monkeypatch.setattr(app.ui, "build_app", recorder("build", "demo"))
     monkeypatch.setattr(app.ui, "launch_app", recorder("launch"))
@@ -224,7 +224,7 @@ def test_a_bad_db_is_one_line_naming_it_before_the_model_loads(patched, tmp_path
 @pytest.mark.slow
 def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
     """Today's default (Marathi, Hindi, English only) maps every Tamil word to <unk>."""
-    from rudder.runs import encode_queries, load_run
+    from rudder.runs.folders import encode_queries, load_run
 
     run = load_run(cli.train_quick(tmp_path, str(app_dataset.root), 2, FIVE))
     assert run.config.data.caption_langs == FIVE

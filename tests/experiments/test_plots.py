@@ -5,7 +5,7 @@ import pytest
 
 from experiments import plots, tables
 from experiments.collect import RowResult
-from rudder import metrics
+from rudder.evaluation import metrics
 
 # 4 videos x 1 caption. Caption i's most similar other video is HARD[i];
 # R[i, j] = (i + 1) / 10 + j / 100.

@@ -86,7 +86,7 @@ def test_tables_agree_with_the_runs(finished):
 
 
 def test_fusion_rows_match_rudder_evaluate(finished, tiny_suites):
-    from rudder.evaluate import evaluate_runs
+    from rudder.evaluation.evaluate import evaluate_runs
 
     out, _ = finished
     ran = min((out / "runs").glob("tiny-ran-*/seed-0"))
@@ -115,7 +115,7 @@ def test_second_invocation_trains_nothing(finished, monkeypatch, capsys):
 def test_an_interrupted_run_resumes_from_last_checkpoint(
     tiny_suites, tiny_dataset, tmp_path, monkeypatch
 ):
-    from rudder.trainer import Trainer
+    from rudder.training.trainer import Trainer
 
     job = run.plan(
         load_suite("tiny", tiny_suites), 1, tmp_path / "runs", str(tiny_dataset), epochs=2
@@ -214,8 +214,8 @@ def test_the_report_rescores_no_checkpoint(finished, tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the report re-scored a checkpoint")
 
-    monkeypatch.setattr("rudder.inference.similarity_matrix", refuse)
-    monkeypatch.setattr("rudder.evaluate.similarity_matrix", refuse)
+    monkeypatch.setattr("rudder.evaluation.inference.similarity_matrix", refuse)
+    monkeypatch.setattr("rudder.evaluation.evaluate.similarity_matrix", refuse)
     assert run.main(argv) == 0
     assert (tmp_path / "results" / "tiny-hardneg.png").is_file()
     for fused in (runs / "fusion").glob("*/seed-*/metrics.json"):

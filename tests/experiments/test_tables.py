@@ -156,7 +156,7 @@ def test_wilcoxon_csv_writes_large_w_exactly():
 
 
 def test_per_query_matches_the_metrics_module():
-    from rudder import metrics
+    from rudder.evaluation import metrics
 
     rng = np.random.default_rng(0)
     sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions, the last caption masked
@@ -174,7 +174,7 @@ def test_per_query_matches_the_metrics_module():
 
 
 def test_per_query_v2t_scores_skip_videos_without_a_caption():
-    from rudder import metrics
+    from rudder.evaluation import metrics
 
     rng = np.random.default_rng(1)
     sims = rng.normal(size=(6, 3))  # 3 videos x 2 captions; video 2 has none

