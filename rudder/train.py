@@ -2,8 +2,8 @@
 
 With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
 captions, audio experts in all four languages). Every flag is a config override; the run
-directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in the README
-and ``rudder/run_layout.py``.
+directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in
+docs/architecture.md ("Public API") and ``rudder/run_layout.py``.
 """
 
 from __future__ import annotations
