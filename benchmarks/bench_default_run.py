@@ -1,6 +1,6 @@
-"""Targets (issues 2, 10): the default `python -m rudder.train` finishes in under 3 minutes on
+"""Targets (docs/benchmarks.md): the default `python -m rudder.train` finishes in under 3 minutes on
 2 CPU cores with peak memory under 2 GB, early stopping (not the epoch cap) ends it, and its
-test t2v R@10 is at least 3x chance. Issue 13: on a GPU machine the default run is faster
+test t2v R@10 is at least 3x chance; on a GPU machine the default run is faster
 on CUDA than on the CPU (``--devices cpu cuda`` runs it on each and compares).
 
 Usage: python benchmarks/bench_default_run.py [--output-dir DIR] [--devices cpu cuda]

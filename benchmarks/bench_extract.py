@@ -10,7 +10,7 @@ Measured on the same machine, in this order, on generated H.264 videos (moving s
 - a straightforward loop in one process: decode a video's frames at the sampled times,
   then encode them one at a time.
 
-Targets (issue 24): on the CPU, where decoding and the model compete for the same cores,
+Targets: on the CPU, where decoding and the model compete for the same cores,
 end-to-end wall time <= 1.25 x ((a) + (b)); on a GPU, end-to-end frames/s >= 80% of the
 slower of (a) and (b); everywhere >= 2x the straightforward loop. The loop's features must
 match the pipeline's (else exit 3). (a), (b) and end to end run in ``--rounds`` interleaved

@@ -1,4 +1,4 @@
-"""Target (issue 13): reading expert features runs at >= 50% of pyarrow's zero-copy throughput.
+"""Target: reading expert features runs at >= 50% of pyarrow's zero-copy throughput.
 
 Writes a dataset folder with one fixed-size expert (``--videos`` x 2,048) and one
 variable-length expert (30-90 frames x 128, subsampled to ``max_frames`` = 32 on load), then

@@ -1,4 +1,4 @@
-"""Benchmark: exact top-10 text-to-video search over 100,000 videos (issues 2 and 13).
+"""Benchmark: exact top-10 text-to-video search over 100,000 videos.
 
 Targets: one query under 100 ms; a batch of 100 queries no slower per query than faiss
 ``IndexFlatIP`` with its BLAS threshold lowered (the best of thresholds 20 and 1), with the

@@ -1,6 +1,6 @@
 """Forward + backward time of every loss at B = 256 on CPU (2 threads).
 
-Targets (issue 3): under 20 ms per loss, under 60 ms for ``ot`` (20 Sinkhorn iterations),
+Targets: under 20 ms per loss, under 60 ms for ``ot`` (20 Sinkhorn iterations),
 judged on the median of ``--repeats`` runs after 3 warm-ups; the minimum is printed too
 (on a shared machine it shows the cost without interference). Prints a table and a
 result line; exits 1 when a target is missed.

@@ -1,5 +1,4 @@
-"""Speed targets of rudder.evaluation.metrics against the reference code (issue 13); exits 1 on a
-miss.
+"""Speed targets of rudder.evaluation.metrics against the reference code; exits 1 on a miss.
 
 - t2v + v2t retrieval metrics on a 10,000 x 10,000 float32 matrix: at most 0.10x the time of
   Collaborative Experts' ``t2v_metrics`` + ``v2t_metrics``;

@@ -1,4 +1,4 @@
-"""Target (issue 13): rudder at MSR-VTT scale, from a release in Collaborative Experts' format.
+"""Target: rudder at MSR-VTT scale, from a release in Collaborative Experts' format.
 
 1. writes a synthetic release: ``MSRVTT_data.json`` with 10,000 videos and 20 captions each
    (splits 6,513 / 497 / 2,990 from the real lists in ../shared/data/msrvtt when present),

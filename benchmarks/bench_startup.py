@@ -1,4 +1,4 @@
-"""Target (issue 13): ``python -m rudder.train --help`` answers in under 1.5 s.
+"""Target: ``python -m rudder.train --help`` answers in under 1.5 s.
 
 Runs it ``--repeat`` times in fresh processes and prints the median wall time; exits 1 when
 the target is missed. (Importing torch alone takes about 1 s on this machine, so the

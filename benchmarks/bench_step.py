@@ -1,4 +1,4 @@
-"""Targets (issue 13): rudder's real training step against Collaborative Experts' step.
+"""Targets: rudder's real training step against Collaborative Experts' step.
 
 At CE's MSR-VTT shapes (experts of 2,208 / 2,048 / 1,024 / 512 dims plus a 16 x 128 audio
 expert pooled by NetVLAD-8, 30 x 300-d word features pooled by NetVLAD-20, shared dim 768,
@@ -148,8 +148,8 @@ def kernel_ms(fn, steps: int) -> float:
 
 
 def documented_target(cuda: bool, amp: bool, batch: int, threads: int) -> float | None:
-    """The README's bound on rudder's step time / the reference's for one row: 0.7 on CPU
-    with 2 threads at B = 64, 0.25 on CUDA with AMP at B = 128 and 256, else None."""
+    """The bound of docs/benchmarks.md on rudder's step time / the reference's for one row: 0.7
+    on CPU with 2 threads at B = 64, 0.25 on CUDA with AMP at B = 128 and 256, else None."""
     if cuda:
         return 0.25 if amp and batch in (128, 256) else None
     return 0.7 if threads == 2 and batch == 64 else None

@@ -1,4 +1,4 @@
-"""Encoding speed of the sentence encoders (issue 25): the sample's captions, CPU.
+"""Encoding speed of the sentence encoders: the sample's captions, CPU.
 
 Encodes the distinct captions of the embedded sample (all splits and languages; 17,207
 captions, 8,161 distinct texts) with ``data.text_encoder=multilingual-e5`` into an empty

@@ -1,10 +1,11 @@
-"""Tagger output corrected by what the class maps know (issue 11).
+"""Tagger output corrected by what the class maps know.
 
 A tagger trained on web text mistags short imperatives ("open door": *open* ADJ, "place
 plate": *place* NOUN, "wash knife": *wash* PROPN). The class maps (EPIC-KITCHENS-100 class
 CSVs, the multilingual lexicon) list which words are verbs and which are nouns, so
 :func:`resolve` retags a word where they settle it. Each rule is a flag of
-:class:`ClassRules`; the measured effect of each is in ``docs/heuristics.md``.
+:class:`ClassRules`; docs/heuristics.md ("Class-map rules") tabulates them with their
+sources and measured effect.
 
 - ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
   at a clause-initial position (the first word after any leading adverbs, interjections

@@ -12,7 +12,8 @@ read). Two methods:
   tap", ``pick-up`` -> "pick up"), matched longest-first left to right on the tokens, no
   morphology; while no verb has been found, a verb phrase at a position wins over any noun
   phrase starting there (so the noun instance ``cupboard:open``, "open cupboard", does not
-  swallow the verb of "open cupboard"; ``--lookup-nouns-first`` gives the old behaviour).
+  swallow the verb of "open cupboard"; ``--lookup-nouns-first``
+  lets noun phrases win instead).
 
 Scores (:func:`scores` returns fractions; the command prints percent, in its text and in its
 ``--json`` object alike): ``verb_class_accuracy`` (predicted verb class ==

@@ -1,5 +1,5 @@
-"""Class-map rules for Marathi, Hindi, Tamil and Telugu (issue 11, "the same rules for
-mr/hi/ta/te where the lexicon or class map provides them").
+"""Class-map rules for Marathi, Hindi, Tamil and Telugu: the rules of
+:mod:`heuristics.class_rules` where the lexicon or class map provides them.
 
 These languages put the verb last (SOV) and inflect by suffixes, so the English rules of
 :mod:`heuristics.class_rules` become:

@@ -1,4 +1,4 @@
-"""Generic subject nouns that do not make two captions partial (issue 11).
+"""Generic subject nouns that do not make two captions partial.
 
 Charades-STA captions name their actor ("person opens the door", "a man sits"): with
 alpha_n = 0.5 the shared word *person* alone made most caption pairs of a split partial.

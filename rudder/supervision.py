@@ -21,8 +21,7 @@ from rudder.training.devices import upload
 
 # ClassIndex and video_class_sets live with the data (the loader builds class sets without
 # importing supervision); they stay importable here, where the data flow of
-# docs/architecture.md and earlier
-# releases put them.
+# docs/architecture.md puts them.
 __all__ = ["ClassIndex", "RelationTable", "batch_labels", "batch_relevance", "description_pairs",
            "partial_labels", "relevance", "video_class_sets"]
 

@@ -2,8 +2,8 @@
 
 With no arguments it trains on the embedded sample dataset (Marathi, Hindi and English
 captions, audio experts in all four languages). Every flag is a config override; the run
-directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in the README
-and ``rudder/runs/layout.py``.
+directory it writes (``runs/<time>-<name>-<loss>`` by default) is described in
+docs/architecture.md ("Public API") and ``rudder/runs/layout.py``.
 """
 
 from __future__ import annotations
@@ -31,15 +31,8 @@ from rudder.config import (
     to_dict,
 )
 from rudder.errors import RunError, exit_on_error
-from rudder.evaluation.results_table import results_table, seeds_table
 from rudder.optional import check_installed, config_needs
-from rudder.runs.folders import (
-    check_resume_changes,
-    check_run_dir,
-    default_run_dir,
-    discard_unfinished,
-    prepare_run_dir,
-)
+from rudder.evaluation.results_table import results_table, seeds_table
 from rudder.runs.layout import (
     checkpoint_file,
     config_file,
@@ -50,6 +43,13 @@ from rudder.runs.layout import (
     read_metrics,
     write_config,
     write_metrics,
+)
+from rudder.runs.folders import (
+    check_resume_changes,
+    check_run_dir,
+    default_run_dir,
+    discard_unfinished,
+    prepare_run_dir,
 )
 
 # rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).

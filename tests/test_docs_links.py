@@ -70,3 +70,10 @@ def test_every_relative_markdown_link_resolves():
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert broken == []
+
+
+def test_readme_is_a_short_tour():
+    """The README stays the user's tour: measured figures live in docs/benchmarks.md, result
+    discussions in experiments/README.md, history in CHANGELOG.md."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"

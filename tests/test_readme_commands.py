@@ -1,8 +1,8 @@
-"""The command lines of the README and docs/ are copy-paste correct: every ``python -m``,
-``torchrun -m``, console-script and ``python script.py`` command in a fenced code block names
-a module or script that exists, and each flag, subcommand and choice is one its argparse
-parser accepts (required options present unless the line elides with ``...``). Repository
-paths it names (``examples/my.yaml``, ``scripts/test.sh``) exist.
+"""The command lines of the READMEs (the project's and experiments/) and docs/ are copy-paste
+correct: every ``python -m``, ``torchrun -m``, console-script and ``python script.py`` command
+in a fenced code block names a module or script that exists, and each flag, subcommand and
+choice is one its argparse parser accepts (required options present unless the line elides
+with ``...``). Repository paths it names (``examples/my.yaml``, ``scripts/test.sh``) exist.
 
 The parsers are captured, not run: the module runs as ``__main__`` with ``--help`` and
 ``ArgumentParser.parse_args`` stopping it, so any argparse command a doc adds is checked
@@ -23,7 +23,8 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "experiments" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md"))]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # A wheel's rudder.app is the checkout's app (pyproject's package-dir), and so on.
 PACKAGE_DIRS = {k: v for k, v in PYPROJECT["tool"]["setuptools"]["package-dir"].items()

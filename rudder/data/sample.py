@@ -54,9 +54,8 @@ from rudder.paths import cache_dir
 
 SAMPLE_VERSION = "2.0"
 SAMPLE_SEED = 20240611
-# Version 2.0 grew the corpus from 600 videos split 70/10/20 (60 validation videos, too few to
-# select hyper-parameters on) to 800 split 60/20/20: validation now matches test in size.
-# Nothing else changed; the generator is not tuned toward any loss.
+# 800 videos split 60/20/20, so that validation matches test in size (enough to select
+# hyper-parameters on); the generator is not tuned toward any loss.
 NUM_VIDEOS = 800
 # The difficulty knob: std of the Gaussian noise added to every feature dimension, whose
 # signal part has unit variance (a random projection of a unit-norm evidence vector).

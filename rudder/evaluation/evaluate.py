@@ -1,6 +1,6 @@
 """``python -m rudder.evaluate``: evaluate checkpoints on a split, alone or fused.
 
-``rudder.evaluate A B`` evaluates each run on its own. ``--fuse A B`` (old spelling
+``rudder.evaluate A B`` evaluates each run on its own. ``--fuse A B`` (alias
 ``--ensemble``) sums the similarity matrices of the runs; ``--fusion avg|max|hybrid`` fuses
 their rankings instead (Galanopoulos & Mezaris 2021; both:
 :func:`rudder.evaluation.fusion.fuse_directions`).

@@ -355,7 +355,7 @@ def self_learning_procrustes(source: np.ndarray, target: np.ndarray, rounds: int
     return mapping.astype(np.float32)
 
 
-WHITENING_SHRINKAGE = 1.0  # s, chosen on the sample's validation split (README)
+WHITENING_SHRINKAGE = 1.0  # s, chosen on the sample's validation split (docs/architecture.md)
 
 
 def _whitener(centred: np.ndarray, shrinkage: float = WHITENING_SHRINKAGE) -> np.ndarray:
