@@ -31,8 +31,15 @@ from rudder.config import (
     to_dict,
 )
 from rudder.errors import RunError, exit_on_error
-from rudder.optional import check_installed, config_needs
 from rudder.evaluation.results_table import results_table, seeds_table
+from rudder.optional import check_installed, config_needs
+from rudder.runs.folders import (
+    check_resume_changes,
+    check_run_dir,
+    default_run_dir,
+    discard_unfinished,
+    prepare_run_dir,
+)
 from rudder.runs.layout import (
     checkpoint_file,
     config_file,
@@ -43,13 +50,6 @@ from rudder.runs.layout import (
     read_metrics,
     write_config,
     write_metrics,
-)
-from rudder.runs.folders import (
-    check_resume_changes,
-    check_run_dir,
-    default_run_dir,
-    discard_unfinished,
-    prepare_run_dir,
 )
 
 # rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).
