@@ -74,7 +74,7 @@ class BatchSupervision:
             self._load_relations(folder)
         if sup.description_labels:
             table = folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
-            kind_of = dict(zip(table["caption_id"], table["kind"]))
+            kind_of = dict(zip(table["caption_id"], table["kind"], strict=True))
             self.kinds = np.vectorize(kind_of.get, otypes=[object])(train.caption_ids)
         self._texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
         needed = "text_sims" in self.needs  # fitted now, not in the first step

@@ -296,5 +296,5 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         if getattr(run.text_encoder, "uses_langs", False):
             return run.text_encoder(list(texts), langs=list(langs))
         return run.text_encoder(list(texts))
-    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
+    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs, strict=True)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

@@ -288,7 +288,7 @@ class SentenceFeatures:
         """The orthogonal map of ``lang`` onto the trained languages (class docstring)."""
         if lang not in self._maps:
             texts, langs = self._train_captions()
-            own = list(dict.fromkeys(t for t, g in zip(texts, langs) if g == lang))
+            own = list(dict.fromkeys(t for t, g in zip(texts, langs, strict=True) if g == lang))
             if not own:
                 self._maps[lang] = np.eye(self.dim, dtype=np.float32)
             else:
@@ -311,7 +311,7 @@ class SentenceFeatures:
     def _pivot_pool(self) -> np.ndarray:
         if self._pool is None:
             texts, langs = self._train_captions()
-            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs)
+            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs, strict=True)
                                        if lang in self.trained_langs))
             pool = self.vectors([t for t, _ in pairs])
             if self.centering:
