@@ -80,7 +80,7 @@ def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device,
                  compile_mode: str = "none"):
     """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed,
     compiled with ``torch.compile(mode=compile_mode)`` unless ``"none"``."""
-    encoder = PairEncoder(model)
+    encoder: torch.nn.Module = PairEncoder(model)
     if ctx.enabled:
         from torch.nn.parallel import DistributedDataParallel
 

@@ -82,7 +82,7 @@ def script_of(text: str) -> str:
         for script, (low, high) in _SCRIPT_RANGES.items():
             if low <= point <= high:
                 counts[script] += 1
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     return best if counts[best] > 0 else "latin"
 
 
@@ -111,7 +111,7 @@ def dominant_script(text: str) -> tuple[str | None, float]:
             counts[script] = counts.get(script, 0) + 1
     if not counts:
         return None, 0.0
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     return best, counts[best] / sum(counts.values())
 
 

@@ -19,7 +19,8 @@ def _is_na(value) -> bool:
 
 def _columns(rows: list[dict]) -> tuple[list[str], list[str]]:
     """(columns shown, columns left out because every row that has them is n/a)."""
-    shown, dropped = [], []
+    shown: list[str] = []
+    dropped: list[str] = []
     for c in COLUMNS:
         present = [r[c] for r in rows if c in r]
         (dropped if present and all(_is_na(v) for v in present) else shown).append(c)

@@ -63,6 +63,9 @@ class SplitData(VideoData):
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
         of its valid labelled captions (docs/architecture.md, Relevance); a caption whose class
         columns are null was never labelled, so it does not count."""
+        if self.nouns is None or self.verbs is None:
+            raise ValueError("video_classes needs the dataset's noun_classes/verb_classes columns "
+                             "(add them with `python -m heuristics label`)")
         valid = self.caption_mask if self.labelled is None else self.caption_mask & self.labelled
         owner = torch.nonzero(valid)[:, 0]
         nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)

@@ -182,7 +182,7 @@ def _videos(rng) -> list[dict]:
 
 
 def _caption_rows(videos) -> dict[str, list]:
-    columns = {k: [] for k in CAPTION_COLUMNS.names}
+    columns: dict[str, list] = {k: [] for k in CAPTION_COLUMNS.names}
     for video in videos:
         for lang in video["langs"]:
             for k, segment in enumerate(video["segments"]):
@@ -317,7 +317,7 @@ def _relations(captions: dict, videos) -> pa.Table:
     pool = np.flatnonzero(train & np.isin(captions["lang"], ["mr", "hi", "en"]))
     keys = {"translation": cap_video[pool] * 100 + seg[pool], "same_video": cap_video[pool],
             "same_toy": toy[pool], "random": np.zeros(len(pool), dtype=int)}
-    pairs = []
+    pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for name, wanted in NUM_RELATIONS.items():
         ia, ib = _group_partners(rng, keys[name], 4 * wanted)
         a, b = pool[ia], pool[ib]
