@@ -264,7 +264,7 @@ class AnnotateTab:
                     LABEL_NAMES[r["label"]],
                     r["time"],
                 ]
-                for r, p in zip(reversed(rows), position[::-1])
+                for r, p in zip(reversed(rows), position[::-1], strict=False)
             ],
             columns=HISTORY_COLUMNS,
         )
@@ -318,7 +318,7 @@ class AnnotateTab:
         ].head(50)
         choices = [
             (f"{c} ({lang}): {t[:80]}", c)
-            for c, lang, t in zip(hits["caption_id"], hits["lang"], hits["text"])
+            for c, lang, t in zip(hits["caption_id"], hits["lang"], hits["text"], strict=True)
         ]
         return gr.update(choices=choices, value=None)
 

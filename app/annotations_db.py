@@ -286,7 +286,7 @@ class AnnotationStore:
                 args,
             )
             names = [column[0] for column in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def labelled_candidates(self, dataset: str, annotator: str, caption_id_a: str) -> set[str]:
         """Caption ids the annotator currently has a label for against ``caption_id_a``."""

@@ -100,7 +100,8 @@ class SearchEngine:
 
     def _encode(self, texts, langs):
         return self.vocab.batch(
-            [tokenize(t, lang) for t, lang in zip(texts, langs)], max_len=self.max_words
+            [tokenize(t, lang) for t, lang in zip(texts, langs, strict=False)],
+            max_len=self.max_words,
         )
 
     def coverage(self, query: str, lang: str) -> Coverage:
@@ -129,7 +130,8 @@ class SearchEngine:
         video_ids = [self.index.video_ids[i] for i in found.indices[0].tolist()]
         best = self._best_captions(query, lang, text_emb, logits, video_ids, display_lang)
         hits = []
-        for rank, (video_id, score) in enumerate(zip(video_ids, found.scores[0].tolist()), start=1):
+        scores = found.scores[0].tolist()
+        for rank, (video_id, score) in enumerate(zip(video_ids, scores, strict=False), start=1):
             row = best.get(video_id)
             caption = self.collection.record(row) if row is not None else None
             hits.append(
@@ -189,7 +191,7 @@ class SearchEngine:
             [display & is_match, aligned, display, is_match], [4, 3, 2, 1], 0
         )
         shown = _first_per_video(table, ["tier", "closeness"])
-        return dict(zip(shown["video_id"], shown["row"].astype(int)))
+        return dict(zip(shown["video_id"], shown["row"].astype(int), strict=True))
 
 
 def word_overlap(query: str, lang: str, texts) -> np.ndarray:

@@ -138,7 +138,7 @@ def plot_runs(root, names) -> tuple:
     figures.append(plt.figure(figsize=(6, 1.2 + 2.6 * len(losses))))
     axes = [figures[0].add_subplot(), figures[1].add_subplot()]
     loss_axes = dict(zip(losses, figures[2].subplots(len(losses), 1, sharex=True, squeeze=False)
-                         [:, 0]))
+                         [:, 0], strict=True))
     for name, run, loss in runs:
         label = f"{name} ({loss})"
         t2v = _metrics(run).get("test", {}).get("t2v", {})
@@ -161,7 +161,7 @@ def plot_runs(root, names) -> tuple:
         ("Test text-to-video R@K", "K", "R@K (%)"),
         ("Validation text-to-video R@10", "epoch", "R@10 (%)"),
     ]
-    for ax, (title, xlabel, ylabel) in zip(axes, titles):
+    for ax, (title, xlabel, ylabel) in zip(axes, titles, strict=False):
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -494,7 +494,7 @@ class SearchTab:
         table.select(play_selected, None, [pick, player], api_name="play_result").then(
             None, None, None, js=SHOW_PLAYER_JS, api_visibility="private"
         )
-        for example, example_button in zip(self.examples, example_buttons):
+        for example, example_button in zip(self.examples, example_buttons, strict=False):
             example_button.click(
                 lambda e=example: (e.query, self.example_language(e), e.display),
                 None,

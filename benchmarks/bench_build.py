@@ -44,7 +44,7 @@ def generate(raw: Path, videos: int, per_video: int, dim: int, experts, seed: in
     )
     with open(raw / "videos.tsv", "w", encoding="utf-8") as handle:
         handle.write("video_id\tsplit\tduration\n")
-        handle.writelines(f"{v}\t{s}\t60\n" for v, s in zip(ids, splits))
+        handle.writelines(f"{v}\t{s}\t60\n" for v, s in zip(ids, splits, strict=False))
     words = rng.integers(0, len(WORDS), size=(videos, per_video, 4))
     with contextlib.ExitStack() as stack:
         handles = {

@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         print(f"{name:22s} {seconds:8.2f} s  {frames / seconds:8.1f} frames/s")
     if loop_frames != frames or any(
         a.shape != b.shape or not np.allclose(a, b, atol=1e-3, rtol=1e-3)
-        for a, b in zip(pipeline, loop_features)
+        for a, b in zip(pipeline, loop_features, strict=False)
     ):
         print("bench_extract: FAILED (the loop's features differ from the pipeline's)")
         return 3

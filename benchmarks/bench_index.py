@@ -141,7 +141,8 @@ def main(argv=None) -> int:
     single = time_single(torch_search, *queries)
     scan_single = time_single(torch_scan, *queries)
     expected = torch_search(*batch_q).indices  # a batch: the float32 scan
-    two_stage = torch.cat([torch_search(t[None], l[None]).indices for t, l in zip(*batch_q)])
+    two_stage = torch.cat([torch_search(t[None], l[None]).indices
+                           for t, l in zip(*batch_q, strict=False)])
     same = torch.equal(two_stage, expected)
     print(
         f"torch exact, one query, float16 stage 1 + float32 stage 2: median {single:7.1f} ms "

@@ -70,7 +70,7 @@ def write_dataset(root: Path, videos: int) -> tuple[Path, Path]:
             for v in ids]))
         for name, dim in FIXED.items():
             w.write_expert(name, [(ids, rng.normal(size=(videos, dim)).astype(np.float32))])
-        audio_ids = [v for v, a in zip(ids, has_audio) if a]
+        audio_ids = [v for v, a in zip(ids, has_audio, strict=False) if a]
         w.write_expert("audio", [(audio_ids,
                                   [rng.normal(size=(AUDIO_FRAMES, AUDIO_DIM)).astype(np.float32)
                                    for _ in audio_ids])])
@@ -97,7 +97,7 @@ def interleaved_ms(steps: int, device, *fns) -> list[float]:
     slows them alike), after 3 warm-up rounds."""
     times = [[] for _ in fns]
     for i in range(steps + 3):
-        for fn, record in zip(fns, times):
+        for fn, record in zip(fns, times, strict=False):
             if device.type == "cuda":
                 torch.cuda.synchronize()
             start = time.perf_counter()

@@ -53,9 +53,9 @@ def evaluate(run_dir: Path) -> dict[str, dict]:
     data = load_split(run.dataset, "test", run.experts, run.vocab, cfg.caption_langs,
                       None, cfg.max_words, cfg.max_frames)
     nouns = dict(zip(*(run.dataset.captions("test", columns=["caption_id", "nouns"])
-                       .to_pydict().values())))
+                       .to_pydict().values()), strict=True))
     lists, where = [], []
-    for v, k in zip(*np.nonzero(data.caption_mask.numpy())):
+    for v, k in zip(*np.nonzero(data.caption_mask.numpy()), strict=True):
         lang = data.caption_langs[v, k]
         if lang in SUFFIX:
             tokens = perturbed_tokens(data.caption_texts[v, k], lang, nouns[data.caption_ids[v, k]],
@@ -64,9 +64,9 @@ def evaluate(run_dir: Path) -> dict[str, dict]:
                 lists.append(tokens)
                 where.append((v, k))
     ids, mask = run.vocab.batch(lists, max_len=cfg.max_words)
-    videos, slots = (torch.tensor(x) for x in zip(*where))
+    videos, slots = (torch.tensor(x) for x in zip(*where, strict=True))
     # One width (and n-gram depth) for the original and the perturbed token grids.
-    tail = [max(a, b) for a, b in zip(ids.shape[1:], data.tokens.shape[2:])]
+    tail = [max(a, b) for a, b in zip(ids.shape[1:], data.tokens.shape[2:], strict=False)]
     tokens, token_mask = (_padded(data.tokens, [*data.tokens.shape[:2], *tail]),
                           _padded(data.token_mask, [*data.tokens.shape[:2], tail[0]]))
     tokens[videos, slots] = _padded(ids, [len(ids), *tail])

@@ -98,7 +98,8 @@ class CENetReference(nn.Module):
         logits = self.moe_fc(text)
         audio = self.audio_vlad(frames * available[:, -1, None, None])
         inputs = [fixed[name] * available[:, i:i + 1] for i, name in enumerate(self.fixed)]
-        x = [F.normalize(reduce(v), dim=-1) for reduce, v in zip(self.reduce, [*inputs, audio])]
+        x = [F.normalize(reduce(v), dim=-1)
+             for reduce, v in zip(self.reduce, [*inputs, audio], strict=False)]
         video = []
         for i, xi in enumerate(x):  # CEModule, use_ce="pairwise", include_self=1
             total, count = 0, 0

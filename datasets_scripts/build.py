@@ -66,7 +66,7 @@ class CaptionRows:
             )
         self.ids.add(caption_id)
         row = (caption_id, video_id, lang, text, start, end, kind, machine_translated)
-        for name, value in zip(CAPTIONS_SCHEMA.names, row):
+        for name, value in zip(CAPTIONS_SCHEMA.names, row, strict=False):
             self.columns[name].append(value)
         for name, values in (noun_verb or {}).items():
             self.noun_verb.setdefault(name, [None] * (len(self) - 1)).append(values)
@@ -273,13 +273,14 @@ def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int,
                 f"e.g. {unknown[:3]}: their sentence is not among their video's release "
                 "captions, so which feature belongs to them is unknown"
             )
-        ordinals = [entries.get(c, k) for c, k in zip(ids, ordinals)]
+        ordinals = [entries.get(c, k) for c, k in zip(ids, ordinals, strict=False)]
 
     def batches():
         for start in range(0, len(ids), batch_size):
             part = slice(start, start + batch_size)
             try:
-                arrays = [source.array(v, int(k)) for v, k in zip(videos[part], ordinals[part])]
+                arrays = [source.array(v, int(k))
+                          for v, k in zip(videos[part], ordinals[part], strict=False)]
             except CaptionFeatureError as error:
                 raise BuildError(str(error)) from None
             yield ids[part], arrays

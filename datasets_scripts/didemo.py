@@ -140,7 +140,8 @@ def merge_containers(path: Path, parsed: dict, reporter: Reporter) -> dict:
         )
         into["names"].append(name)
         into["segments"] = max(into["segments"], video["segments"])
-        for moment, (text, pairs, where) in zip(video["moments"], video["annotations"]):
+        moments = zip(video["moments"], video["annotations"], strict=False)
+        for moment, (text, pairs, where) in moments:
             key = (text, tuple(pairs))
             if key in into["seen"]:
                 reporter.problem(

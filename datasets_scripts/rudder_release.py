@@ -237,7 +237,9 @@ def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
         else:
             seen.add((a, b))
             for name, item in zip(
-                RELATIONS_SCHEMA.names, (a, b, value, (row.get("annotator") or "").strip())
+                RELATIONS_SCHEMA.names,
+                (a, b, value, (row.get("annotator") or "").strip()),
+                strict=True,
             ):
                 rows[name].append(item)
     return pa.table(rows, schema=RELATIONS_SCHEMA)

@@ -82,7 +82,9 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
             )
             texts += [
                 t
-                for c, t in zip(human["caption_id"].to_pylist(), human["text"].to_pylist())
+                for c, t in zip(
+                    human["caption_id"].to_pylist(), human["text"].to_pylist(), strict=True
+                )
                 if translated_id(c, dest) not in existing
             ]
         if not texts:

@@ -491,7 +491,7 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
             dropped += [{"line": r.line, "video_id": stem, "reason": meta["error"]}
                         for i in video.items for r in i.rows]
             continue
-        for index, (item, segment) in enumerate(zip(video.items, meta["segments"])):
+        for index, (item, segment) in enumerate(zip(video.items, meta["segments"], strict=False)):
             if isinstance(segment, str):
                 for row in item.rows:
                     reporter.problem("segment outside the video", captions_path,
@@ -512,7 +512,7 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
     split_rule = assign_splits(readable, captions_path, reporter, *split_rule)
     rows = [r for r in rows if r[0].rows]  # rows dropped for naming a second split
     rows.sort(key=lambda r: r[0].item_id)
-    for item, stem, start, end, _ in rows:
+    for item, _stem, start, end, _ in rows:
         durations[item.item_id] = end - start
         splits[item.item_id] = item.split
         for k, row in enumerate(item.rows):

@@ -224,7 +224,7 @@ def fuse_seed(
         return out_dir
     first, split, run = saved_test(member_dirs[0], splits)
     preds = [first] + [read_predictions(predictions_file(d, "test")) for d in member_dirs[1:]]
-    for d, p in zip(member_dirs, preds):
+    for d, p in zip(member_dirs, preds, strict=False):
         if not np.array_equal(p.caption_ids, first.caption_ids):
             raise RunError(f"{d}: its test queries differ from {member_dirs[0]}; cannot fuse")
     q = hybrid_q if method == "hybrid" else None

@@ -78,7 +78,8 @@ def recall_curves(rows: Sequence[RowResult], path: Path, title: str = "") -> Pat
     """R@K curves (:func:`recall_curve`) per row, both directions; log-K axis."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, direction, name in zip(axes, ("t2v", "v2t"), ("text → video", "video → text")):
+    names = ("text → video", "video → text")
+    for ax, direction, name in zip(axes, ("t2v", "v2t"), names, strict=True):
         for i, row in enumerate(rows):
             ks, curve = recall_curve(row.ranks[direction])
             style = ("-", "--", ":")[(i // 10) % 3]  # ten colours, then the next line style
@@ -106,7 +107,7 @@ def hard_negative_histograms(
         nrows, cols, figsize=(3 * cols, 2.4 * nrows), sharex=True, sharey=True, squeeze=False
     )
     bins = np.linspace(0, 1, 21)
-    for ax, (label, v) in zip(axes.flat, values.items()):
+    for ax, (label, v) in zip(axes.flat, values.items(), strict=False):
         ax.hist(v, bins=bins, weights=_percent(v), color="tab:blue", alpha=0.8)
         ax.hist(baseline, bins=bins, weights=_percent(baseline), histtype="step", color="grey")
         ax.set_title(f"{label}\nmean R {v.mean():.2f}, R>0 {100 * (v > 0).mean():.0f}%", fontsize=8)

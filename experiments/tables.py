@@ -45,7 +45,7 @@ from .collect import RowResult
 RANK_METRICS = (*RECALLS, *RANK_AVERAGES)
 SCORE_METRICS = RELEVANCE_METRICS
 COLUMNS = RANK_METRICS + SCORE_METRICS
-HEADERS = {name: f"R@{k}" for name, k in zip(RECALLS, RECALL_KS)}
+HEADERS = {name: f"R@{k}" for name, k in zip(RECALLS, RECALL_KS, strict=False)}
 DIRECTION_TITLES = {"t2v": "Text → video", "v2t": "Video → text"}
 N_RESAMPLES = 1000
 

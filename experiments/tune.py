@@ -125,9 +125,9 @@ def candidates(row: Row, spec: TuneSpec) -> list[dict]:
     if loss not in spec.grids:
         raise SuiteError(f"tune.grids has no grid for loss {loss!r} (row {row.label!r})")
     grid = {k: v for k, v in spec.grids[loss].items() if not _explicit(row.data, k)}
-    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     errors = [_loss_error(row, p) for p in points]
-    valid = [p for p, error in zip(points, errors) if error is None]
+    valid = [p for p, error in zip(points, errors, strict=False) if error is None]
     if len(valid) < spec.trials:
         example = next((f" (e.g. {e})" for e in errors if e), "")
         raise SuiteError(

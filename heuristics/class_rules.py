@@ -300,7 +300,7 @@ def _noun_phrases(words, forms, index: _Index, verbs: set[int]):
             surface = tuple(forms[k] for k in span)
             if phrase in index.phrases or surface in index.phrases:
                 parts = phrase if phrase in index.phrases else surface
-                for k, part in zip(span, parts):
+                for k, part in zip(span, parts, strict=False):
                     words[k] = replace(words[k], upos="NOUN", lemma=part)
                 i += width
                 break

@@ -79,7 +79,7 @@ def _annotated_captions(root):
     for table in caption_tables(DatasetFolder(root)).values():
         if "nouns" in table.column_names and "verbs" in table.column_names:
             columns = [table.column(c).to_pylist() for c in ("lang", "text", "nouns", "verbs")]
-            rows += [r for r in zip(*columns) if r[2] or r[3]]
+            rows += [r for r in zip(*columns, strict=True) if r[2] or r[3]]
     return rows
 
 
@@ -176,7 +176,7 @@ def cmd_tag(args) -> int:
     tagger = _build_tagger(args, _annotated_captions(args.dataset) if args.dataset else ())
     tagged = tag_texts(tagger, texts, args.lang, cache=_cache(args))
     vocabulary = lemma_vocabulary(tagger, tagged, args.lang)  # as label: the lemma fallback
-    for text, words in zip(texts, tagged):
+    for text, words in zip(texts, tagged, strict=False):
         nouns, verbs, noun_classes, verb_classes = extract_classes(
             words, args.lang, class_map, options, vocabulary=vocabulary
         )

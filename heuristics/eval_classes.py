@@ -132,7 +132,7 @@ def scores(predicted, gold) -> dict:
     n = len(gold)
     if n == 0:
         raise ValueError("no rows to score")
-    pairs = list(zip(predicted, gold))
+    pairs = list(zip(predicted, gold, strict=False))
     verb = sum(p[0] == g[0] for p, g in pairs)
     nouns = sum(p[1] == g[1] for p, g in pairs)
     both = sum(p[0] == g[0] and p[1] == g[1] for p, g in pairs)

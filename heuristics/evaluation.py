@@ -31,10 +31,10 @@ def score(gold_words, predicted_words, lang: str) -> dict:
     counts = {"words": 0, "upos": 0, "lemma": 0}
     parts = {name: {"tp": 0, "tp_lemma": 0, "predicted": 0, "gold": 0} for name in ("noun", "verb")}
     members = {"noun": NOUN_UPOS, "verb": ("VERB",)}
-    for sentence, (gold, pred) in enumerate(zip(gold_words, predicted_words)):
+    for sentence, (gold, pred) in enumerate(zip(gold_words, predicted_words, strict=False)):
         if len(gold) != len(pred):
             raise ValueError(f"sentence {sentence}: {len(gold)} gold words but {len(pred)} tagged")
-        for g, p in zip(gold, pred):
+        for g, p in zip(gold, pred, strict=False):
             lemma_ok = normalise(p.lemma, lang) == g.lemma
             counts["words"] += 1
             counts["upos"] += g.upos == p.upos

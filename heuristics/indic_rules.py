@@ -117,7 +117,7 @@ def noun_phrases(words, forms, phrases: dict, lang: str, verbs: set):
                     lemma
                     for parts, lemma in phrases.items()
                     if len(parts) == width
-                    and all(_part_of(forms[k], p, lang) for k, p in zip(span, parts))
+                    and all(_part_of(forms[k], p, lang) for k, p in zip(span, parts, strict=False))
                 ),
                 None,
             )

@@ -136,7 +136,7 @@ def annotate(
         rows = [i for i, code in enumerate(langs) if code == lang]
         tagged = tag_texts(tagger, [texts[i] for i in rows], lang, cache=cache, num_proc=num_proc)
         vocabulary = lemma_vocabulary(tagger, tagged, lang)
-        for i, words in zip(rows, tagged):
+        for i, words in zip(rows, tagged, strict=False):
             nouns, verbs, _, verb_classes = extract_classes(
                 words, lang, class_map, options, rules or ClassRules(), vocabulary
             )
@@ -325,7 +325,7 @@ def _split_statistics(table: pa.Table, config: LabelConfig, langs) -> dict:
     out = query_statistics(nouns, verbs, config.alpha_n, config.alpha_v, config.stats_queries)
     out["captions_with_stop_nouns"] = sum(
         len(counted_nouns(n or [], lang, config.stop_nouns or {})) < len(n or [])
-        for lang, n in zip(columns["lang"], columns["nouns"])
+        for lang, n in zip(columns["lang"], columns["nouns"], strict=True)
     )
     out["sample"] = [
         {

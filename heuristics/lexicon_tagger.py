@@ -120,7 +120,7 @@ class LexiconTagger:
             width = len(parts)
             if i + width <= len(tokens) and all(
                 t == p or self._inflects(t, p, lang, part=True)
-                for t, p in zip(tokens[i : i + width], parts)
+                for t, p in zip(tokens[i : i + width], parts, strict=False)
             ):
                 return width, lemma, pos
         exact = self._exact.get((lang, tokens[i]))

@@ -305,9 +305,11 @@ def merge(old: pa.Table | None, new: pa.Table, replace_annotator: str | None = N
         return new
     old = old.select(RELATIONS_SCHEMA.names).cast(RELATIONS_SCHEMA)
     taken = set(
-        zip(*(new.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")))
+        zip(*(new.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")),
+            strict=True)
     )
-    keys = zip(*(old.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")))
+    keys = zip(*(old.column(c).to_pylist() for c in ("caption_id_a", "caption_id_b", "annotator")),
+               strict=True)
     keep = [k not in taken and k[2] != replace_annotator for k in keys]
     return pa.concat_tables([old.filter(pa.array(keep)), new])
 
@@ -345,7 +347,8 @@ def resolve(table: pa.Table, rule: str = "refuse") -> pa.Table:
         a, b = left.iloc[0][PAIR]
         first = left[(left["caption_id_a"] == a) & (left["caption_id_b"] == b)]
         names = {int(label): label_name for label_name, label in PAIR_LABELS.items()}
-        says = ", ".join(f"{n} {names[int(x)]}" for n, x in zip(first["annotator"], first["label"]))
+        says = ", ".join(f"{n} {names[int(x)]}"
+                         for n, x in zip(first["annotator"], first["label"], strict=True))
         count = len(left.drop_duplicates(PAIR))
         fix = {
             "refuse": "rerun import-relations with --resolve majority or --resolve annotator:NAME",

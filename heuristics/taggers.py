@@ -240,7 +240,7 @@ class StanzaTagger:
                 raise TaggerError(
                     f"Stanza returned {len(doc.sentences)} sentences for {len(chunk)} captions"
                 )
-            for i, sentence in zip(chunk, doc.sentences):
+            for i, sentence in zip(chunk, doc.sentences, strict=False):
                 out[i] = [
                     TaggedWord(w.text, w.lemma or w.text, w.upos or "X", w.head, w.deprel)
                     for w in sentence.words
@@ -347,14 +347,14 @@ def tag_texts(
             )
             new = {
                 t: [TaggedWord.from_list(w) for w in json.loads(j)]
-                for t, j in zip(missing, mapped["words"])
+                for t, j in zip(missing, mapped["words"], strict=False)
             }
         else:
             new = {}
             with progress(total=len(missing), desc=f"tagging {lang}", unit="text") as bar:
                 for start in range(0, len(missing), batch_size):
                     part = missing[start : start + batch_size]
-                    new.update(zip(part, tagger.tag(part, lang)))
+                    new.update(zip(part, tagger.tag(part, lang), strict=False))
                     bar.update(len(part))
         if cache is not None:
             cache.put_many(model, lang, new)

@@ -88,10 +88,11 @@ def sweep(target) -> list[str]:
     running processes (checked by process id on this machine) is left alone.
     """
     target = Path(target)
-    done = []
+    done: list[str] = []
     if not target.parent.is_dir():
         return done
-    aside, others = [], []
+    aside: list[Path] = []
+    others: list[Path] = []
     for path in sorted(target.parent.iterdir()):
         match = STAGED.match(path.name)
         if match and match["target"] == target.name and not _alive(int(match["pid"])):

@@ -82,7 +82,7 @@ def script_of(text: str) -> str:
         for script, (low, high) in _SCRIPT_RANGES.items():
             if low <= point <= high:
                 counts[script] += 1
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     return best if counts[best] > 0 else "latin"
 
 
@@ -111,7 +111,7 @@ def dominant_script(text: str) -> tuple[str | None, float]:
             counts[script] = counts.get(script, 0) + 1
     if not counts:
         return None, 0.0
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     return best, counts[best] / sum(counts.values())
 
 
@@ -193,13 +193,13 @@ def parse_ngram_file(text: str) -> NgramModel:
     langs = tuple(header["langs"].split(","))
     alpha = float(header["alpha"])
     counts = [[int(v) for v in row[1:]] for row in rows]
-    totals = [sum(column) for column in zip(*counts)]
+    totals = [sum(column) for column in zip(*counts, strict=False)]
     vocab = len(rows)
     log_prob = {
         row[0]: tuple(
             math.log((count[k] + alpha) / (totals[k] + alpha * vocab)) for k in range(len(langs))
         )
-        for row, count in zip(rows, counts)
+        for row, count in zip(rows, counts, strict=True)
     }
     return NgramModel(langs, log_prob, float(header["temperature"]))
 
@@ -227,7 +227,7 @@ def identify_language(text: str) -> LanguageGuess:
         return LanguageGuess(langs[0], 1.0, script, ((langs[0], 1.0),))
     model = devanagari_model()
     probs = model.posteriors(words_in_script(text, script))
-    ranked = sorted(zip(model.langs, probs), key=lambda pair: -pair[1])
+    ranked = sorted(zip(model.langs, probs, strict=True), key=lambda pair: -pair[1])
     candidates = tuple((lang, round(prob, 4)) for lang, prob in ranked)
     return LanguageGuess(candidates[0][0], candidates[0][1], script, candidates)
 

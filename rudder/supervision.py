@@ -281,7 +281,7 @@ class RelationTable:
             names = (relations.column("annotator").take(rows).to_pylist()
                      if "annotator" in relations.column_names else ["", ""])
             listed = " and ".join(f"row {r}" + (f" ({n})" if n else "") + f" label {x}"
-                                  for r, n, x in zip(rows, names, labels[both]))
+                                  for r, n, x in zip(rows, names, labels[both], strict=True))
             raise ValueError(
                 f"RelationTable: the relations table (the dataset's relations/all.parquet) gives "
                 f"the pair (query {a}, candidate {b}) different labels: {listed}; keep one row "

@@ -241,7 +241,7 @@ def aggregate_seeds(results: dict[int, dict]) -> dict:
     """Mean and sample standard deviation (ddof=1) of every test metric over seeds; a metric
     that is n/a (``None``) in any seed is n/a in the summary."""
     first = next(iter(results.values()))["test"]
-    summary = {"seeds": sorted(results), "test": {}}
+    summary: dict = {"seeds": sorted(results), "test": {}}
     for direction in ("t2v", "v2t"):
         summary["test"][direction] = {}
         for key in first[direction]:

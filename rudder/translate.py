@@ -171,8 +171,8 @@ async def _run(
                 raise TranslationUnavailable(
                     f"the translator returned an incomplete batch for {batch[:2]}..."
                 )
-            cache.put(src, dest, zip(batch, translated))
-            result.update(zip(batch, translated))
+            cache.put(src, dest, zip(batch, translated, strict=True))
+            result.update(zip(batch, translated, strict=True))
             if progress:
                 progress(len(result), total)
             wait = interval - (time.monotonic() - started)

@@ -96,7 +96,8 @@ def write_dataset(
             writer.write_expert(expert, [(ids, values)])
         if relations:
             columns = ("caption_id_a", "caption_id_b", "label", "annotator")
-            writer.write_relations(pa.table(dict(zip(columns, map(list, zip(*relations))))))
+            lists = map(list, zip(*relations, strict=True))
+            writer.write_relations(pa.table(dict(zip(columns, lists, strict=True))))
     return path
 
 
@@ -189,7 +190,7 @@ def concept_dataset(
     }
     return write_dataset(
         path,
-        dict(zip(video_ids, splits)),
+        dict(zip(video_ids, splits, strict=False)),
         rows,
         features,
         languages=["mr", "en"],

@@ -141,7 +141,7 @@ def test_own_videos_build_train_and_search_with_thumbnails_and_segments(tmp_path
         assert "English" in status and "⚠" not in status, status
         columns = table["headers"]
         assert columns[:3] == ["thumbnail", "rank", "video"]
-        hits = [dict(zip(columns, row)) for row in table["data"]]
+        hits = [dict(zip(columns, row, strict=True)) for row in table["data"]]
         assert {h["video"] for h in hits} == set(media)  # every video and segment is found
         assert "<video" in player
 
@@ -175,7 +175,7 @@ def test_own_videos_build_train_and_search_with_thumbnails_and_segments(tmp_path
         status, table, _, _ = client.predict(
             "वर्ग चलता है", "hi", "hi", 50, False, "en", api_name="/search")
         assert "Hindi" in status and "⚠" not in status, status
-        hits = [dict(zip(table["headers"], row)) for row in table["data"]]
+        hits = [dict(zip(table["headers"], row, strict=True)) for row in table["data"]]
         assert {h["video"] for h in hits} == set(media) and {h["lang"] for h in hits} == {"hi"}
         for hit in hits:
             start, end = times[hit["video"]]

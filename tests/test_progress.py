@@ -34,7 +34,7 @@ def fake_encoder(calls):
         width = max(lengths)
         features = torch.zeros(len(texts), width, 2)
         mask = torch.zeros(len(texts), width, dtype=torch.bool)
-        for row, (text, length) in enumerate(zip(texts, lengths)):
+        for row, (text, length) in enumerate(zip(texts, lengths, strict=True)):
             features[row, :length] = float(text)
             mask[row, :length] = True
         return features, mask

@@ -290,7 +290,7 @@ def test_batch_labels_description_marks_only_non_positives():
 
 
 def relations(rows):
-    a, b, label = zip(*rows)
+    a, b, label = zip(*rows, strict=True)
     return pa.table(
         {
             "caption_id_a": list(a),
@@ -317,7 +317,7 @@ def test_relation_table_symmetry_and_unknown():
     assert table.lookup(["c1", "zz"], ["c3", "c0", "zz"]).tolist() == [[3, 2, -1], [-1, -1, -1]]
     assert table.lookup_positions(np.array([2]), np.array([0, 3])).tolist() == [[1, -1]]
     low, high = table.pairs()  # c0-c1 is listed both ways but is one pair
-    assert list(zip(low.tolist(), high.tolist())) == [(0, 1), (0, 2), (1, 3)]
+    assert list(zip(low.tolist(), high.tolist(), strict=True)) == [(0, 1), (0, 2), (1, 3)]
 
 
 def test_relation_table_reads_each_direction_of_an_asymmetric_pair():
@@ -327,7 +327,7 @@ def test_relation_table_reads_each_direction_of_an_asymmetric_pair():
     assert table.lookup(ids).tolist() == [[-1, 1, 3], [2, -1, -1], [3, -1, -1]]
     assert table.lookup(["c1"], ["c0", "c2"]).tolist() == [[2, -1]]
     low, high = table.pairs()
-    assert list(zip(low.tolist(), high.tolist())) == [(0, 1), (0, 2)]
+    assert list(zip(low.tolist(), high.tolist(), strict=True)) == [(0, 1), (0, 2)]
 
 
 def test_relation_table_errors():

@@ -54,7 +54,7 @@ def _run(args) -> int:
         n, _, _, v = extract_classes(words, "en", classes, vocabulary=vocabulary)
         nouns.append(n)
         verb_classes.append(v)
-        for before, after in zip(words, word_lemmas(words, "en", vocabulary)):
+        for before, after in zip(words, word_lemmas(words, "en", vocabulary), strict=False):
             if before.lemma != after.lemma:
                 changed[(before.text, before.lemma, after.lemma)] += 1
     stats = {}

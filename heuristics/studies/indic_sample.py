@@ -53,7 +53,7 @@ def _known(classes) -> frozenset:
 
 def score(rows, tagged, lang, class_map, rules, vocabulary) -> dict:
     verbs = nouns = both = 0
-    for row, words in zip(rows, tagged):
+    for row, words in zip(rows, tagged, strict=False):
         _, _, noun_classes, verb_classes = extract_classes(
             words, lang, class_map, rules=rules, vocabulary=vocabulary
         )

@@ -47,9 +47,9 @@ def _run(args) -> int:
     tagged = tagger.tag_tokens([[w.form for w in s] for s in gold], lang)
     vocabulary = lemma_vocabulary(tagger, tagged, lang)
     counts, changed = Counter(), Counter()
-    for gold_words, words in zip(gold, tagged):
+    for gold_words, words in zip(gold, tagged, strict=False):
         fixed = word_lemmas(words, lang, vocabulary)
-        for g, before, after in zip(gold_words, words, fixed):
+        for g, before, after in zip(gold_words, words, fixed, strict=False):
             if before.upos not in ("VERB", *NOUN_UPOS):
                 continue
             old, new = normalise(before.lemma, lang), normalise(after.lemma, lang)

@@ -57,7 +57,7 @@ def epoch_batches(
         ]
     else:
         raise ValueError(f"caption sampling {mode!r} is not 'random' or 'all'")
-    batches = []
+    batches: list[tuple[torch.Tensor, torch.Tensor]] = []
     for videos, slots in rounds:
         videos = videos[torch.randperm(len(videos), generator=generator)]
         if len(videos) == 1:

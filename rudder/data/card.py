@@ -68,7 +68,7 @@ def row_counts(root, experts) -> dict[tuple[str, str], int]:
 def _configs_block(experts, counts: dict, digests: dict) -> list[dict]:
     """The ``configs:`` list of the configs with rows; empty splits are left out
     (``datasets`` rejects them, and a config with no files)."""
-    configs = []
+    configs: list[dict] = []
     for name in _config_names(experts):
         files = [
             {"split": s, "path": config_path(name, s)}

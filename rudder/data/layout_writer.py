@@ -94,7 +94,7 @@ class DatasetWriter:
             for expert in experts:
                 if expert not in self.meta.experts:
                     raise LayoutError(f"videos: expert {expert!r} is not declared in the metadata")
-        self.video_split = dict(zip(ids, splits))
+        self.video_split = dict(zip(ids, splits, strict=True))
         self._write_split_tables("videos", videos, splits)
 
     def _splits_of(self, video_ids, what: str) -> list[str]:
@@ -118,7 +118,7 @@ class DatasetWriter:
                 check_language(lang, where=f"captions row {i} (caption_id {ids[i]!r})")
         splits = self._splits_of(captions.column("video_id").to_pylist(), "captions")
         self._write_split_tables("captions", captions, splits)
-        self.caption_split = dict(zip(ids, splits))
+        self.caption_split = dict(zip(ids, splits, strict=True))
 
     def write_text_features(self, dim: int, batches) -> None:
         """Stream ``(caption_ids, arrays)`` batches into the ``text_features`` config: one
@@ -229,7 +229,7 @@ def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type)
     """Validate one batch of features and turn it into an Arrow column."""
     if info.variable_length:
         arrays = [np.asarray(f, dtype=np.float32) for f in features]
-        for vid, arr in zip(video_ids, arrays):
+        for vid, arr in zip(video_ids, arrays, strict=False):
             _check_feature(expert, vid, arr, info.dim, ndim=2)
         flat = (
             np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, np.float32)
@@ -243,7 +243,7 @@ def _feature_column(expert, video_ids, features, info: ExpertInfo, feature_type)
             f"features.{expert}: expected a ({len(video_ids)}, {info.dim}) batch, "
             f"got shape {matrix.shape}"
         )
-    for vid, row in zip(video_ids, matrix):
+    for vid, row in zip(video_ids, matrix, strict=True):
         _check_feature(expert, vid, row, info.dim, ndim=1)
     return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1), pa.float32()), info.dim)
 

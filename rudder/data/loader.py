@@ -63,6 +63,9 @@ class SplitData(VideoData):
         """Noun and verb class sets ``(V, C)`` of each video: the classes in at least ``rho``
         of its valid labelled captions (docs/architecture.md, Relevance); a caption whose class
         columns are null was never labelled, so it does not count."""
+        if self.nouns is None or self.verbs is None:
+            raise ValueError("video_classes needs the dataset's noun_classes/verb_classes columns "
+                             "(add them with `python -m heuristics label`)")
         valid = self.caption_mask if self.labelled is None else self.caption_mask & self.labelled
         owner = torch.nonzero(valid)[:, 0]
         nouns = video_class_sets(self.nouns[valid].float(), owner, self.num_videos, rho)
@@ -101,7 +104,8 @@ def select_experts(folder: DatasetFolder, experts, audio_langs) -> list[str]:
 def build_vocabulary(folder: DatasetFolder, langs, min_count: int = 1) -> Vocabulary:
     """Vocabulary of the training captions in the chosen languages."""
     table = folder.captions("train", columns=["text", "lang"]).to_pydict()
-    tokens = [tokenize(t, lang) for t, lang in zip(table["text"], table["lang"]) if lang in langs]
+    tokens = [tokenize(t, lang) for t, lang in zip(table["text"], table["lang"], strict=True)
+              if lang in langs]
     if not tokens:
         raise LayoutError(f"{folder.root}: no training caption in languages {list(langs)}")
     return Vocabulary.build(tokens, min_count=min_count)
@@ -262,7 +266,7 @@ def load_videos(folder: DatasetFolder, split: str, experts: list[str],
     available = np.zeros((len(video_ids), len(experts)), dtype=bool)
     has = videos.get("experts") or [[] for _ in video_ids]
     for e, expert in enumerate(experts):
-        listed = [v for v, names in zip(video_ids, has) if expert in (names or ())]
+        listed = [v for v, names in zip(video_ids, has, strict=True) if expert in (names or ())]
         feats, masks, present = _load_expert(folder, expert, split, row_of, len(video_ids),
                                              max_frames, listed)
         features[expert] = feats
@@ -363,7 +367,8 @@ def _warn_unlabelled(folder, split, captions, keep, labelled: torch.Tensor) -> N
     """Say which languages have captions that were never labelled (null class columns)."""
     if bool(labelled.all()):
         return
-    langs = sorted({captions["lang"][i] for i, ok in zip(keep, labelled.tolist()) if not ok})
+    langs = sorted({captions["lang"][i] for i, ok in zip(keep, labelled.tolist(), strict=True)
+                    if not ok})
     log.warning(
         "%s: %d of %d %s captions in %s have no noun/verb classes (never labelled); they "
         "count as sharing no class in relevance and pair labels and are left out of video "
@@ -415,7 +420,8 @@ def _token_store(folder, split, captions, keep, owner, slot, shape, max_words,
                 f"set data.caption_langs: [{text_encoder.lang}]"
             )
     # the k-th caption of its video in its language: entry k of a CE pickle
-    video_langs = [f"{v}\0{lang}" for v, lang in zip(captions["video_id"], captions["lang"])]
+    video_langs = [f"{v}\0{lang}"
+                   for v, lang in zip(captions["video_id"], captions["lang"], strict=True)]
     return store_from_encoder(
         text_encoder,
         [captions["text"][i] for i in keep],

@@ -115,7 +115,7 @@ def _sample_recipe(rng: np.random.Generator, toy: str) -> tuple[list, list]:
             steps = []
             for j in chosen:
                 action, *args = steps_spec[j]
-                slot = dict(zip(ACTION_ARGS[action][1:], args[1:]))
+                slot = dict(zip(ACTION_ARGS[action][1:], args[1:], strict=False))
                 y = slot.get("y")
                 i = slot.get("i") if "i" in slot and rng.random() < INSTRUMENT_RATE else None
                 steps.append(("v:" + action, "n:" + fillers[args[0]],
@@ -167,10 +167,11 @@ def _videos(rng) -> list[dict]:
         lead = rng.uniform(0.0, 0.05) * duration
         starts = lead + np.concatenate([[0.0], np.cumsum(share)[:-1]]) * 0.94 * duration
         ends = starts + share * 0.94 * duration * rng.uniform(0.8, 1.0, len(segments))
-        for segment, start, end in zip(segments, starts, ends):
+        for segment, start, end in zip(segments, starts, ends, strict=True):
             segment["start"], segment["end"] = round(float(start), 2), round(float(end), 2)
         experts = [e for e in ("scene", "object", "action") if missing[e][v] == 0] + ["audio@mr"]
-        experts += [f"audio@{lang}" for lang, on in zip(("hi", "ta", "te"), combos[audio[v]]) if on]
+        experts += [f"audio@{lang}"
+                    for lang, on in zip(("hi", "ta", "te"), combos[audio[v]], strict=True) if on]
         videos.append({"video_id": f"v{v:04d}", "toy": toy, "duration": duration,
                        "split": list(SPLIT_FRACTIONS)[split_of[v]], "steps": steps,
                        "segments": segments,
@@ -180,7 +181,7 @@ def _videos(rng) -> list[dict]:
 
 
 def _caption_rows(videos) -> dict[str, list]:
-    columns = {k: [] for k in CAPTION_COLUMNS.names}
+    columns: dict[str, list] = {k: [] for k in CAPTION_COLUMNS.names}
     for video in videos:
         for lang in video["langs"]:
             for k, segment in enumerate(video["segments"]):
@@ -253,7 +254,7 @@ def _features(videos, noise: float) -> dict[str, tuple[list[str], list]]:
         expert, rng = f"audio@{lang}", _rng(20 + k)
         weights = proj_rng.standard_normal((EXPERTS[expert].dim, len(index)))
         ids, arrays = [], []
-        for video, rows, cdf in zip(videos, segment_hot, segment_cdf):
+        for video, rows, cdf in zip(videos, segment_hot, segment_cdf, strict=True):
             frames = int(rng.integers(4, 13))
             # frames in time order, each narrating a segment drawn in proportion to its length
             picks = np.searchsorted(cdf, np.sort(rng.random(frames)), side="right")
@@ -315,7 +316,7 @@ def _relations(captions: dict, videos) -> pa.Table:
     pool = np.flatnonzero(train & np.isin(captions["lang"], ["mr", "hi", "en"]))
     keys = {"translation": cap_video[pool] * 100 + seg[pool], "same_video": cap_video[pool],
             "same_toy": toy[pool], "random": np.zeros(len(pool), dtype=int)}
-    pairs = []
+    pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for name, wanted in NUM_RELATIONS.items():
         ia, ib = _group_partners(rng, keys[name], 4 * wanted)
         a, b = pool[ia], pool[ib]

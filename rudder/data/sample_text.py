@@ -310,7 +310,7 @@ def _tamil_cases(word: str) -> dict:
         forms = (word + "வை", word + "வில்", word + "வுக்கு", word + "வால்", word + "வுடன்")
     else:
         raise ValueError(f"no Tamil case rule for {word!r}; add it to _TA_IRREGULAR")
-    return dict(zip(("acc", "loc", "dat", "ins", "soc"), forms), dir=word)
+    return dict(zip(("acc", "loc", "dat", "ins", "soc"), forms, strict=True), dir=word)
 
 
 def _telugu_cases(word: str) -> dict:
@@ -324,7 +324,7 @@ def _telugu_cases(word: str) -> dict:
         forms = (word + "ని", word + "లో", word + "కి", word + "తో", word + "పై")
     else:
         forms = (word + "ను", word + "లో", word + "కు", word + "తో", word + "పై")
-    return dict(zip(("acc", "loc", "dat", "ins", "on"), forms), dir=word)
+    return dict(zip(("acc", "loc", "dat", "ins", "on"), forms, strict=True), dir=word)
 
 
 def _build_nouns() -> dict:

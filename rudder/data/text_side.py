@@ -81,7 +81,7 @@ def _split_tokens(folder: DatasetFolder, split: str, langs) -> list[tuple[list[s
         table = folder.captions(split, columns=["text", "lang"]).to_pydict()
     except LayoutError:
         return []
-    return [(tokenize(t, lang), lang) for t, lang in zip(table["text"], table["lang"])
+    return [(tokenize(t, lang), lang) for t, lang in zip(table["text"], table["lang"], strict=True)
             if lang in langs]
 
 

@@ -58,7 +58,8 @@ def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
     language (``langs``). A progress bar (``desc``) counts the captions on a terminal."""
     from rudder.progress import progress
 
-    parts, lengths = [], []
+    parts: list[torch.Tensor] = []
+    chunk_lengths: list[np.ndarray] = []
     with_langs = getattr(encoder, "uses_langs", False)
     with progress(total=len(texts), desc=desc, unit="caption") as bar:
         for start in range(0, len(texts), chunk):
@@ -67,9 +68,9 @@ def store_from_encoder(encoder, texts, video_ids, ordinals, owner, slot, shape,
             features, mask = encoder(texts[part], video_ids=video_ids[part],
                                      ordinals=ordinals[part], **extra)
             parts.append(features[mask])
-            lengths.append(mask.sum(1).numpy())
+            chunk_lengths.append(mask.sum(1).numpy())
             bar.update(len(texts[part]))
-    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    lengths = np.concatenate(chunk_lengths) if chunk_lengths else np.zeros(0, np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     return store_from_lengths(torch.cat(parts), starts, lengths, owner, slot, shape, None)
 
@@ -94,7 +95,7 @@ def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape,
     capacity = sum(meta.row_group(i).column(leaf).num_values
                    for i in range(meta.num_row_groups)) // dim
     flat = torch.empty(capacity, dim)
-    offsets, written = [np.zeros(1, np.int64)], 0
+    offset_parts, written = [np.zeros(1, np.int64)], 0
     for i in range(meta.num_row_groups):
         for chunk in file.read_row_group(i, columns=["feature"]).column(0).chunks:
             ends = chunk.offsets.to_numpy().astype(np.int64)
@@ -102,8 +103,8 @@ def store_from_parquet(file, wanted_ids, dim: int, owner, slot, shape,
             with warnings.catch_warnings():  # a read-only Arrow buffer, only read here
                 warnings.simplefilter("ignore", UserWarning)
                 flat[written : written + len(values)] = torch.from_numpy(values)
-            offsets.append(ends[1:] - ends[0] + written)
+            offset_parts.append(ends[1:] - ends[0] + written)
             written += len(values)
-    offsets = np.concatenate(offsets)
+    offsets = np.concatenate(offset_parts)
     starts, ends = offsets[rows], offsets[rows + 1]
     return store_from_lengths(flat[:written], starts, ends - starts, owner, slot, shape, max_tokens)

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
         elif args.output:
             outputs = [args.output]
         summaries = {str(p): _evaluate(args, [p], out, device)
-                     for p, out in zip(args.runs, outputs)}
+                     for p, out in zip(args.runs, outputs, strict=True)}
         if args.query_langs and len(summaries) > 1:
             print("\n" + transfer_table(summaries))
     return next(iter(summaries.values())) if len(summaries) == 1 else summaries

@@ -18,7 +18,7 @@ def embed_videos(model: torch.nn.Module, data: VideoData, device, batch_size=512
     for start in range(0, data.num_videos, batch_size):
         index = torch.arange(start, min(start + batch_size, data.num_videos))
         features, masks, available = data.video_batch(index, device)
-        out.append(model.encode_video(features, masks, available))
+        out.append(model.encode_video(features, masks, available))  # type: ignore[operator]  # a MODEL_INTERFACE method
     return torch.cat(out)
 
 
@@ -38,8 +38,9 @@ def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
         chunk = slice(start, start + batch_size)
         # Per chunk: the features stay ragged.
         tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])
-        text, logits = model.encode_text(tokens.to(device), mask.to(device))
-        sims[rows_of[chunk]] = model.similarity(text, logits, videos, available).float().cpu()
+        text, logits = model.encode_text(tokens.to(device), mask.to(device))  # type: ignore[operator]  # a MODEL_INTERFACE method
+        sims[rows_of[chunk]] = (model.similarity(text, logits, videos, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
+                                .float().cpu())
     model.train(was_training)
     return sims
 
@@ -55,7 +56,7 @@ def relevance_matrix(data: SplitData, rho: float, own_video: bool = False) -> to
     narration *is* its class source; a multi-caption video's class sets are not, so under the
     reference definition a caption's own video is often below 1).
     """
-    if data.nouns is None:
+    if data.nouns is None or data.verbs is None:  # both or neither (load_split)
         return None
     classes = data.nouns.shape[-1]
     valid = data.caption_mask.flatten()
@@ -86,7 +87,7 @@ def split_metrics(sims: torch.Tensor, data: SplitData, rho: float,
     masks = data.caption_mask.numpy()
     sims_np = sims.numpy()
     v2t_np = sims_np if sims_v2t is None else sims_v2t.numpy()
-    result = {
+    result: dict[str, dict] = {
         "t2v": metrics.retrieval_metrics(sims_np, query_masks=masks, direction="t2v"),
         "v2t": metrics.retrieval_metrics(v2t_np, query_masks=masks, direction="v2t"),
     }

@@ -19,7 +19,8 @@ def _is_na(value) -> bool:
 
 def _columns(rows: list[dict]) -> tuple[list[str], list[str]]:
     """(columns shown, columns left out because every row that has them is n/a)."""
-    shown, dropped = [], []
+    shown: list[str] = []
+    dropped: list[str] = []
     for c in COLUMNS:
         present = [r[c] for r in rows if c in r]
         (dropped if present and all(_is_na(v) for v in present) else shown).append(c)
@@ -32,7 +33,7 @@ def _notes(rows: list[dict], dropped: list[str]) -> list[str]:
     notes = [f"{c}: n/a, no query has a relevant item (R {RELEVANT[c]}) at this rho; column "
              "left out (docs/fidelity.md, 'nDCG and mAP')" for c in dropped]
     for c in RELEVANCE_METRICS:
-        counts = [f"{d} {int(r[f'{c}_queries'])}" for d, r in zip(("t2v", "v2t"), rows)
+        counts = [f"{d} {int(r[f'{c}_queries'])}" for d, r in zip(("t2v", "v2t"), rows, strict=True)
                   if c not in dropped and not _is_na(r.get(c)) and f"{c}_queries" in r]
         if counts:
             notes.append(f"{c} over the queries with a relevant item: {', '.join(counts)}")
@@ -71,7 +72,7 @@ def seeds_table(summary: dict) -> str:
     columns, dropped = _columns(directions)
     lines = [f"### Test results over seeds {summary['seeds']} (mean ± std)", ""]
     lines += _header(columns)
-    for values, label in zip(directions, ("text→video", "video→text")):
+    for values, label in zip(directions, ("text→video", "video→text"), strict=True):
         cells = [("-" if c not in values else NA if _is_na(values[c])
                   else f"{values[c]['mean']:.1f} ± {values[c]['std']:.1f}") for c in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")

@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rudder.config import ConfigError, from_dict, load_yaml
 from rudder.data.layout import DatasetFolder, ExpertInfo
@@ -40,6 +41,12 @@ from rudder.runs.layout import (
     metrics_file,
     run_of_checkpoint,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+    from rudder.config import TrainConfig
+    from rudder.text import Vocabulary
 
 PREFIX = "hf://"
 FORMAT_VERSION = 1
@@ -115,7 +122,8 @@ def resolve(spec) -> ResolvedModel:
 
 def pinned(spec) -> str:
     """What results record for ``spec``: a Hub id pinned to its commit, else the path."""
-    return resolve(spec).source if is_hub_id(spec) else str(spec)
+    source = resolve(spec).source if is_hub_id(spec) else None
+    return source if source is not None else str(spec)
 
 
 def result_dir(spec) -> Path:
@@ -123,7 +131,9 @@ def result_dir(spec) -> Path:
     folder's own directory; for a Hub id ``runs/hub/USER--NAME@<commit12>`` (the cache is
     not written into)."""
     if is_hub_id(spec):
-        repo_id, _, commit = resolve(spec).source[len(PREFIX):].partition("@")
+        source = resolve(spec).source
+        assert source is not None  # resolve() pins every Hub id
+        repo_id, _, commit = source[len(PREFIX):].partition("@")
         return Path("runs") / "hub" / f"{repo_id.replace('/', '--')}@{commit[:12]}"
     if is_published_folder(spec):
         return Path(spec)
@@ -169,7 +179,7 @@ def _snapshot(spec: str, repo_id: str, revision: str | None, offline: bool) -> P
                        f"{_first_line(error)})") from None
 
 
-def _first_line(error: Exception) -> str:
+def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[-1][:200]
 
 
@@ -193,7 +203,8 @@ def read_manifest(folder: Path) -> dict:
                        f"rudder reads {FORMAT_VERSION}); upgrade rudder")
     experts = manifest.get("experts")
     try:
-        manifest["experts"] = {name: ExpertInfo(**info) for name, info in experts.items()}
+        manifest["experts"] = {name: ExpertInfo(**info)  # not a dict: AttributeError below
+                               for name, info in experts.items()}  # type: ignore[union-attr]
     except (AttributeError, TypeError):
         raise RunError(f"{folder / MANIFEST}: 'experts' must map names to "
                        "{dim, variable_length}") from None
@@ -308,7 +319,10 @@ def compatibility_problems(manifest: dict, text_side: dict, config, folder: Data
             problems.append(f"text side: encoder {declared.get('id')!r} (sha256 "
                             f"{str(declared.get('sha256'))[:12]}) is needed: {error}")
         else:
-            if local["kind"] != declared.get("kind") or local["id"] != declared.get("id"):
+            if local is None:
+                problems.append(f"text side: the model declares encoder {declared.get('id')!r} "
+                                "but its config sets no data.text_encoder")
+            elif local["kind"] != declared.get("kind") or local["id"] != declared.get("id"):
                 problems.append(
                     f"text side: the model was trained with encoder {declared.get('id')!r} "
                     f"({declared.get('kind')}), data.text_encoder={config.data.text_encoder} "
@@ -332,7 +346,7 @@ def compatibility_problems(manifest: dict, text_side: dict, config, folder: Data
     return problems
 
 
-def check_compatible(folder_of_model: Path, manifest, text_side, config,
+def check_compatible(folder_of_model: str | Path, manifest, text_side, config,
                      folder: DatasetFolder) -> None:
     problems = compatibility_problems(manifest, text_side, config, folder)
     if problems:
@@ -345,9 +359,9 @@ def check_compatible(folder_of_model: Path, manifest, text_side, config,
 class PublishedModel:
     """A published model's rebuilt parts (before a dataset is chosen)."""
 
-    model: object  # torch.nn.Module in eval mode
-    config: object  # TrainConfig
-    vocab: object  # Vocabulary
+    model: torch.nn.Module  # in eval mode
+    config: TrainConfig
+    vocab: Vocabulary
     manifest: dict
     text_side: dict
 

@@ -95,8 +95,9 @@ def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str |
                 allow_patterns=list(hub.MODEL_FILES))
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        hint = {401: " (the token is not valid)",
-                403: " (the token lacks write access there)"}.get(status, "")
+        hints: dict[int | None, str] = {401: " (the token is not valid)",
+                                        403: " (the token lacks write access there)"}
+        hint = hints.get(status, "")
         raise PublishError(f"the Hub refused to {step[0]}: {hub._first_line(error)}{hint}"
                            ) from None
     except (httpx2.HTTPError, OSError) as error:  # connection failures

@@ -46,7 +46,9 @@ class RunFacts(Protocol):
     its run): a loss then builds without it.
     """
 
-    embedding_dim: int  # the dimension of the model's (unit) embeddings
+    @property
+    def embedding_dim(self) -> int:
+        """The dimension of the model's (unit) embeddings (read only)."""
 
     def caption_similarity_threshold(self, top_fraction: float) -> float | None:
         """The caption-caption similarity above which the top ``top_fraction`` of all training
@@ -63,7 +65,7 @@ class RetrievalLoss(nn.Module):
     """
 
     name: ClassVar[str] = ""
-    requires: ClassVar[tuple[str, ...]] = ()
+    requires: tuple[str, ...] = ()  # an instance may set its own from its params (ot)
     optional: ClassVar[tuple[str, ...]] = ()
     param_names: ClassVar[tuple[str, ...]] = ()
     check_values: bool = True

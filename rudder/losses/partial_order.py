@@ -84,7 +84,7 @@ class PartialOrder(RetrievalLoss):
             PairLabel.POSITIVE: (-inf, self.p),
             PairLabel.DESCRIPTION: partial if self.description_as_partial else (self.n, inf),
         }
-        low, high = zip(*(band[label] for label in sorted(PairLabel)))
+        low, high = zip(*(band[label] for label in sorted(PairLabel)), strict=True)
         return torch.tensor(low, dtype=torch.float64), torch.tensor(high, dtype=torch.float64)
 
     def compute(self, sims, labels):

@@ -87,7 +87,9 @@ class CollaborativeExperts(nn.Module):
                 raise ValueError(
                     f"vocab_size must be an integer >= 2 (PAD and UNK at least), got {vocab_size!r}"
                 )
-            self.word_embedding = nn.Embedding(vocab_size, config.word_dim, padding_idx=0)
+            self.word_embedding: nn.Embedding | None = nn.Embedding(
+                vocab_size, config.word_dim, padding_idx=0
+            )
             self.word_embedding.weight.requires_grad_(not config.freeze_embeddings)
             text_feature_dim = config.word_dim
         else:
@@ -207,7 +209,7 @@ class CollaborativeExperts(nn.Module):
         """Check expert ``index``'s input; zero unavailable rows; pool variable-length ones."""
         name = self.experts[index]
         info, batch = self.expert_info[name], available.shape[0]
-        x = x.to(self.video_reduce[index].weight.dtype)
+        x = x.to(self.video_reduce[index].weight.dtype)  # type: ignore[arg-type]  # an nn.Linear
         if not info.variable_length:
             if x.dim() != 2 or x.shape != (batch, info.dim):
                 raise ValueError(

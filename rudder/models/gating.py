@@ -111,8 +111,12 @@ class CollaborativeGating(nn.Module):
         self.h = nn.ModuleList(ReasonLayer(dim, use_batchnorm, activation) for _ in range(h_layers))
         self.gate_fc = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_experts))
         if use_batchnorm:
-            self.mask_bn = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_experts))
-            self.gate_bn = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_experts))
+            self.mask_bn: nn.ModuleList | None = nn.ModuleList(
+                nn.BatchNorm1d(dim) for _ in range(num_experts)
+            )
+            self.gate_bn: nn.ModuleList | None = nn.ModuleList(
+                nn.BatchNorm1d(dim) for _ in range(num_experts)
+            )
         else:
             self.mask_bn = self.gate_bn = None
 
@@ -147,11 +151,15 @@ class CollaborativeGating(nn.Module):
         for layer in self.h:
             mask = layer(mask, available)
         # expert i's own Linear and BatchNorms, all experts in one pass (same as a loop)
-        weight = torch.stack([fc.weight for fc in self.gate_fc])  # (E, D, D)
-        bias = torch.stack([fc.bias for fc in self.gate_fc])  # (E, D)
+        # gate_fc holds nn.Linear layers (a ModuleList's items are typed nn.Module)
+        weight = torch.stack([fc.weight for fc in self.gate_fc])  # type: ignore[misc]  # (E, D, D)
+        bias = torch.stack([fc.bias for fc in self.gate_fc])  # type: ignore[misc]  # (E, D)
         t_self = torch.einsum("bei,eoi->beo", psi, weight) + bias
-        if self.mask_bn is not None:
-            mask = grouped_masked_batch_norm(self.mask_bn, mask, available)
-            t_self = grouped_masked_batch_norm(self.gate_bn, t_self, available)
+        if self.mask_bn is not None and self.gate_bn is not None:  # both or neither
+            # each a ModuleList of nn.BatchNorm1d (typed as a list of nn.Module)
+            mask = grouped_masked_batch_norm(self.mask_bn, mask, available)  # type: ignore[arg-type]
+            t_self = grouped_masked_batch_norm(
+                self.gate_bn, t_self, available  # type: ignore[arg-type]
+            )
         out = F.normalize(psi * torch.sigmoid(mask + t_self), dim=-1)
         return out * available.unsqueeze(-1).to(out.dtype)

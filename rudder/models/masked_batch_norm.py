@@ -44,7 +44,7 @@ def masked_batch_norm(bn: nn.BatchNorm1d, x: Tensor, mask: Tensor) -> Tensor:
     return _normalise(x, mask, tuple(range(x.dim() - 1)), bn, *_parameters([bn]), update)
 
 
-def _parameters(bns) -> tuple:
+def _parameters(bns) -> tuple[Tensor | None, Tensor | None, Tensor | None, Tensor | None]:
     """``(gamma, beta, running_mean, running_var)`` of one BatchNorm, or of several stacked
     (one row each); None where it has none."""
     def stacked(name):
@@ -72,7 +72,8 @@ def _normalise(x: Tensor, mask: Tensor, dims: tuple, bn: nn.BatchNorm1d, gamma, 
 
 
 def _affine(normed: Tensor, gamma: Tensor | None, beta: Tensor | None) -> Tensor:
-    return normed if gamma is None else normed * gamma + beta
+    # nn.BatchNorm1d has both (affine=True) or neither
+    return normed if gamma is None or beta is None else normed * gamma + beta
 
 
 class _MaskedBatchNorm(torch.autograd.Function):
@@ -136,6 +137,7 @@ def _moving_average_terms(momentum: float | None, tracked: Tensor | None, var: T
     cumulative average when it is None; ``tracked`` is only read then), 0 where too few rows
     were selected; and the unbiased batch variance."""
     if momentum is None:
+        assert tracked is not None  # BatchNorm tracks batches when momentum is None
         weight = enough.float() / tracked.clamp_min(1).float()
     else:
         weight = enough.float() * momentum

@@ -30,6 +30,8 @@ from rudder.runs.layout import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import torch
 
     from rudder.text import Vocabulary
@@ -164,7 +166,7 @@ def environment_record(dataset_fingerprint: str) -> dict:
     """What ``env.json`` holds: code version, packages, machine and data fingerprint."""
     import torch
 
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in ("rudder", "torch", "numpy", "scipy", "scikit-learn", "pyarrow", "datasets",
                  "stanza"):
         try:
@@ -193,7 +195,8 @@ class LoadedRun:
     checkpoint: Path
     fingerprint: str
     experts: list[str]
-    text_encoder: object = None  # loaded on first use when the run has one
+    # (texts, langs=...) -> (features, mask); loaded on first use when the run has one
+    text_encoder: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
     source: str | None = None  # a Hub model's pinned id, hf://USER/NAME@<commit>
 
 
@@ -297,5 +300,5 @@ def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Te
         if getattr(run.text_encoder, "uses_langs", False):
             return run.text_encoder(list(texts), langs=list(langs))
         return run.text_encoder(list(texts))
-    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs)]
+    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs, strict=True)]
     return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

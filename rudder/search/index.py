@@ -185,7 +185,8 @@ class VideoIndex:
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
         self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
         self._groups = None  # per availability pattern, for batch searches (pattern_groups)
-        self._packed = None  # (chunk size, the groups' packed rows), for batch searches
+        # (chunk size, the groups' packed rows), for batch searches
+        self._packed: tuple[int, list] | None = None
 
     def _check_videos(self, masked: torch.Tensor) -> None:
         """Refuse repeated video ids and NaN or infinite embeddings of available experts."""

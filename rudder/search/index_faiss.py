@@ -51,19 +51,20 @@ class FaissSearch:
         check_k(k)
         weighted, weights = mixture_query(text_emb, text_logits)
         tiny = torch.finfo(torch.float32).tiny
-        best = None
+        best: tuple[torch.Tensor, torch.Tensor] | None = None
         for members, columns, pattern, flat in self.groups:
             query = weighted[:, columns].contiguous()
-            inner, positions = flat.search(query.numpy(), min(k + 1, len(members)))
+            inner, nearest = flat.search(query.numpy(), min(k + 1, len(members)))
             denominator = (weights @ pattern).clamp_min(tiny).unsqueeze(1)
             scores, positions = settle_kth_ties(
                 torch.from_numpy(inner) / denominator,
-                torch.from_numpy(positions),
+                torch.from_numpy(nearest),
                 k,
                 partial(self._group_scores, query, denominator, members, columns),
             )
             found = (scores, members[positions])
             best = found if best is None else merge_topk(best, found, k)
+        assert best is not None  # an index has at least one availability group
         return SearchResult(*sorted_by_score(*best))
 
     def _group_scores(self, query, denominator, members, columns, rows):

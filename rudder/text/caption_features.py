@@ -57,7 +57,7 @@ class CaptionFeatureFile:
                 f"{self.path}: this run reads precomputed caption features, so it cannot encode "
                 "free text; train with word embeddings or data.text_encoder for text queries"
             )
-        arrays = [self.array(v, int(k)) for v, k in zip(video_ids, ordinals)]
+        arrays = [self.array(v, int(k)) for v, k in zip(video_ids, ordinals, strict=True)]
         width = max(1, max(len(a) for a in arrays))
         features = torch.zeros(len(arrays), width, self.dim)
         mask = torch.zeros(len(arrays), width, dtype=torch.bool)

@@ -72,7 +72,7 @@ class EmbeddingCache:
                 log.warning("%s: damaged embedding-cache shard skipped (%s); its texts are "
                             "encoded again", shard, error)
                 continue
-            self._vectors.update(zip(keys.tolist(), vectors.astype(np.float32)))
+            self._vectors.update(zip(keys.tolist(), vectors.astype(np.float32), strict=False))
 
     def get(self, texts: list[str], encode: Callable[[list[str]], np.ndarray],
             chunk: int = 2048) -> np.ndarray:
@@ -82,7 +82,7 @@ class EmbeddingCache:
         keys = [text_key(t) for t in texts]
         self._refresh()
         missing: dict[bytes, str] = {}
-        for key, text in zip(keys, texts):
+        for key, text in zip(keys, texts, strict=True):
             if key not in self._vectors:
                 missing.setdefault(key, text)
         todo = list(missing.items())
@@ -97,7 +97,7 @@ class EmbeddingCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_savez(self.folder / name, keys=shard_keys, vectors=vectors)
             self._seen.add(name)
-            self._vectors.update(zip(shard_keys.tolist(), vectors))
+            self._vectors.update(zip(shard_keys.tolist(), vectors, strict=True))
         if not keys:
             return np.zeros((0, self.dim), np.float32)
         return np.stack([self._vectors[key] for key in keys])

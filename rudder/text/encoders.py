@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
@@ -45,6 +45,9 @@ import torch
 from rudder.errors import RudderError
 from rudder.optional import require
 from rudder.text.embedding_cache import EmbeddingCache, file_hash
+
+if TYPE_CHECKING:
+    from rudder.data.layout import DatasetFolder
 
 SENTENCE_PREFIX = "sentence:"
 
@@ -204,11 +207,12 @@ class SentenceFeatures:
         self.backend = backend
         self.dim = backend.dim
         self.cache = cache or EmbeddingCache(backend.model_id, backend.weights_hash, backend.dim)
-        self.centering, self.pivots, self.trained_langs, self.folder = False, 0, (), None
+        self.centering, self.pivots, self.trained_langs = False, 0, ()
+        self.folder: DatasetFolder | None = None
         self.whitening, self.alignment = False, 0
         self._maps: dict[str, np.ndarray] = {}
         self._means: dict[str, np.ndarray] | None = None
-        self._whiteners: dict[str, np.ndarray] | None = None
+        self._whiteners: dict[str | None, np.ndarray] | None = None
         self._pool: np.ndarray | None = None
 
     @property
@@ -261,6 +265,8 @@ class SentenceFeatures:
         return vectors
 
     def _train_captions(self) -> tuple[list[str], list[str]]:
+        if self.folder is None:  # configure refuses a transform without it
+            raise ValueError("the sentence transforms need the dataset folder")
         table = self.folder.captions("train", columns=["text", "lang"]).to_pydict()
         return table["text"], table["lang"]
 
@@ -276,8 +282,8 @@ class SentenceFeatures:
 
     def _language_whiteners(self) -> dict:
         if self._whiteners is None:
-            texts, caption_langs = self._train_captions()
-            vectors, caption_langs = self.vectors(texts), np.asarray(caption_langs, object)
+            texts, train_langs = self._train_captions()
+            vectors, caption_langs = self.vectors(texts), np.asarray(train_langs, object)
             centred = vectors - self._mean_rows(caption_langs)
             self._whiteners = {lang: _whitener(centred[caption_langs == lang])
                                for lang in sorted(set(caption_langs.tolist()))}
@@ -288,7 +294,7 @@ class SentenceFeatures:
         """The orthogonal map of ``lang`` onto the trained languages (class docstring)."""
         if lang not in self._maps:
             texts, langs = self._train_captions()
-            own = list(dict.fromkeys(t for t, g in zip(texts, langs) if g == lang))
+            own = list(dict.fromkeys(t for t, g in zip(texts, langs, strict=True) if g == lang))
             if not own:
                 self._maps[lang] = np.eye(self.dim, dtype=np.float32)
             else:
@@ -301,17 +307,18 @@ class SentenceFeatures:
 
     def _mean_rows(self, langs: np.ndarray) -> np.ndarray:
         if self._means is None:
-            texts, caption_langs = self._train_captions()
-            vectors, caption_langs = self.vectors(texts), np.asarray(caption_langs)
+            texts, train_langs = self._train_captions()
+            vectors, caption_langs = self.vectors(texts), np.asarray(train_langs)
             self._means = {lang: vectors[caption_langs == lang].mean(axis=0)
                            for lang in sorted(set(caption_langs.tolist()))}
-        fallback = np.mean(list(self._means.values()), axis=0)
-        return np.stack([self._means.get(lang, fallback) for lang in langs])
+        means = self._means
+        fallback: np.ndarray = np.mean(list(means.values()), axis=0)
+        return np.stack([means.get(lang, fallback) for lang in langs])
 
     def _pivot_pool(self) -> np.ndarray:
         if self._pool is None:
             texts, langs = self._train_captions()
-            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs)
+            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs, strict=True)
                                        if lang in self.trained_langs))
             pool = self.vectors([t for t, _ in pairs])
             if self.centering:

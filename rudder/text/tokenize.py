@@ -85,4 +85,4 @@ def tokenize_batch(texts, langs) -> list[list[str]]:
     langs = [langs] * len(texts) if isinstance(langs, str) else list(langs)
     if len(langs) != len(texts):
         raise ValueError(f"tokenize_batch: {len(texts)} texts but {len(langs)} languages")
-    return [tokenize(text, lang) for text, lang in zip(texts, langs)]
+    return [tokenize(text, lang) for text, lang in zip(texts, langs, strict=True)]

@@ -74,7 +74,7 @@ class BatchSupervision:
             self._load_relations(folder)
         if sup.description_labels:
             table = folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
-            kind_of = dict(zip(table["caption_id"], table["kind"]))
+            kind_of = dict(zip(table["caption_id"], table["kind"], strict=True))
             self.kinds = np.vectorize(kind_of.get, otypes=[object])(train.caption_ids)
         self._texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
         needed = "text_sims" in self.needs  # fitted now, not in the first step
@@ -105,7 +105,8 @@ class BatchSupervision:
             pairs = torch.from_numpy(np.concatenate([valid[low], valid[high]], axis=1))
             self.relation_pairs = pairs[pairs[:, 0] != pairs[:, 2]]  # a batch holds a video once
 
-    def caption_cells(self, videos: torch.Tensor, slots: torch.Tensor):
+    def caption_cells(self, videos: torch.Tensor,
+                      slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Grid coordinates ``(video, slot)`` of the batch captions (drawn ones resolved)."""
         if self.sup.positive_sampling == "own":  # only drawn positives have slots < 0
             return videos, slots
@@ -175,7 +176,7 @@ class BatchSupervision:
         """Caption-caption similarities of the batch captions."""
         return self.text_similarity.pairwise(list(self.train.caption_texts[batch.cells()]))
 
-    def _generator(self, batch: _Batch) -> torch.Generator:
+    def _generator(self, batch: _Batch) -> torch.Generator | None:
         return batch.generator
 
     # loss input name -> producer(self, batch); a loss declaring another input is an error

@@ -80,7 +80,7 @@ def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device,
                  compile_mode: str = "none"):
     """The encoder a training step calls: ``PairEncoder(model)``, inside DDP when distributed,
     compiled with ``torch.compile(mode=compile_mode)`` unless ``"none"``."""
-    encoder = PairEncoder(model)
+    encoder: torch.nn.Module = PairEncoder(model)
     if ctx.enabled:
         from torch.nn.parallel import DistributedDataParallel
 
@@ -164,10 +164,11 @@ def gather_with_grad(tensors: list[torch.Tensor], ctx: DistContext,
     packed = torch.cat(flat, dim=1)
     packed = torch.cat([packed, packed.new_zeros(max(sizes) - rows, packed.shape[1])])
     blocks = _GatherRows.apply(packed).split(max(sizes))
-    gathered = torch.cat([block[:size] for block, size in zip(blocks, sizes)])
+    gathered = torch.cat([block[:size] for block, size in zip(blocks, sizes, strict=True)])
     parts = gathered.split([f.shape[1] for f in flat], dim=1)
-    shaped = [part.reshape(total, *t.shape[1:]) for part, t in zip(parts, tensors)]
-    return [p if t.is_floating_point() else p.to(t.dtype) for p, t in zip(shaped, tensors)]
+    shaped = [part.reshape(total, *t.shape[1:]) for part, t in zip(parts, tensors, strict=True)]
+    return [p if t.is_floating_point() else p.to(t.dtype)
+            for p, t in zip(shaped, tensors, strict=True)]
 
 
 def broadcast_object(obj, ctx: DistContext):

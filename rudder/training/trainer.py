@@ -111,7 +111,8 @@ class Trainer:
         if config.sync_batchnorm:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
-        self.model.check_values = False  # load_split validated the data; checks would sync the GPU
+        # load_split validated the data; checks would sync the GPU (a MODEL_INTERFACE attribute)
+        self.model.check_values = False  # type: ignore[assignment]
         self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
         self.optimizer = build_optimizer(self.model.parameters(), config.optim)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.epochs)
@@ -152,7 +153,9 @@ class Trainer:
                                                available)
         text, logits, video, available = gather_with_grad([text, logits, video, available],
                                                           self.ctx, len(videos))
-        sims = self.model.similarity(text, logits, video, available, check_values=False)
+        sims = self.model.similarity(  # type: ignore[operator]  # a MODEL_INTERFACE method
+            text, logits, video, available, check_values=False
+        )
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
@@ -311,7 +314,7 @@ class Trainer:
         # Training is over: free the train/validation tensors (the supervision holds the
         # training split too) before the test split.
         self.splits.clear()
-        self.supervision = None
+        self.supervision = None  # type: ignore[assignment]  # released: training is over
         data = self._load("test")
         result, sims = self._score(data)
         if self.ctx.is_main:

@@ -85,7 +85,7 @@ def build_app_dataset(path, num_videos: int = 30, seed: int = 0):
     card = Card("App test", "Five-language test dataset for the app.")
     write_dataset(
         path,
-        dict(zip(video_ids, splits)),
+        dict(zip(video_ids, splits, strict=True)),
         rows,
         features,
         languages=LANGS,
@@ -139,7 +139,7 @@ def build_segment_dataset(path, num_videos: int = 12):
     card = Card("Segments", "Two aligned segments per video.")
     write_dataset(
         path,
-        dict(zip(video_ids, splits)),
+        dict(zip(video_ids, splits, strict=True)),
         rows,
         features,
         languages=langs,

@@ -276,7 +276,7 @@ def test_four_clients_label_pairs_at_once(served, count):
     names = tuple(f"conc-{n}-{count}" for n in "abcd")
     threads = [
         threading.Thread(target=label_many, args=(c, name, pairs, errors))
-        for c, name in zip(clients, names)
+        for c, name in zip(clients, names, strict=True)
     ]
     start = time.perf_counter()
     for thread in threads:

@@ -130,7 +130,7 @@ def test_thumbnails_show_the_segment_middle_frame_and_are_cached(tmp_path):
     assert thumbs.path(video, 0.0, 5.0) == first and first.stat().st_mtime_ns == stamp
     for start, end, rgb in SEGMENTS:  # frame_at reads the frame at the time asked
         pixel = frame_at(video, (start + end) / 2).getpixel((5, 5))
-        assert max(abs(a - b) for a, b in zip(pixel, rgb)) < 40
+        assert max(abs(a - b) for a, b in zip(pixel, rgb, strict=False)) < 40
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(b"not a video")
     assert thumbs.path(broken, 0, 1) is None and thumbs.path(tmp_path / "none.mp4", 0, 1) is None
@@ -138,7 +138,7 @@ def test_thumbnails_show_the_segment_middle_frame_and_are_cached(tmp_path):
 
 def test_result_rows_carry_thumbnails_of_decodable_files(tab):
     _, table, _, _ = tab.search("fold the paper", k=30)
-    cells = dict(zip(table["video"], table["thumbnail"]))
+    cells = dict(zip(table["video"], table["thumbnail"], strict=True))
     assert cells["v000"].startswith("![segment of v000](gradio_api/file=")
     assert cells["v001"].endswith(".jpg)")
     assert cells["v004"] == "" and cells["v002"] == ""  # broken file, no file
@@ -195,7 +195,7 @@ def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_p
         # (Tamil and Telugu cover 40% of the sample's videos; the others fall back).
         shown = captions[captions["lang"] == example.display]
         has_display = set(shown["video_id"])
-        for video, lang in zip(table["video"], table["lang"]):
+        for video, lang in zip(table["video"], table["lang"], strict=True):
             assert lang == example.display or video not in has_display, (example, video, lang)
         assert example.display in set(table["lang"]), (example, table["lang"].tolist())
 

@@ -114,7 +114,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     outputs = [p.communicate(timeout=120)[0].split() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     store = AnnotationStore(tmp_path / "a.sqlite")
-    for name, ids in zip(("asha", "ravi"), outputs):
+    for name, ids in zip(("asha", "ravi"), outputs, strict=True):
         rows = store.current("ds", name)
         assert len(ids) == 200 and len(rows) == 200
         assert sorted(r["id"] for r in rows) == sorted(map(int, ids))

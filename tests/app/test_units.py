@@ -155,7 +155,8 @@ def test_shown_caption_holds_most_query_words_among_captions_of_one_segment(tmp_
     rows = [caption(f"{v}-en-{j}", v, "en", t, start=0.0, end=10.0)
             for v in videos for j, t in enumerate(texts)]
     features = {"scene": (ExpertInfo(16), videos, np.random.default_rng(0).normal(size=(8, 16)))}
-    write_dataset(tmp_path / "ds", dict(zip(videos, ["train"] * 6 + ["validation", "test"])),
+    splits = ["train"] * 6 + ["validation", "test"]
+    write_dataset(tmp_path / "ds", dict(zip(videos, splits, strict=True)),
                   rows, features, languages=("en",), name="one-segment")
     folder = DatasetFolder(tmp_path / "ds")
     model, vocab = random_model(folder, seed=0, langs=("en",))
@@ -261,7 +262,7 @@ def write_run(root, name, r_at, losses, dataset="sample", loss="mm", per_languag
     (run / "checkpoints").mkdir(parents=True)
     (run / "config.yaml").write_text(f"data:\n  dataset: {dataset}\nloss:\n  name: {loss}\n")
     test = {
-        "t2v": {f"R{k}": v for k, v in zip((1, 5, 10, 50), r_at)} | {"MdR": 3.0},
+        "t2v": {f"R{k}": v for k, v in zip((1, 5, 10, 50), r_at, strict=False)} | {"MdR": 3.0},
         "v2t": {"R1": 1.0},
     }
     if per_language:

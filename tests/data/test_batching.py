@@ -26,7 +26,8 @@ def test_all_mode_visits_every_caption_once_without_repeating_a_video_in_a_batch
     mask = _mask()
     mask[4] = True  # two videos with a third caption, so the last round is a real batch
     batches = epoch_batches(mask, 4, torch.Generator().manual_seed(1), "all")
-    pairs = [(v, s) for vids, slots in batches for v, s in zip(vids.tolist(), slots.tolist())]
+    pairs = [(v, s) for vids, slots in batches
+             for v, s in zip(vids.tolist(), slots.tolist(), strict=True)]
     assert sorted(pairs) == sorted(map(tuple, torch.nonzero(mask).tolist()))
     for vids, _ in batches:
         assert len(set(vids.tolist())) == len(vids)
@@ -38,7 +39,8 @@ def test_all_mode_places_the_captions_of_a_video_richer_than_the_others():
     mask = _mask()  # video 0 alone has a third caption
     for seed in range(5):
         batches = epoch_batches(mask, 2, torch.Generator().manual_seed(seed), "all")
-        pairs = [(v, s) for vids, slots in batches for v, s in zip(vids.tolist(), slots.tolist())]
+        pairs = [(v, s) for vids, slots in batches
+                 for v, s in zip(vids.tolist(), slots.tolist(), strict=True)]
         assert sorted(pairs) == sorted(map(tuple, torch.nonzero(mask).tolist()))
         assert all(len(set(vids.tolist())) == len(vids) for vids, _ in batches)
     one_batch_a_round = epoch_batches(mask, 10, torch.Generator().manual_seed(0), "all")
@@ -49,7 +51,8 @@ def test_order_depends_only_on_the_generator():
     mask = _mask()
     a = epoch_batches(mask, 2, torch.Generator().manual_seed(5), "all")
     b = epoch_batches(mask, 2, torch.Generator().manual_seed(5), "all")
-    assert all(torch.equal(x[0], y[0]) and torch.equal(x[1], y[1]) for x, y in zip(a, b))
+    assert all(torch.equal(x[0], y[0]) and torch.equal(x[1], y[1])
+               for x, y in zip(a, b, strict=True))
 
 
 def test_a_lone_leftover_video_joins_the_previous_batch():
@@ -70,7 +73,7 @@ def test_relation_aware_batches_keep_annotated_pairs_together():
     for index, (vids, slots) in enumerate(batches):
         assert len(vids) <= 6  # batch size rounded down to an even number
         assert len(set(vids.tolist())) == len(vids)
-        for v, s in zip(vids.tolist(), slots.tolist()):
+        for v, s in zip(vids.tolist(), slots.tolist(), strict=True):
             placed[v] = (index, s)
     assert sorted(placed) == list(range(39))
     together = [p for p in pairs if p[2] != 39 and placed[p[0]] == (placed[p[2]][0], p[1])
@@ -79,7 +82,7 @@ def test_relation_aware_batches_keep_annotated_pairs_together():
     # Without pairs, these specific slots meet in one batch only by chance.
     plain = epoch_batches(mask, 6, torch.Generator().manual_seed(3), "random")
     batch_of = {v: (i, s) for i, (vids, slots) in enumerate(plain)
-                for v, s in zip(vids.tolist(), slots.tolist())}
+                for v, s in zip(vids.tolist(), slots.tolist(), strict=True)}
     by_chance = [p for p in pairs[:15] if batch_of[p[0]] == (batch_of[p[2]][0], p[1])
                  and batch_of[p[2]][1] == p[3]]
     assert len(by_chance) < len(together)

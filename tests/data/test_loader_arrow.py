@@ -14,7 +14,7 @@ def test_frame_index_is_linspace_subsampling(max_frames):
     lengths = np.array([0, 1, 3, 4, 5, 9, 20])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     index, mask = _frame_index(starts, starts + lengths, max_frames)
-    for row, (start, length) in enumerate(zip(starts, lengths)):
+    for row, (start, length) in enumerate(zip(starts, lengths, strict=True)):
         expected = (np.arange(length) if length <= max_frames
                     else np.linspace(0, length - 1, max_frames).round().astype(int))
         assert mask[row].sum() == len(expected)
@@ -26,13 +26,13 @@ def test_features_equal_a_python_read(tiny_dataset):
     videos = load_videos(folder, "train", ["audio@mr", "object"], max_frames=2)
     row_of = {v: i for i, v in enumerate(videos.video_ids)}
     fixed = folder.features("object", "train").to_pydict()
-    for vid, feature in zip(fixed["video_id"], fixed["feature"]):
+    for vid, feature in zip(fixed["video_id"], fixed["feature"], strict=True):
         if vid in row_of:
             assert torch.equal(videos.features["object"][row_of[vid]],
                                torch.tensor(feature, dtype=torch.float32))
     audio = folder.features("audio@mr", "train").to_pydict()
     seen = 0
-    for vid, frames in zip(audio["video_id"], audio["feature"]):
+    for vid, frames in zip(audio["video_id"], audio["feature"], strict=True):
         if vid in row_of:
             frames = np.asarray(frames, np.float32)[
                 np.linspace(0, len(frames) - 1, 2).round().astype(int)]

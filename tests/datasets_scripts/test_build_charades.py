@@ -83,7 +83,8 @@ def test_bad_lines_skipped_and_counted(build, tmp_path, capsys):
     assert sorted(folder.videos("validation")["video_id"].to_pylist()) == held
     assert folder.videos("train").num_rows == 18
     assert folder.videos("test")["video_id"].to_pylist() == ["T1"]  # V07 is a train video
-    durations = dict(zip(*[folder.videos("test")[c].to_pylist() for c in ("video_id", "duration")]))
+    test = folder.videos("test")
+    durations = dict(zip(test["video_id"].to_pylist(), test["duration"].to_pylist(), strict=True))
     assert durations == {"T1": 12.0}
     all_captions = sum(folder.captions(s).num_rows for s in ("train", "validation", "test"))
     assert all_captions == 20 + 1 + 1 + 1  # 20 first moments, V00's second, V03's clipped, T1

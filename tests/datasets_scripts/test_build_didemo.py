@@ -57,7 +57,7 @@ def test_real_val_per_moment(didemo_src, build):
     merged = {r["caption_id"] for r in captions if r["video_id"] == MERGED}
     assert merged == {"45057", "61519", "38850", "61829", "24195"}  # .mov and .mp4 ones
     durations = DatasetFolder(out).videos("validation").to_pydict()
-    duration = dict(zip(durations["video_id"], durations["duration"]))
+    duration = dict(zip(durations["video_id"], durations["duration"], strict=True))
     assert duration["79785633@N03_7901361222_8bb0dfc88f"] == 30.0  # 5 and 6 segments: longest
     mine = {r["caption_id"]: (r["start"], r["end"]) for r in captions if r["video_id"] == VIDEO}
     assert mine == {
@@ -137,7 +137,7 @@ def test_containers_merged_and_kept_count_checked(tmp_path, build, capsys):
     assert sorted(rows["caption_id"]) == ["1", "3", "4", "5"]
     assert "None" not in rows["text"]
     videos = folder.videos("test").to_pydict()
-    assert dict(zip(videos["video_id"], videos["duration"])) == {"a": 35.0, "b": 25.0}
+    assert dict(zip(videos["video_id"], videos["duration"], strict=True)) == {"a": 35.0, "b": 25.0}
 
 
 def test_non_utf8_release_files_are_named(tmp_path):

@@ -79,7 +79,7 @@ def test_three_formats_give_the_same_batches(tmp_path):
         assert (scan.dim, scan.variable_length) == (3, True)
         batches = list(feature_batches(source, scan, batch_size=2))
         assert [len(ids) for ids, _ in batches] == [2, 2, 1]
-        got = {vid: feats for ids, batch in batches for vid, feats in zip(ids, batch)}
+        got = {vid: feats for ids, batch in batches for vid, feats in zip(ids, batch, strict=True)}
         assert sorted(got) == sorted(arrays)
         for vid, array in arrays.items():
             np.testing.assert_array_equal(got[vid], array)
@@ -148,7 +148,7 @@ def test_charades_with_features(shared_data, tmp_path, build, loads):
     experts = dict(
         zip(
             folder.videos("test")["video_id"].to_pylist(),
-            folder.videos("test")["experts"].to_pylist(),
+            folder.videos("test")["experts"].to_pylist(), strict=True,
         )
     )
     assert experts == {**{vid: ["object"] for vid in ids[:-1]}, ids[-1]: []}

@@ -94,7 +94,7 @@ def test_several_runs_are_evaluated_one_by_one(two_runs, tmp_path):
     run0, run1, results = two_runs
     summaries = evaluate.main([str(run0), str(run1), "--output", str(tmp_path / "each")])
     assert list(summaries) == [str(run0), str(run1)]
-    for i, (run, result) in enumerate(zip((run0, run1), results)):
+    for i, (run, result) in enumerate(zip((run0, run1), results, strict=True)):
         assert summaries[str(run)]["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
         saved = json.loads((tmp_path / "each" / f"{i}-{run.name}" / "metrics.json").read_text())
         assert saved["runs"] == [str(run)] and saved["combination"] is None

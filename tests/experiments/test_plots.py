@@ -88,7 +88,7 @@ def test_plotted_recall_is_the_tables_recall(monkeypatch, tmp_path):
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
     plots.recall_curves([row], tmp_path / "r.png")
-    for ax, direction in zip(figures[0].axes, ("t2v", "v2t")):
+    for ax, direction in zip(figures[0].axes, ("t2v", "v2t"), strict=False):
         ks, curve = ax.lines[0].get_data()
         for k in (1, 5, 10):
             assert curve[list(ks).index(k)] == pytest.approx(table[direction][f"R{k}"]["mean"])

@@ -18,7 +18,8 @@ def _row(label, seeds, t2v, v2t=None, metrics=None, ids=None):
         v2t = np.zeros_like(t2v)
     v2t = np.asarray(v2t, dtype=float)
     if metrics is None:
-        metrics = [{"t2v": _rank_metrics(r), "v2t": _rank_metrics(v)} for r, v in zip(t2v, v2t)]
+        metrics = [{"t2v": _rank_metrics(r), "v2t": _rank_metrics(v)}
+                   for r, v in zip(t2v, v2t, strict=True)]
     return RowResult(label, list(seeds), metrics, {"t2v": t2v, "v2t": v2t}, query_ids=ids)
 
 
@@ -121,7 +122,7 @@ def test_markdown_and_csv():
     assert t2v_line.startswith("s,PO,MM,t2v,3,2,") and t2v_line.endswith(
         ",1 1,2 1,0,1,0 1"
     )  # MdR PO [1, 1], MM [2, 1]
-    fields = dict(zip(header.split(","), v2t_line.split(",")))
+    fields = dict(zip(header.split(","), v2t_line.split(","), strict=True))
     assert fields["p_caption"] == "" and fields["captions"] == ""  # v2t: per video only
     # Holm over the table's two per-video p-values: min(1, 2 * smaller), then the larger
     p_video = sorted(t["p_video"] for t in tests)

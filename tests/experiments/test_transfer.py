@@ -14,8 +14,8 @@ def test_a_fraction_of_the_videos_keeps_its_tamil_and_telugu_captions(tmp_path):
     _keep_fraction(path, 0.3, seed=0)
     kept = pq.read_table(path).to_pydict()
     assert kept["lang"].count("mr") == 10  # Marathi untouched
-    ta = {v for v, g in zip(kept["video_id"], kept["lang"]) if g == "ta"}
-    te = {v for v, g in zip(kept["video_id"], kept["lang"]) if g == "te"}
+    ta = {v for v, g in zip(kept["video_id"], kept["lang"], strict=True) if g == "ta"}
+    te = {v for v, g in zip(kept["video_id"], kept["lang"], strict=True) if g == "te"}
     assert len(ta) == 3 and ta == te  # the same 3 videos keep both languages
     pq.write_table(pa.table(rows), path)
     _keep_fraction(path, 0.3, seed=0)

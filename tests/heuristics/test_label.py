@@ -195,7 +195,8 @@ def test_sample_dataset_manual_classes_recovered():
     classes = read_lexicon(lexicon)
     tables = {s: DatasetFolder(root).captions(s) for s in ("test",)}
     rows = list(
-        zip(*[tables["test"].column(c).to_pylist() for c in ("lang", "text", "nouns", "verbs")])
+        zip(*[tables["test"].column(c).to_pylist() for c in ("lang", "text", "nouns", "verbs")],
+            strict=True)
     )
     tagger = LexiconTagger(lexicon_entries(classes), rows)
     from heuristics.label import annotate
@@ -204,10 +205,12 @@ def test_sample_dataset_manual_classes_recovered():
     out = annotate(tables["test"], tagger, classes, ExtractionOptions())
     gold = zip(
         tables["test"].column("noun_classes").to_pylist(),
-        tables["test"].column("verb_classes").to_pylist(),
+        tables["test"].column("verb_classes").to_pylist(), strict=True,
     )
-    pred = zip(out.column("noun_classes").to_pylist(), out.column("verb_classes").to_pylist())
-    agree = sum(set(gn) == set(pn) and set(gv) == set(pv) for (gn, gv), (pn, pv) in zip(gold, pred))
+    pred = zip(out.column("noun_classes").to_pylist(), out.column("verb_classes").to_pylist(),
+               strict=True)
+    agree = sum(set(gn) == set(pn) and set(gv) == set(pv)
+                for (gn, gv), (pn, pv) in zip(gold, pred, strict=True))
     # measured: 99.0% of all the sample's captions (v2.0) get their manual classes back
     assert agree / out.num_rows > 0.95
 
@@ -277,12 +280,12 @@ def test_concurrent_label_runs_lose_no_columns(tiny_dataset, lexicon_path, capsy
     err = writer.communicate(timeout=60)[1]
     assert writer.returncode == 2 and "the captions changed while they were being labelled" in err
     train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
-    nouns = dict(zip(train["caption_id"], train["nouns"]))
+    nouns = dict(zip(train["caption_id"], train["nouns"], strict=True))
     assert nouns == {"c1": None, "c2": ["कागज़"], "c3": None, "c4": None}
     assert main(["label", "--langs", "en", "--overwrite", *map(str, common)]) == 0
     train = DatasetFolder(tiny_dataset).captions("train").to_pydict()
-    assert dict(zip(train["caption_id"], train["nouns"]))["c2"] == ["कागज़"]
-    assert dict(zip(train["caption_id"], train["nouns"]))["c1"] == ["paper"]
+    assert dict(zip(train["caption_id"], train["nouns"], strict=True))["c2"] == ["कागज़"]
+    assert dict(zip(train["caption_id"], train["nouns"], strict=True))["c1"] == ["paper"]
 
 
 def test_a_missing_model_is_reported_before_any_tagging(tiny_dataset, lexicon_path):

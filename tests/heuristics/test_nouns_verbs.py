@@ -7,7 +7,8 @@ from rudder.languages import UnsupportedLanguageError
 def words(*triples, heads=None, deprels=None):
     heads = heads or [None] * len(triples)
     deprels = deprels or [None] * len(triples)
-    return [TaggedWord(t, l, u, h, d) for (t, l, u), h, d in zip(triples, heads, deprels)]
+    return [TaggedWord(t, l, u, h, d)
+            for (t, l, u), h, d in zip(triples, heads, deprels, strict=True)]
 
 
 def test_nouns_and_verbs_in_order_once_and_aux_is_not_a_verb():

@@ -19,7 +19,8 @@ v5,card,c092 0.5 3.0
 
 def rows(table):
     data = table.to_pydict()
-    return sorted(zip(data["caption_id_a"], data["caption_id_b"], data["label"], data["annotator"]))
+    return sorted(zip(data["caption_id_a"], data["caption_id_b"], data["label"], data["annotator"],
+                      strict=True))
 
 
 @pytest.fixture

@@ -202,7 +202,7 @@ def test_label_with_stanza(tiny_model, tmp_path, capsys):
     train = DatasetFolder(english).captions("train").to_pydict()
     assert {"nouns", "verbs", "noun_classes", "verb_classes"} <= set(train)
     # no class files: every class is a singleton named after its lemma
-    for lemmas, classes in zip(train["nouns"], train["noun_classes"]):
+    for lemmas, classes in zip(train["nouns"], train["noun_classes"], strict=True):
         assert classes == list(dict.fromkeys(f"noun:en:{lemma.split(':')[0]}" for lemma in lemmas))
 
 

@@ -252,7 +252,7 @@ def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained,
     folder, rng, table = DatasetFolder(dataset), np.random.default_rng(0), {}
     for split in ("train", "validation", "test"):
         captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
-        for video, lang in zip(captions["video_id"], captions["lang"]):
+        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
             if lang == "en":
                 table.setdefault(video, []).append(rng.normal(size=(3, 5)))
     features = tmp_path / "w2v.pickle"

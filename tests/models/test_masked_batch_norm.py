@@ -114,7 +114,7 @@ def test_a_group_equals_one_masked_batch_norm_per_group(momentum, affine, traini
 
     grouped, looped = group(), group()
     with torch.no_grad():
-        for a, b in zip(grouped, looped):
+        for a, b in zip(grouped, looped, strict=True):
             a.running_mean.normal_(), a.running_var.uniform_(0.5, 2.0)
             if affine:
                 torch.nn.init.normal_(a.weight), torch.nn.init.normal_(a.bias)
@@ -134,7 +134,7 @@ def test_a_group_equals_one_masked_batch_norm_per_group(momentum, affine, traini
     (out_group * upstream).sum().backward()
     (out_loop * upstream).sum().backward()
     assert torch.allclose(x_group.grad, x_loop.grad, atol=1e-6)
-    for a, b in zip(grouped, looped):
+    for a, b in zip(grouped, looped, strict=True):
         for key, value in a.state_dict().items():
             assert torch.allclose(value.float(), b.state_dict()[key].float(), atol=1e-6), key
         if affine:

@@ -246,7 +246,7 @@ def write_dataset(path, experts=EXPERTS, n=14):
         )
         for name, info in experts.items()
     }
-    splits = dict(zip(ids, ["train"] * (n - 4) + ["test"] * 4))
+    splits = dict(zip(ids, ["train"] * (n - 4) + ["test"] * 4, strict=True))
     write_tiny_dataset(
         path,
         splits,

@@ -87,7 +87,7 @@ def test_two_processes_match_one(tiny_dataset, tmp_path, fast_args):
     two_lines = [json.loads(x)
                  for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
     assert [x["epoch"] for x in two_lines] == [1, 2]  # only rank 0 writes
-    for a, b in zip(one_lines, two_lines):
+    for a, b in zip(one_lines, two_lines, strict=False):
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-4, abs=1e-6)
     two = json.loads((tmp_path / "two" / "metrics.json").read_text())
     for key in ("R1", "R5", "R10", "MdR", "MnR"):

@@ -67,7 +67,7 @@ class MeanPool(torch.nn.Module):
 
     def encode_video(self, features, frame_masks, available):
         out = []
-        for name, layer in zip(self.experts, self.video):
+        for name, layer in zip(self.experts, self.video, strict=True):
             x = features[name].float()
             if x.dim() == 3:
                 frames = frame_masks[name].unsqueeze(-1).float()

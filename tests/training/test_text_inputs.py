@@ -87,7 +87,7 @@ def test_training_from_a_ce_text_feature_pickle(train_tiny, tiny_dataset, tmp_pa
     table = {}
     for split in ("train", "validation", "test"):
         captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
-        for video, lang in zip(captions["video_id"], captions["lang"]):
+        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
             if lang == "en":  # CE's pickles encode the English captions
                 table.setdefault(video, []).append(rng.normal(size=(int(rng.integers(2, 5)), 5)))
     path = tmp_path / "w2v_tiny.pickle"
