@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import math
 import sys
@@ -48,8 +50,26 @@ from rudder.text.subwords import vocabulary_from_dict
 log = logging.getLogger("rudder.train")
 
 
+def resolved_config(config: TrainConfig, loss_params: dict, word_dim: int | None = None,
+                    text_input_dim: int | None = None) -> TrainConfig:
+    """A copy of ``config`` with what the run supplies filled in: the loss parameters it
+    supplies (``loss_params``, after the given ones), the word vectors' size as
+    ``model.word_dim`` and the text encoder's as ``model.text_input_dim`` (None: unchanged).
+    ``config`` itself is left as it was."""
+    model = config.model
+    if word_dim is not None:
+        model = dataclasses.replace(model, word_dim=word_dim)
+    if text_input_dim is not None:
+        model = dataclasses.replace(model, text_input_dim=text_input_dim)
+    loss = dataclasses.replace(config.loss, params={**config.loss.params, **loss_params})
+    return copy.deepcopy(dataclasses.replace(config, model=model, loss=loss))
+
+
 class Trainer:
-    """Train one configuration into one run directory (the run folder of docs/architecture.md)."""
+    """Train one configuration into one run directory (the run folder of docs/architecture.md).
+
+    ``self.config`` is the run's resolved copy of the given config (:func:`resolved_config`),
+    the one saved as ``config.yaml``; the caller's config is not changed."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
@@ -81,8 +101,6 @@ class Trainer:
         else:
             text_side = build_text_side(self.folder, config.data, config.seed)
             self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
-            if initial_embeddings is not None:
-                config.model.word_dim = initial_embeddings.shape[1]
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
@@ -90,12 +108,14 @@ class Trainer:
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
                                                   self.folder, config.data.max_words, config.data)
-            config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
-        config.loss.params.update(supplied)
+        self.config = config = resolved_config(
+            config, supplied,
+            word_dim=None if initial_embeddings is None else initial_embeddings.shape[1],
+            text_input_dim=None if self.text_encoder is None else self.text_encoder.dim)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.loss_fn.check_values = False  # its inputs are made here; fit() checks the loss
         if (config.selection.endswith((".nDCG", ".mAP"))
