@@ -45,7 +45,7 @@ class DataConfig:
         "random", rule=one_of("random", "all"),
         doc="`random`: one caption per video per epoch (CE); `all`: every caption once")
     batch_size: int = setting(
-        64, rule=at_least(2),  # losses compare the pairs of a batch
+        64, rule=at_least(2),
         doc="videos per training batch (over all processes); losses compare its pairs")
     max_words: int = setting(
         30, rule=at_least(1), doc="words kept per caption (also of precomputed token features)")

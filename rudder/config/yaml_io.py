@@ -15,6 +15,7 @@ import yaml
 
 from rudder.errors import ConfigError
 
+
 class _CoreSchemaLoader(yaml.SafeLoader):
     """PyYAML's safe loader with YAML 1.2 core-schema booleans, integers and floats (and,
     as in that schema, no implicit dates)."""
