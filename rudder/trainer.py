@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import logging
 import math
 import sys
@@ -24,7 +22,7 @@ from rudder.checkpoints import (
     restore_generator,
     restore_scaler,
 )
-from rudder.config import ConfigError, TrainConfig, check_new_run, to_dict
+from rudder.config import ConfigError, TrainConfig, check_new_run, resolved_config, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
@@ -50,25 +48,11 @@ from rudder.text.subwords import vocabulary_from_dict
 log = logging.getLogger("rudder.train")
 
 
-def resolved_config(config: TrainConfig, loss_params: dict, word_dim: int | None = None,
-                    text_input_dim: int | None = None) -> TrainConfig:
-    """A copy of ``config`` with what the run supplies filled in: the loss parameters it
-    supplies (``loss_params``, after the given ones), the word vectors' size as
-    ``model.word_dim`` and the text encoder's as ``model.text_input_dim`` (None: unchanged).
-    ``config`` itself is left as it was."""
-    model = config.model
-    if word_dim is not None:
-        model = dataclasses.replace(model, word_dim=word_dim)
-    if text_input_dim is not None:
-        model = dataclasses.replace(model, text_input_dim=text_input_dim)
-    loss = dataclasses.replace(config.loss, params={**config.loss.params, **loss_params})
-    return copy.deepcopy(dataclasses.replace(config, model=model, loss=loss))
-
-
 class Trainer:
     """Train one configuration into one run directory (the run folder of docs/architecture.md).
 
-    ``self.config`` is the run's resolved copy of the given config (:func:`resolved_config`),
+    ``self.config`` is the run's resolved copy of the given config
+    (:func:`rudder.config.resolved_config`),
     the one saved as ``config.yaml``; the caller's config is not changed."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):

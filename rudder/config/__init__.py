@@ -30,6 +30,7 @@ from rudder.config.schema import (
     OptimConfig,
     SupervisionConfig,
     TrainConfig,
+    resolved_config,
     to_dict,
 )
 from rudder.config.validate import check_new_run, from_dict
@@ -39,4 +40,4 @@ from rudder.errors import ConfigError
 __all__ = ["MAX_CONFIG_BYTES", "MAX_EPOCHS", "MAX_SEED", "RULES", "SELECTIONS", "ConfigError",
            "DataConfig", "LossConfig", "ModelConfig", "OptimConfig", "Rule",
            "SupervisionConfig", "TrainConfig", "apply_override", "check_new_run", "dump_yaml",
-           "from_dict", "load_yaml", "parse_yaml", "to_dict"]
+           "from_dict", "load_yaml", "parse_yaml", "resolved_config", "to_dict"]

@@ -9,7 +9,6 @@ generated reference page (:mod:`rudder.config.reference`, docs/config.md) read t
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import typing
 from collections.abc import Callable, Collection, Iterator
@@ -88,10 +87,14 @@ def setting(default: Any = MISSING, *, doc: str, rule: Rule | None = None,
     return dataclasses.field(default=default, metadata=metadata)
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def hints(cls: type) -> dict[str, Any]:
     """The resolved annotations of a config dataclass (cached)."""
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def is_section(hint) -> bool:

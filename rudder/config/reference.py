@@ -119,12 +119,12 @@ def section_table(cls, prefix: str) -> str:
 
 def page() -> str:
     """The text of docs/config.md."""
-    parts = [INTRO, "## Run\n\n" + _prose(schema.TrainConfig.__doc__) + "\n\n"
+    parts = [INTRO, "## Run\n\n" + _prose(schema.TrainConfig.__doc__ or "") + "\n\n"
              + section_table(schema.TrainConfig, "")]
     for item in dataclasses.fields(schema.TrainConfig):
         cls = hints(schema.TrainConfig)[item.name]
         if is_section(cls):
-            parts.append(f"## `{item.name}`\n\n{_prose(cls.__doc__)}\n\n"
+            parts.append(f"## `{item.name}`\n\n{_prose(cls.__doc__ or '')}\n\n"
                          + section_table(cls, f"{item.name}."))
     parts.append(LIMITS)
     return "\n".join(parts)

@@ -3,13 +3,15 @@ with its type (the annotation), default, rule and description (:func:`setting`).
 
 docs/config.md is generated from these (``python -m rudder.config.reference``), and
 :func:`rudder.config.from_dict` validates against them. :data:`RULES` lists every key's
-rule by dotted name.
+rule by dotted name; :func:`resolved_config` is the copy of a config that a run fills in
+(what the data supply) and saves as config.yaml.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from rudder.config.coerce import check_section
 from rudder.config.fields import Rule, at_least, fraction, leaves, one_of, setting
@@ -290,3 +292,18 @@ RULES: dict[str, Rule] = {key: item.metadata["rule"] for key, item, _ in leaves(
 def to_dict(config) -> dict:
     """A plain nested dict of a dataclass config (YAML-safe)."""
     return asdict(config)
+
+
+def resolved_config(config: TrainConfig, loss_params: dict, word_dim: int | None = None,
+                    text_input_dim: int | None = None) -> TrainConfig:
+    """A copy of ``config`` with what the run supplies filled in: the loss parameters it
+    supplies (``loss_params``, after the given ones), the word vectors' size as
+    ``model.word_dim`` and the text encoder's as ``model.text_input_dim`` (None: unchanged).
+    ``config`` itself is left as it was."""
+    model = config.model
+    if word_dim is not None:
+        model = replace(model, word_dim=word_dim)
+    if text_input_dim is not None:
+        model = replace(model, text_input_dim=text_input_dim)
+    loss = replace(config.loss, params={**config.loss.params, **loss_params})
+    return copy.deepcopy(replace(config, model=model, loss=loss))

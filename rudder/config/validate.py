@@ -40,7 +40,7 @@ def _check_loss(config: TrainConfig) -> None:
         raise ConfigError(f"loss: {error}") from None
 
 
-@dataclass(frozen=True)
+@dataclass
 class _FactsBeforeData:
     """:class:`rudder.losses.RunFacts` of a config checked before its data are read."""
 

@@ -6,11 +6,11 @@ import pickle
 
 import numpy as np
 
-from rudder.config import dump_yaml, from_dict, to_dict
+from rudder.config import dump_yaml, from_dict, resolved_config, to_dict
 from rudder.data.layout import DatasetFolder
 from rudder.distributed import DistContext
 from rudder.run_layout import config_file
-from rudder.trainer import Trainer, resolved_config
+from rudder.trainer import Trainer
 
 from ..factories import tiny_config
 
