@@ -29,7 +29,8 @@ section.field=value` sets any of them; values are YAML 1.2 (`1e-3` is a number, 
 string). Each field is declared once, in `rudder/config/schema.py`, with its type, default,
 valid values and meaning; this page is generated from there, and
 `tests/test_config_reference.py` checks that it is up to date. A bad value is an error that
-names the field and what it accepts.
+names the field and what it accepts. A new field is one `setting(default, rule=..., doc=...)`
+declaration in its section there, then `python -m rudder.config.reference > docs/config.md`.
 
 A config file is UTF-8 YAML of at most {MAX_CONFIG_BYTES >> 20} MiB
 (`rudder.config.MAX_CONFIG_BYTES`; real configs are a few KB, and PyYAML would read a 50 MB
