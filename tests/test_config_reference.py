@@ -72,6 +72,8 @@ def test_types_and_valid_values_read_from_the_declaration():
     assert type_text(hints["optim.grad_clip"]) == "`float` or null"
     assert allowed_text(rules["optim.grad_clip"], hints["optim.grad_clip"]) == ">= 0.0"
     assert allowed_text(rules["supervision.rho"], float) == "(0.0, 1.0]"
+    assert allowed_text(rules["seed"], int) == "[0, 2^63 - 1]"
+    assert allowed_text(rules["epochs"], int) == "[1, 100,000]"
     assert allowed_text(rules["amp"], bool) == "`true`, `false`"
     assert allowed_text(rules["optim.name"], str) == (
         "`adam`, `adamw`, `sgd` (`rudder.optim.OPTIMIZERS`)")

@@ -95,7 +95,17 @@ def allowed_text(rule: Rule | None, hint) -> str:
     if rule.languages:
         codes = ", ".join(f"`{code}`" for code in SUPPORTED)
         return f"{'a non-empty' if rule.non_empty else 'a'} list of {codes}"
-    return rule.describe().replace("in [", "[").replace("in (", "(")
+    if rule.high is None:
+        return f"{'>' if rule.low_open else '>='} {_number(rule.low)}"
+    return (f"{'(' if rule.low_open else '['}{_number(rule.low)}, "
+            f"{_number(rule.high)}{')' if rule.high_open else ']'}")
+
+
+def _number(value) -> str:
+    """A bound as people read it: 2^63 - 1, 100,000, 0.5."""
+    if isinstance(value, int) and value > 2**20 and (value + 1).bit_count() == 1:
+        return f"2^{value.bit_length()} - 1"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _prose(docstring: str) -> str:
