@@ -50,3 +50,11 @@ def test_run_folder_names_still_import_from_the_package():
     assert load_run is folders.load_run
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         getattr(importlib.import_module("rudder.runs"), "nope")  # noqa: B009 -- the lazy lookup
+
+
+def test_every_library_folder_is_a_regular_package():
+    """A folder of modules without ``__init__.py`` would import as a namespace package from a
+    checkout and be left out of the wheel."""
+    folders = {p.parent for p in (ROOT / "rudder").rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders
+                  if not (f / "__init__.py").exists()) == []

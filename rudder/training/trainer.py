@@ -13,7 +13,7 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses, models
-from rudder.config import ConfigError, TrainConfig, check_new_run, to_dict
+from rudder.config import ConfigError, TrainConfig, check_new_run, resolved_config, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
 from rudder.data.text_side import build_text_side
@@ -49,7 +49,11 @@ log = logging.getLogger("rudder.train")
 
 
 class Trainer:
-    """Train one configuration into one run directory (the run folder of docs/architecture.md)."""
+    """Train one configuration into one run directory (the run folder of docs/architecture.md).
+
+    ``self.config`` is the run's resolved copy of the given config
+    (:func:`rudder.config.resolved_config`),
+    the one saved as ``config.yaml``; the caller's config is not changed."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
@@ -81,8 +85,6 @@ class Trainer:
         else:
             text_side = build_text_side(self.folder, config.data, config.seed)
             self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
-            if initial_embeddings is not None:
-                config.model.word_dim = initial_embeddings.shape[1]
         self.class_index = build_class_index(self.folder)
         self.text_encoder = None
         if config.data.text_encoder:
@@ -90,12 +92,14 @@ class Trainer:
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
                                                   self.folder, config.data.max_words, config.data)
-            config.model.text_input_dim = self.text_encoder.dim
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
-        config.loss.params.update(supplied)
+        self.config = config = resolved_config(
+            config, supplied,
+            word_dim=None if initial_embeddings is None else initial_embeddings.shape[1],
+            text_input_dim=None if self.text_encoder is None else self.text_encoder.dim)
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.loss_fn.check_values = False  # its inputs are made here; fit() checks the loss
         if (config.selection.endswith((".nDCG", ".mAP"))

@@ -225,7 +225,7 @@ def test_the_transforms_need_a_sentence_encoder():
         from_dict({"data": {"sentence_centering": True}})
     with pytest.raises(ConfigError, match="need a sentence encoder"):
         from_dict({"data": {"sentence_pivots": 3, "text_encoder": "bundled"}})
-    with pytest.raises(ConfigError, match="sentence_pivots: expected an integer >= 0"):
+    with pytest.raises(ConfigError, match="data.sentence_pivots=-1 is not valid; expected >= 0"):
         from_dict({"data": {"sentence_pivots": -1, "text_encoder": "multilingual-e5"}})
     config = from_dict({"data": {"sentence_pivots": 5, "sentence_centering": True,
                                  "text_encoder": "sentence:/models/LaBSE"}})
