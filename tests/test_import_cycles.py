@@ -133,8 +133,7 @@ def test_no_import_cycle_at_load_time(package):
 # together. These remain (issue 28: heuristics' and experiments' are being removed; rudder's
 # are lazy imports that keep torch and the Hub client off start-up paths):
 KNOWN_DEFERRED = {
-    "rudder": [["rudder.hub.models", "rudder.runs.folders"],
-               ["rudder.text.encoders", "rudder.text.pretrained"]],
+    "rudder": [],
     "heuristics": [["heuristics.lexicon_tagger", "heuristics.nouns_verbs", "heuristics.taggers"]],
     "experiments": [["experiments.run", "experiments.suite_report", "experiments.tune"]],
 }

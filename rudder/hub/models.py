@@ -398,33 +398,3 @@ def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
                        f"{' '.join(str(error).split())[:400]}") from None
     model.to(device).eval()
     return PublishedModel(model, config, vocab, manifest, text_side)
-
-
-def load_model(spec, device: str = "cpu", dataset: str | None = None):
-    """A :class:`rudder.runs.folders.LoadedRun` from a Hub id or a published folder, on ``dataset``
-    (default: the one it was trained on), refused when the dataset does not fit."""
-    from rudder.runs.folders import LoadedRun, resolve_dataset
-
-    resolved = resolve(spec)
-    published = rebuild(resolved.path, device)
-    trained_on = published.config.data.dataset
-    try:
-        folder = resolve_dataset(dataset or trained_on)
-    except RunError as error:
-        if dataset:
-            raise
-        raise RunError(f"{error}; the model {spec} was trained on {trained_on!r}: pass "
-                       "--dataset with a dataset of the same experts and languages") from None
-    check_compatible(resolved.source or resolved.path, published.manifest, published.text_side,
-                     published.config, folder)
-    return LoadedRun(
-        model=published.model,
-        vocab=published.vocab,
-        config=published.config,
-        dataset=folder,
-        run_dir=resolved.path,
-        checkpoint=resolved.path / WEIGHTS,
-        fingerprint=str(published.manifest.get("checkpoint", {}).get("fingerprint")),
-        experts=sorted(published.manifest["experts"]),
-        source=resolved.source,
-    )

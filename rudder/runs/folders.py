@@ -255,9 +255,9 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     from rudder.hub import models as model_hub
 
     if model_hub.is_model_reference(path):
-        return model_hub.load_model(path, device, dataset)
-    from rudder.training.checkpoints import load_checkpoint
+        return load_published(path, device, dataset)
     from rudder.text.subwords import vocabulary_from_dict
+    from rudder.training.checkpoints import load_checkpoint
 
     checkpoint = find_checkpoint(path)
     state = load_checkpoint(checkpoint, map_location=device)
@@ -282,6 +282,36 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
         checkpoint=checkpoint,
         fingerprint=state["fingerprint"],
         experts=sorted(experts),
+    )
+
+
+def load_published(spec, device: str = "cpu", dataset: str | None = None) -> LoadedRun:
+    """A :class:`LoadedRun` from a Hub id or a published folder (:mod:`rudder.hub.models`), on
+    ``dataset`` (default: the one it was trained on), refused when the dataset does not fit."""
+    from rudder.hub.models import WEIGHTS, check_compatible, rebuild, resolve
+
+    resolved = resolve(spec)
+    published = rebuild(resolved.path, device)
+    trained_on = published.config.data.dataset
+    try:
+        folder = resolve_dataset(dataset or trained_on)
+    except RunError as error:
+        if dataset:
+            raise
+        raise RunError(f"{error}; the model {spec} was trained on {trained_on!r}: pass "
+                       "--dataset with a dataset of the same experts and languages") from None
+    check_compatible(resolved.source or resolved.path, published.manifest, published.text_side,
+                     published.config, folder)
+    return LoadedRun(
+        model=published.model,
+        vocab=published.vocab,
+        config=published.config,
+        dataset=folder,
+        run_dir=resolved.path,
+        checkpoint=resolved.path / WEIGHTS,
+        fingerprint=str(published.manifest.get("checkpoint", {}).get("fingerprint")),
+        experts=sorted(published.manifest["experts"]),
+        source=resolved.source,
     )
 
 

@@ -110,11 +110,3 @@ def _token_dimension(module) -> int:
     raise RuntimeError(
         "SentenceTransformerTokens: cannot tell the token embedding size of this model"
     )
-
-
-def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: int | None = None):
-    """The encoder named by ``data.text_encoder``: the registry's
-    :func:`rudder.text.encoders.load_text_encoder` (kept here for callers of this module)."""
-    from rudder.text.encoders import load_text_encoder as load
-
-    return load(spec, device, folder, max_words)

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rudder.runs import layout as run_layout
 from rudder.config import ConfigError, TrainConfig
 from rudder.errors import RunError
+from rudder.runs import layout as run_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("rudder", "heuristics", "app", "datasets_scripts", "experiments", "benchmarks")

@@ -12,7 +12,7 @@ import pytest
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError
 from rudder.data.loader import build_vocabulary, caption_ordinals, load_split
 from rudder.text.caption_features import CaptionFeatureError, CaptionFeatureFile
-from rudder.text.pretrained import load_text_encoder
+from rudder.text.encoders import load_text_encoder
 
 from ..factories import caption, write_dataset
 
