@@ -55,7 +55,8 @@ from rudder.run_layout import log_file, read_history, read_json
 from rudder.runs import RunError, prepare_run_dir, resolve_dataset
 from rudder.selection import improves, reported_value, selection_key, selection_score
 
-from .run import Job, suite_parser, train_job
+from .jobs import Job, train_job
+from .suite_cli import suite_parser
 from .suites import (
     Row,
     Suite,
