@@ -4,7 +4,9 @@ A tagger trained on web text mistags short imperatives ("open door": *open* ADJ,
 plate": *place* NOUN, "wash knife": *wash* PROPN). The class maps (EPIC-KITCHENS-100 class
 CSVs, the multilingual lexicon) list which words are verbs and which are nouns, so
 :func:`resolve` retags a word where they settle it. Each rule is a flag of
-:class:`ClassRules`; the measured effect of each is in ``docs/heuristics.md``.
+:class:`ClassRules`; the measured effect of each is in ``docs/heuristics.md``. :func:`resolve`
+applies ``imperative``, ``disagreement``, ``lemmas`` and ``noun_phrases`` in this order
+(:data:`RESOLVE_RULES`); :func:`extract_classes` and :func:`main_verb_class` the others.
 
 - ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
   at a clause-initial position (the first word after any leading adverbs, interjections
@@ -23,11 +25,6 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   in English, tagged otherwise anywhere after a verb ("put down plate", "pour rice onto
   plate": *plate* is also the head of the verb instance ``plate-up``).
   A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
-- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
-  board") found on the words becomes NOUN words, which the compound join of
-  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
-  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
-  cupboard").
 - ``lemmas`` (the class map, English regular inflection): a VERB/NOUN whose lemma is not
   an instance but whose form, or the form less a regular ending (-s, -es, -ies, -ing,
   -ed, restoring a final e or undoubling a consonant), is, takes that instance as lemma
@@ -37,6 +34,11 @@ CSVs, the multilingual lexicon) list which words are verbs and which are nouns, 
   the first of lemma + e and the form's regular stems that is a word (:func:`word_lemmas`);
   without one it stays (falling back to the surface form instead cost 2.5 points of lemma
   accuracy on en_ewt test, see ``docs/heuristics.md``).
+- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
+  board") found on the words becomes NOUN words, which the compound join of
+  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
+  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
+  cupboard").
 - ``particles`` (the class map): a verb joins a later particle or preposition of its
   clause, across the object, when the joined verb is an instance (``put X in Y`` ->
   ``put-in``, EPIC class 5 *insert*; ``take X out`` -> ``take-out``); see
