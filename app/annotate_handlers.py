@@ -11,11 +11,15 @@ the logged-in user, whatever the Annotator field says. The layout is in
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import random
 import tempfile
 import threading
+from dataclasses import dataclass, fields
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +37,26 @@ AGREEMENT_COLUMNS = ["annotator_a", "annotator_b", "shared_pairs", "kappa"]
 NO_ANNOTATOR = "Enter your name in the Annotator field (top left) to label."
 
 
+@dataclass(frozen=True)
+class View:
+    """What the tab shows after a handler: one field per output component, named as in
+    :func:`app.annotate_layout.build_annotate_tab`, which builds its output list from this
+    class too (:meth:`as_outputs` gives both the same order)."""
+
+    query_html: Any  # the query card (HTML)
+    query_id: Any  # the query caption id ('' without a query)
+    candidate_html: Any  # the candidate card, or why none is shown (HTML)
+    candidate_id: Any  # the candidate caption id ('' when none is shown)
+    progress: Any  # counts, the annotator's totals and notes (markdown)
+    history: Any  # the annotator's labels for this query (a table)
+    others: Any  # the query video's other captions (HTML)
+
+    def as_outputs(self) -> tuple:
+        """The values in output order (the same objects, not copies): what a Gradio event
+        function returns."""
+        return tuple(getattr(self, field.name) for field in fields(self))
+
+
 def session_of(request) -> str | None:
     """The Gradio session (one browser tab) of a request, None without one."""
     return getattr(request, "session_hash", None) or None
@@ -47,6 +71,26 @@ def normalise_name(name) -> str:
     """An annotator name as stored: spaces collapsed and stripped, case folded, so
     "Asha ", "asha" and "ASHA" are one annotator."""
     return " ".join(str(name or "").split()).casefold()
+
+
+def for_annotator(handler):
+    """A handler that acts for an annotator: its ``annotator`` argument becomes
+    :meth:`AnnotateTab.annotator_of` (the logged-in user under ``--auth``, else the field,
+    normalised) of it and its ``request``; without one, the handler does nothing and shows
+    :meth:`AnnotateTab.name_missing`."""
+    signature = inspect.signature(handler)
+
+    @functools.wraps(handler)
+    def checked(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        annotator = self.annotator_of(bound.arguments["annotator"], bound.arguments["request"])
+        if not annotator:
+            return self.name_missing()
+        bound.arguments["annotator"] = annotator
+        return handler(*bound.args, **bound.kwargs)
+
+    return checked
 
 
 class AnnotateTab:
@@ -161,11 +205,12 @@ class AnnotateTab:
             raise user_error(str(error)) from None
 
     @staticmethod
-    def name_missing():
-        """The outputs of a handler called without an annotator: one message, nothing else."""
+    def name_missing() -> View:
+        """The view of a handler called without an annotator: one message, nothing else."""
         import gradio as gr
 
-        return (gr.update(),) * 4 + (f"**{NO_ANNOTATOR}**",) + (gr.update(),) * 2
+        keep = gr.update()
+        return View(keep, keep, keep, keep, f"**{NO_ANNOTATOR}**", keep, keep)
 
     # ------------------------------------------------------------- views
     def view(
@@ -178,9 +223,8 @@ class AnnotateTab:
         show_id=None,
         note="",
         session=None,
-    ):
-        """-> (query html, query id, candidate html, candidate id, progress markdown, history,
-        other captions html).
+    ) -> View:
+        """What the tab shows for a query (:class:`View`).
 
         The candidate shown is ``show_id`` if given, else the first one the annotator has not
         labelled, searching from just after ``after_id`` (wrapping around); with a
@@ -188,15 +232,14 @@ class AnnotateTab:
         other sessions of the annotator claim.
         """
         if not query_id:
-            empty = pd.DataFrame(columns=HISTORY_COLUMNS)
-            return (
-                "<p>Pick a query caption: next unlabelled, random, or find one.</p>",
-                "",
-                "",
-                "",
-                markdown_text(note),
-                empty,
-                "",
+            return View(
+                query_html="<p>Pick a query caption: next unlabelled, random, or find one.</p>",
+                query_id="",
+                candidate_html="",
+                candidate_id="",
+                progress=markdown_text(note),
+                history=pd.DataFrame(columns=HISTORY_COLUMNS),
+                others="",
             )
         collection = self._collection(dataset)
         cands = self.candidates(dataset, query_id, cand_lang)
@@ -239,14 +282,14 @@ class AnnotateTab:
         progress.append(self._ranker(dataset).description)
         if note:
             progress.insert(0, f"**{markdown_text(note)}**")
-        return (
-            query_html(collection, query_id),
-            query_id,
-            cand_html,
-            cand_id or "",
-            " · ".join(progress),
-            self._history(dataset, annotator, query_id),
-            other_captions_html(collection, query_id, cand_id),
+        return View(
+            query_html=query_html(collection, query_id),
+            query_id=query_id,
+            candidate_html=cand_html,
+            candidate_id=cand_id or "",
+            progress=" · ".join(progress),
+            history=self._history(dataset, annotator, query_id),
+            others=other_captions_html(collection, query_id, cand_id),
         )
 
     def _history(self, dataset, annotator, query_id) -> pd.DataFrame:
@@ -270,12 +313,10 @@ class AnnotateTab:
         )
 
     # ---------------------------------------------------------- handlers
-    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, request=None):
+    @for_annotator
+    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
         """The first started-but-unfinished query of the annotator, else the first untouched
         one; queries whose open candidates all show in the annotator's other tabs are passed."""
-        annotator = self.annotator_of(annotator, request)
-        if not annotator:
-            return self.name_missing()
         collection = self._collection(dataset)
         counts = self.store.counts_by_query(dataset, annotator)
         untouched = (
@@ -286,7 +327,7 @@ class AnnotateTab:
         started = self._open_started(dataset, annotator, cand_lang)
         for query_id in itertools.chain(started, untouched):
             result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
-            if result[3]:
+            if result.candidate_id:
                 return result
         return self.view(
             annotator,
@@ -297,12 +338,12 @@ class AnnotateTab:
             "from you (or is open in another of your tabs).",
         )
 
-    def random_query(self, annotator, dataset, cand_lang=SAME, request=None):
+    def random_query(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
         collection = self._collection(dataset)
         query_id = random.choice(collection.captions["caption_id"].tolist())
         return self.open_query(annotator, dataset, query_id, cand_lang, request)
 
-    def open_query(self, annotator, dataset, query_id, cand_lang=SAME, request=None):
+    def open_query(self, annotator, dataset, query_id, cand_lang=SAME, request=None) -> View:
         annotator = self.annotator_of(annotator, request)
         return self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
 
@@ -322,13 +363,11 @@ class AnnotateTab:
         ]
         return gr.update(choices=choices, value=None)
 
+    @for_annotator
     def label(
         self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
-    ):
+    ) -> View:
         """Store ``label`` for (query, candidate), then show the next candidate (or next query)."""
-        annotator = self.annotator_of(annotator, request)
-        if not annotator:
-            return self.name_missing()
         collection = self._collection(dataset)
         for caption_id in (query_id, candidate_id):
             if caption_id not in collection.row_of.index:
@@ -344,14 +383,14 @@ class AnnotateTab:
         result = self.view(
             annotator, dataset, query_id, cand_lang, after_id=candidate_id, session=session
         )
-        if result[3]:
+        if result.candidate_id:
             return result
         return self.next_unlabelled(annotator, dataset, cand_lang, request)
 
-    def skip(self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None):
-        annotator = self.annotator_of(annotator, request)
-        if not annotator:
-            return self.name_missing()
+    @for_annotator
+    def skip(
+        self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+    ) -> View:
         return self.view(
             annotator,
             dataset,
@@ -361,12 +400,10 @@ class AnnotateTab:
             session=session_of(request),
         )
 
-    def undo(self, annotator, dataset, cand_lang=SAME, request=None):
+    @for_annotator
+    def undo(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
         """Undo the annotator's newest label in ``dataset`` and show that pair again (from
         the candidate list of its language when the current mode's list lacks it)."""
-        annotator = self.annotator_of(annotator, request)
-        if not annotator:
-            return self.name_missing()
         undone = self.store.undo(dataset, annotator, session_of(request))
         if undone is None:
             return self.view(

@@ -15,7 +15,15 @@ from functools import partial
 from rudder.labels import PairLabel
 from rudder.optional import require
 
-from .annotate_handlers import AGREEMENT_COLUMNS, ALL, ANY, HISTORY_COLUMNS, SAME, AnnotateTab
+from .annotate_handlers import (
+    AGREEMENT_COLUMNS,
+    ALL,
+    ANY,
+    HISTORY_COLUMNS,
+    SAME,
+    AnnotateTab,
+    View,
+)
 
 # The label buttons, left to right.
 LABELS = tuple(
@@ -91,6 +99,18 @@ def with_request(handler):
     event.__signature__ = inspect.signature(handler)
     event.__annotations__ = {"request": gr.Request}
     return event
+
+
+def view_event(handler):
+    """``handler``, which returns a :class:`app.annotate_handlers.View`, as a Gradio event
+    function with the request (:func:`with_request`) returning the view's values in output
+    order: the one place a view becomes the tuple Gradio needs."""
+
+    def shown(*args):
+        return handler(*args).as_outputs()
+
+    shown.__signature__ = inspect.signature(handler)
+    return with_request(shown)
 
 
 def remembered_name():
@@ -183,19 +203,27 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
         )
     gr.HTML("", elem_id="ann-spacer")  # room for the label bar fixed at the window's bottom
 
-    view = [query_html, query_id, candidate_html, candidate_id, progress, history, others]
+    view = list(View(
+        query_html=query_html,
+        query_id=query_id,
+        candidate_html=candidate_html,
+        candidate_id=candidate_id,
+        progress=progress,
+        history=history,
+        others=others,
+    ).as_outputs())
     picking = [annotator, dataset, cand_lang]
-    next_button.click(with_request(tab.next_unlabelled), picking, view, api_name="next_unlabelled")
-    random_button.click(with_request(tab.random_query), picking, view, api_name="random_query")
+    next_button.click(view_event(tab.next_unlabelled), picking, view, api_name="next_unlabelled")
+    random_button.click(view_event(tab.random_query), picking, view, api_name="random_query")
     find_text.submit(tab.find, [dataset, find_text], found, api_name="find_captions")
     found.input(
-        with_request(tab.open_query),
+        view_event(tab.open_query),
         [annotator, dataset, found, cand_lang],
         view,
         api_name="open_query",
     )
     cand_lang.input(
-        with_request(tab.open_query),
+        view_event(tab.open_query),
         [annotator, dataset, query_id, cand_lang],
         view,
         api_name="change_candidate_language",
@@ -203,14 +231,14 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
     pair = [annotator, dataset, query_id, candidate_id, cand_lang]
     for name, button in buttons.items():
         button.click(
-            with_request(partial(tab.label, name)),
+            view_event(partial(tab.label, name)),
             pair,
             view,
             api_name=f"label_{name}",
             concurrency_limit=None,
         )
-    skip.click(with_request(tab.skip), pair, view, api_name="skip")
-    undo.click(with_request(tab.undo), picking, view, api_name="undo", concurrency_limit=None)
+    skip.click(view_event(tab.skip), pair, view, api_name="skip")
+    undo.click(view_event(tab.undo), picking, view, api_name="undo", concurrency_limit=None)
     export_button.click(
         tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
     )

@@ -12,109 +12,26 @@ different suites share their runs.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from rudder.atomic import atomic_write_text
-from rudder.cli import ArgumentParser, folder, int_in
-from rudder.config import MAX_EPOCHS, TrainConfig
+from rudder.cli import int_in
+from rudder.config import MAX_EPOCHS
 from rudder.errors import RudderError, one_line
 from rudder.optional import check_installed, config_needs
 from rudder.runs.folders import resolve_dataset
-from rudder.runs.layout import (
-    checkpoint_file,
-    config_file,
-    metrics_file,
-    predictions_file,
-    read_config,
-)
 
+from .jobs import Job, train_job
+from .suite_cli import suite_parser
 from .suites import (
-    SUITES_DIR,
-    Row,
     Suite,
     SuiteError,
-    config_changes,
     load_suite,
     row_config,
     row_data,
     run_key,
-    suite_names,
 )
-
-DEFAULT_RUNS_DIR = Path("runs") / "experiments"
-DEFAULT_OUTPUT = Path("experiments") / "results"
-TIMING_FILE = "timing.json"
-
-
-@dataclass
-class Job:
-    """One training run: a row of the suite with one seed."""
-
-    row: Row
-    seed: int
-    config: TrainConfig
-    run_dir: Path
-    settings: dict = field(default_factory=dict)  # chosen by experiments.tune, applied to config
-
-    @property
-    def status(self) -> str:
-        """``done`` (test metrics written), ``resume`` (a last.pt exists), ``new``, or ``stale``
-        (the run's saved config.yaml differs from the row's config: see :meth:`changes`)."""
-        if self.changes():
-            return "stale"
-        tested = predictions_file(self.run_dir, "test").is_file()
-        if tested and metrics_file(self.run_dir).is_file():
-            return "done"
-        if checkpoint_file(self.run_dir, "last").is_file():
-            return "resume"
-        return "new"
-
-    def changes(self) -> list[str]:
-        if not config_file(self.run_dir).is_file():
-            return []
-        return config_changes(read_config(self.run_dir), self.config)
-
-
-def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The arguments experiments.run and experiments.tune share: suite, dataset and folders."""
-    parser = ArgumentParser(
-        prog=prog,
-        description=description,
-        epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
-    )
-    parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
-    parser.add_argument(
-        "--dataset",
-        help="dataset folder (required by the real-dataset suites; "
-        "replaces data.dataset of every row)",
-    )
-    parser.add_argument(
-        "--output",
-        type=folder,
-        default=DEFAULT_OUTPUT,
-        help=f"folder for the tables, plots and tuned settings (default {DEFAULT_OUTPUT})",
-    )
-    parser.add_argument(
-        "--runs-dir",
-        type=folder,
-        default=DEFAULT_RUNS_DIR,
-        help=f"folder of the run directories (default {DEFAULT_RUNS_DIR}, gitignored)",
-    )
-    parser.add_argument(
-        "--suites-dir",
-        type=folder,
-        default=SUITES_DIR,
-        help="folder of suite folders (default: experiments/suites)",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the plan (runs and their status) and stop"
-    )
-    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,35 +100,6 @@ def plan(
             run_dir = Path(runs_dir) / key / f"seed-{seed}"
             jobs.append(Job(row, seed, config, run_dir, dict(chosen or {})))
     return jobs
-
-
-def train_job(job: Job, fit=None) -> float:
-    """Train (or resume) one run with ``fit`` (default :func:`rudder.train.run`: train, then
-    test); adds its wall-clock and CPU seconds (all threads of this process) to
-    ``timing.json``."""
-    from rudder.train import run
-
-    status = job.status
-    if status == "done":
-        return 0.0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    (fit or run)(job.config, job.run_dir, resume=status == "resume", overwrite=status == "new")
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    timing_path = job.run_dir / TIMING_FILE
-    previous = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
-    timing = {
-        "seconds": previous.get("seconds", 0.0) + seconds,
-        "cpu_seconds": previous.get("cpu_seconds", 0.0) + cpu,
-        "sessions": previous.get("sessions", 0) + 1,
-    }
-    atomic_write_text(timing_path, json.dumps(timing))
-    return seconds
-
-
-def run_timing(job: Job) -> dict:
-    """Recorded ``seconds`` and ``cpu_seconds`` of a run (empty when trained outside the runner)."""
-    path = job.run_dir / TIMING_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def command_line(argv: list[str]) -> str:

@@ -24,7 +24,7 @@ from rudder.runs.layout import (
 
 from . import plots, tables
 from .collect import EvalSplits, RowResult, fuse_seed, load_row, saved_test
-from .run import Job, run_timing
+from .jobs import Job, run_timing
 from .suites import BEST, Suite
 
 HARD_NEGATIVE_DRAWS = 10

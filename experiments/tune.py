@@ -56,7 +56,8 @@ from rudder.optional import MissingExtra, check_installed, config_needs
 from rudder.runs.folders import RunError, prepare_run_dir, resolve_dataset
 from rudder.runs.layout import log_file, read_history, read_json
 
-from .run import Job, suite_parser, train_job
+from .jobs import Job, train_job
+from .suite_cli import suite_parser
 from .suites import (
     Row,
     Suite,

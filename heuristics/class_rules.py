@@ -5,7 +5,9 @@ plate": *place* NOUN, "wash knife": *wash* PROPN). The class maps (EPIC-KITCHENS
 CSVs, the multilingual lexicon) list which words are verbs and which are nouns, so
 :func:`resolve` retags a word where they settle it. Each rule is a flag of
 :class:`ClassRules`; docs/heuristics.md ("Class-map rules") tabulates them with their
-sources and measured effect.
+sources and measured effect. :func:`resolve`
+applies ``imperative``, ``disagreement``, ``lemmas`` and ``noun_phrases`` in this order
+(:data:`RESOLVE_RULES`); :func:`extract_classes` and :func:`main_verb_class` the others.
 
 - ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
   at a clause-initial position (the first word after any leading adverbs, interjections
@@ -24,11 +26,6 @@ sources and measured effect.
   in English, tagged otherwise anywhere after a verb ("put down plate", "pour rice onto
   plate": *plate* is also the head of the verb instance ``plate-up``).
   A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
-- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
-  board") found on the words becomes NOUN words, which the compound join of
-  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
-  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
-  cupboard").
 - ``lemmas`` (the class map, English regular inflection): a VERB/NOUN whose lemma is not
   an instance but whose form, or the form less a regular ending (-s, -es, -ies, -ing,
   -ed, restoring a final e or undoubling a consonant), is, takes that instance as lemma
@@ -38,6 +35,11 @@ sources and measured effect.
   the first of lemma + e and the form's regular stems that is a word (:func:`word_lemmas`);
   without one it stays (falling back to the surface form instead cost 2.5 points of lemma
   accuracy on en_ewt test, see ``docs/heuristics.md``).
+- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
+  board") found on the words becomes NOUN words, which the compound join of
+  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
+  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
+  cupboard").
 - ``particles`` (the class map): a verb joins a later particle or preposition of its
   clause, across the object, when the joined verb is an instance (``put X in Y`` ->
   ``put-in``, EPIC class 5 *insert*; ``take X out`` -> ``take-out``); see
@@ -60,8 +62,10 @@ lemmas that are not words (:mod:`heuristics.indic_rules`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import cache
+from typing import NamedTuple
 
 from .indic_rules import clause_final, indic_word_lemmas, instance_matches
 from .indic_rules import noun_phrases as indic_noun_phrases
@@ -174,70 +178,160 @@ def _first(candidates, known: set[str]) -> str | None:
     return next((c for c in candidates if c in known), None)
 
 
-def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), options=None):
-    """``words`` retagged and re-lemmatised by the class-map rules (module docstring)."""
-    options = options or ExtractionOptions()
-    words = list(words)
-    index = _index(class_map, lang)
-    forms = [normalise(w.text, lang) for w in words]
-    lemmas = [normalise(w.lemma or w.text, lang) for w in words]
-    light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
-    out, made_verb, catenatives, verb_instances = [], set(), set(), set()
-    initials = _clause_initial(words, forms, lemmas, index) if lang == "en" else set()
-    for i, w in enumerate(words):
-        final = lang != "en" and clause_final(forms, i, lang)  # verb-final (SOV) clauses
-        if lang == "en":
-            stems = [lemmas[i], *inflection_stems(forms[i])]
-            verb, noun = _first(stems, index.verbs), _first(stems, index.nouns)
-        else:
-            verb, noun = instance_matches(
-                lemmas[i],
-                forms[i],
-                index.verbs,
-                index.nouns,
-                lang,
-                final and rules.imperative,
-                w.upos,
-            )
-        initial = i in initials
-        before_light = _before_light(lemmas, forms, i, lang, light, class_map)
-        after_verb = i > 0 and out[i - 1].upos == "VERB"
-        upos = w.upos
-        after_catenative = i - 1 in catenatives
-        if rules.imperative and (initial or after_catenative or final) and verb is not None:
-            upos = "VERB"
-        elif rules.imperative and initial and noun is None and _gerund_follows(forms, i, index):
-            upos = "AUX"  # catenative, like an auxiliary: "continue washing", "still stirring"
-            catenatives.add(i)
-        elif rules.disagreement and not before_light:
-            after_nominal = i > 0 and out[i - 1].upos in NOMINAL_CONTEXT
-            if verb and not noun and upos in RETAGGABLE_AS_VERB and not after_nominal:
-                upos = "VERB"
-            elif upos in NOUN_UPOS and not noun and forms[i] in CLOSED_CLASS:
-                upos = "ADP"  # closed-class words are no nouns ("onto" PROPN)
-            elif (
-                noun
-                and upos in (RETAGGABLE_AS_NOUN if lang == "en" else RETAGGABLE_AS_NOUN_INDIC)
-                and forms[i] not in CLOSED_CLASS
-                and not initial
-                and (not verb or (upos == "VERB" and after_verb)
-                     or (lang == "en" and upos != "VERB" and _object_of_verb(out, i)))
-            ):
-                upos = "NOUN"  # a verb's object: "take lid" (ADV), "put sponge down" (VERB)
-        if upos == "VERB" and w.upos != "VERB":
-            made_verb.add(i)
-        if upos == "VERB" and verb is not None:
-            verb_instances.add(i)
+class _Caption:
+    """One caption as the rules of :func:`resolve` see it: the tagger's ``words`` (never
+    changed), ``out`` (the words as the rules so far left them), and what every rule reads:
+    normalised forms and lemmas, each word's class-map instances (verb, noun), the English
+    clause-initial and mr/hi/ta/te clause-final positions."""
+
+    def __init__(self, words, lang: str, class_map, rules: ClassRules, options):
+        self.words, self.out = list(words), list(words)
+        self.lang, self.class_map, self.rules = lang, class_map, rules
+        self.index = _index(class_map, lang)
+        self.forms = [normalise(w.text, lang) for w in self.words]
+        self.lemmas = [normalise(w.lemma or w.text, lang) for w in self.words]
+        self.light = options.light_verb_lemmas.get(lang, {}) if options.light_verbs else {}
+        self.initials = (
+            _clause_initial(self.words, self.forms, self.lemmas, self.index)
+            if lang == "en" else set()
+        )
+        self.finals = {  # verb-final (SOV) clauses
+            i for i in range(len(self.words))
+            if lang != "en" and clause_final(self.forms, i, lang)
+        }
+        self.matches = [self._instances(i) for i in range(len(self.words))]
+        self.settled: set[int] = set()  # words the imperative rule tagged
+
+    def _instances(self, i: int) -> tuple[str | None, str | None]:
+        """The verb and the noun instance word ``i`` is (None: none)."""
+        index, w = self.index, self.words[i]
+        if self.lang == "en":
+            stems = [self.lemmas[i], *inflection_stems(self.forms[i])]
+            return _first(stems, index.verbs), _first(stems, index.nouns)
+        final = i in self.finals and self.rules.imperative
+        return instance_matches(
+            self.lemmas[i], self.forms[i], index.verbs, index.nouns, self.lang, final, w.upos
+        )
+
+    def retag(self, i: int, upos: str) -> None:
+        """Word ``i`` becomes ``upos``; a word whose tag changes takes the instance of its new
+        part of speech as lemma (when it is one)."""
+        w = self.words[i]
         lemma = w.lemma
-        if rules.lemmas or upos != w.upos:
-            known = verb if upos == "VERB" else noun if upos in NOUN_UPOS else None
-            lemma = known or lemma
-        out.append(replace(w, upos=upos, lemma=lemma))
-    if rules.noun_phrases and index.phrases and lang != "en":
-        return indic_noun_phrases(out, forms, index.phrases, lang, verb_instances)
-    if rules.noun_phrases and index.phrases:
-        out = _noun_phrases(out, forms, index, made_verb | _initial_verbs(out, initials, rules))
+        if upos != w.upos:
+            verb, noun = self.matches[i]
+            lemma = (verb if upos == "VERB" else noun if upos in NOUN_UPOS else None) or lemma
+        self.out[i] = replace(w, upos=upos, lemma=lemma)
+
+
+def _imperative(caption: _Caption):
+    """Rule ``imperative`` (grammar: an imperative clause starts with its verb, a verb-final
+    clause ends with it; catenative verbs; the class map's verb instances): a verb instance at
+    an English clause-initial position (or right after a catenative), or at a mr/hi/ta/te
+    clause end, is the VERB; an English clause-initial word that is no noun instance before
+    the -ing form of a verb instance is a catenative, tagged AUX."""
+    catenatives = set()
+    for i in range(len(caption.words)):
+        verb, noun = caption.matches[i]
+        initial = i in caption.initials
+        if (initial or i - 1 in catenatives or i in caption.finals) and verb is not None:
+            caption.retag(i, "VERB")
+        elif initial and noun is None and _gerund_follows(caption.forms, i, caption.index):
+            caption.retag(i, "AUX")  # catenative, like an auxiliary: "continue washing"
+            catenatives.add(i)
+        else:
+            continue
+        caption.settled.add(i)
+    return caption.out
+
+
+def _disagreement(caption: _Caption):
+    """Rule ``disagreement`` (the class map or lexicon; grammar: closed classes, nominal
+    context, a verb's object): where the tagger disagrees with the instances, a verb instance
+    that is no noun instance is a VERB (not after DET/ADP/AUX), a closed-class word tagged
+    NOUN/PROPN is an ADP, and a noun instance in object position is a NOUN; words the
+    imperative rule tagged and words a light verb joins are left alone."""
+    out, forms, lang = caption.out, caption.forms, caption.lang
+    for i, w in enumerate(caption.words):
+        if i in caption.settled or _before_light(
+            caption.lemmas, forms, i, lang, caption.light, caption.class_map
+        ):
+            continue
+        verb, noun = caption.matches[i]
+        upos = w.upos
+        after_verb = i > 0 and out[i - 1].upos == "VERB"
+        after_nominal = i > 0 and out[i - 1].upos in NOMINAL_CONTEXT
+        if verb and not noun and upos in RETAGGABLE_AS_VERB and not after_nominal:
+            caption.retag(i, "VERB")
+        elif upos in NOUN_UPOS and not noun and forms[i] in CLOSED_CLASS:
+            caption.retag(i, "ADP")  # closed-class words are no nouns ("onto" PROPN)
+        elif (
+            noun
+            and upos in (RETAGGABLE_AS_NOUN if lang == "en" else RETAGGABLE_AS_NOUN_INDIC)
+            and forms[i] not in CLOSED_CLASS
+            and i not in caption.initials
+            and (not verb or (upos == "VERB" and after_verb)
+                 or (lang == "en" and upos != "VERB" and _object_of_verb(out, i)))
+        ):
+            caption.retag(i, "NOUN")  # a verb's object: "take lid" (ADV), "put sponge down"
     return out
+
+
+def _lemmas(caption: _Caption):
+    """Rule ``lemmas`` (the class map's instances, English regular inflection): a VERB or
+    NOUN whose lemma, form or a regular stem of its form is an instance takes that instance
+    as lemma (the not-a-word fallback of the rule is :func:`word_lemmas`)."""
+    out = caption.out
+    for i, w in enumerate(out):
+        verb, noun = caption.matches[i]
+        known = verb if w.upos == "VERB" else noun if w.upos in NOUN_UPOS else None
+        out[i] = replace(w, lemma=known or w.lemma)
+    return out
+
+
+def _noun_phrases(caption: _Caption):
+    """Rule ``noun_phrases`` (the class map's multiword noun instances): English instances
+    (``board:chopping``) found on the words become NOUN words, never over a word a rule made a
+    VERB; mr/hi/ta/te, :func:`heuristics.indic_rules.noun_phrases`."""
+    out, index = caption.out, caption.index
+    if not index.phrases:
+        return out
+    if caption.lang != "en":
+        verb_instances = {
+            i for i, w in enumerate(out) if w.upos == "VERB" and caption.matches[i][0] is not None
+        }
+        return indic_noun_phrases(out, caption.forms, index.phrases, caption.lang, verb_instances)
+    made_verb = {i for i, (w, o) in enumerate(zip(caption.words, out))
+                 if o.upos == "VERB" and w.upos != "VERB"}
+    initial_verbs = _initial_verbs(out, caption.initials, caption.rules)
+    return _english_noun_phrases(out, caption.forms, index, made_verb | initial_verbs)
+
+
+class Rule(NamedTuple):
+    """One rule of :func:`resolve`: its :class:`ClassRules` flag and its function."""
+
+    name: str
+    apply: Callable[[_Caption], list]
+
+
+# The rules of resolve, applied in this order, each on the words the previous ones left
+# (docs/heuristics.md lists them in this order).
+RESOLVE_RULES = (
+    Rule("imperative", _imperative),
+    Rule("disagreement", _disagreement),
+    Rule("lemmas", _lemmas),
+    Rule("noun_phrases", _noun_phrases),
+)
+
+
+def resolve(words, lang: str, class_map, rules: ClassRules = ClassRules(), options=None):
+    """``words`` retagged and re-lemmatised by the class-map rules (module docstring): each
+    rule of :data:`RESOLVE_RULES` that ``rules`` turns on, in order."""
+    caption = _Caption(words, lang, class_map, rules, options or ExtractionOptions())
+    for rule in RESOLVE_RULES:
+        if getattr(rules, rule.name):
+            caption.out = rule.apply(caption)
+    return caption.out
 
 
 def _before_light(lemmas, forms, i: int, lang: str, light: dict, class_map) -> bool:
@@ -288,7 +382,7 @@ def _initial_verbs(words, initials: set[int], rules: ClassRules) -> set[int]:
     return {i for i in initials if words[i].upos == "VERB"}
 
 
-def _noun_phrases(words, forms, index: _Index, verbs: set[int]):
+def _english_noun_phrases(words, forms, index: _Index, verbs: set[int]):
     """Multiword noun instances on the words become NOUN words (never over ``verbs``)."""
     words, i = list(words), 0
     while i < len(words):

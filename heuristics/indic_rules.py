@@ -6,7 +6,7 @@ These languages put the verb last (SOV) and inflect by suffixes, so the English 
 
 - instance matching (:func:`instance_matches`): a word is a verb or noun instance when its
   lemma or form is one, else when its form is a suffix inflection of exactly one instance
-  (:func:`heuristics.lexicon_tagger.inflects`, the lexicon tagger's rule: ``मोजा`` ~
+  (:func:`heuristics.inflection.inflects`, the lexicon tagger's rule: ``मोजा`` ~
   ``मोजणे``, ``కట్టండి`` ~ ``కట్టు``); a form inflecting both a verb and a noun instance
   (mr ``कापा`` ~ ``कापड`` cloth and ``कापणे`` cut) is the verb at the end of a clause, else
   what the tagger says it is (NOUN/PROPN or VERB), else neither.
@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from .lexicon_tagger import inflects
+from .inflection import inflects
 from .nouns_verbs import NOUN_UPOS, normalise
 
 # The clause-opening "then" of each language (the word after a clause-final verb).

@@ -38,6 +38,8 @@ from functools import cache
 
 from rudder.languages import check_language
 
+from .inflection import inflects
+
 NOUN_UPOS = ("NOUN", "PROPN")
 PARTICLES = frozenset(
     [
@@ -138,8 +140,6 @@ def light_stem(lemma: str, form: str, lang: str, table: dict) -> str | None:
     if lemma in table:
         return table[lemma]
     if lemma == form and lang != "en":
-        from .lexicon_tagger import inflects
-
         return next((stem for key, stem in table.items() if inflects(form, key, lang)), None)
     return None
 
