@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rudder.atomic import atomic_write_text
 from rudder.config import TrainConfig
-from rudder.run_layout import (
+from rudder.runs.layout import (
     checkpoint_file,
     config_file,
     metrics_file,

@@ -301,7 +301,7 @@ def _noun_phrases(caption: _Caption):
             i for i, w in enumerate(out) if w.upos == "VERB" and caption.matches[i][0] is not None
         }
         return indic_noun_phrases(out, caption.forms, index.phrases, caption.lang, verb_instances)
-    made_verb = {i for i, (w, o) in enumerate(zip(caption.words, out))
+    made_verb = {i for i, (w, o) in enumerate(zip(caption.words, out, strict=False))
                  if o.upos == "VERB" and w.upos != "VERB"}
     initial_verbs = _initial_verbs(out, caption.initials, caption.rules)
     return _english_noun_phrases(out, caption.forms, index, made_verb | initial_verbs)
