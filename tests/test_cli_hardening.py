@@ -1,4 +1,4 @@
-"""The bad inputs of issue 22 that ended in a traceback or started work: each is one
+"""Bad inputs that ended in a traceback or started work: each is one
 ``error:`` line naming the value and the fix, exit code 2, before any work."""
 
 from __future__ import annotations

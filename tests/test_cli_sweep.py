@@ -1,4 +1,4 @@
-"""A sweep over every flag of every command (issue 22): wrong types and out-of-range values
+"""A sweep over every flag of every command: wrong types and out-of-range values
 end in exit code 2 and one ``error:`` line naming the flag (or the file), never a traceback,
 and before any work.
 

@@ -1,4 +1,4 @@
-"""Your own videos, the whole way (issue 24): a folder of small video files and a captions
+"""Your own videos, the whole way: a folder of small video files and a captions
 CSV -> ``python -m datasets_scripts build videos`` -> ``datasets.load_dataset`` ->
 ``rudder.train`` -> ``python -m app --dataset OUT --media DIR`` served, searched over HTTP:
 each hit has a thumbnail of its segment's middle frame and plays its segment of its file."""

@@ -94,7 +94,7 @@ def test_kappa_undefined_when_both_use_one_label():
 
 
 def test_csv_cells_that_spreadsheets_would_run_are_quoted(tmp_path):
-    """Annotator names or ids starting with = + - @ reach a spreadsheet as text (issue 22),
+    """Annotator names or ids starting with = + - @ reach a spreadsheet as text,
     and import-relations reads the export back as it was stored."""
     from heuristics.relations import read_manual
 

@@ -107,7 +107,7 @@ def test_a_features_file_of_another_split_is_refused(tiny_dataset, tmp_path):
 
 def test_a_declared_expert_missing_on_a_split_is_an_error(tiny_dataset, tmp_path):
     """A deleted features/<expert>/<split>.parquet whose videos list the expert is refused,
-    not read as 'no video has it' (issue 22: R@10 dropped silently); a split none of whose
+    not read as 'no video has it' (R@10 dropped silently); a split none of whose
     videos list the expert still reads without the file."""
     import shutil
 

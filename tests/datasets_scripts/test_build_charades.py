@@ -211,7 +211,7 @@ def test_clip_list_errors(tmp_path, build, capsys):
 
 
 def test_a_caption_over_the_length_limit_stops_the_build(build, tmp_path, capsys):
-    """A 400 MB caption line was built (4.2 GB peak; issue 22): over MAX_CAPTION_CHARS the
+    """A 400 MB caption line was built (4.2 GB peak): over MAX_CAPTION_CHARS the
     build stops naming the caption, and writes nothing."""
     from datasets_scripts.build import MAX_CAPTION_CHARS
 

@@ -228,7 +228,7 @@ def test_check_reachable_goes_through_the_proxy(proxy):
 
 def test_dry_run_reads_every_file_against_the_card(dataset, tmp_path, capsys):
     """A truncated parquet file, or one with other rows than the card states, is no 'card OK'
-    (issue 22)."""
+   ."""
     import pyarrow.parquet as pq
 
     path = dataset / "captions" / "test.parquet"
@@ -249,7 +249,7 @@ def test_dry_run_reads_every_file_against_the_card(dataset, tmp_path, capsys):
 
 def test_dry_run_refuses_splits_that_disagree(tmp_path, build, capsys):
     """A folder labelled on one split only (an interrupted label of an older rudder) is not
-    'card OK' (issue 22)."""
+    'card OK'."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -254,7 +254,7 @@ def test_a_failure_before_the_commit_changes_nothing(dataset, tmp_path, monkeypa
 
 
 def test_a_deleted_split_file_is_an_error(dataset, tmp_path):
-    """A deleted caption split would be left untranslated, silently (issue 22)."""
+    """A deleted caption split would be left untranslated, silently."""
     (dataset / "captions" / "test.parquet").unlink()
     before = _snapshot(dataset)
     with pytest.raises(Exception, match=r"captions/test.parquet is missing, but the dataset's "

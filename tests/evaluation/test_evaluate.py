@@ -128,7 +128,7 @@ def _one_error_line(capsys) -> str:
 
 def test_another_dataset_without_the_runs_experts_names_them(two_runs, tiny_dataset, tmp_path,
                                                               capsys):
-    """``evaluate RUN --dataset OTHER`` whose experts differ ended in KeyError (issue 22)."""
+    """``evaluate RUN --dataset OTHER`` whose experts differ ended in KeyError."""
     import shutil
 
     from rudder.data.layout import DatasetFolder
@@ -151,7 +151,7 @@ def test_another_dataset_without_the_runs_experts_names_them(two_runs, tiny_data
     (["--fusion", "hybrid", "--hybrid-q", "3"], "argument --hybrid-q: 3 is more than the 2"),
 ])
 def test_hybrid_q_is_checked_before_loading(two_runs, flags, named, capsys, monkeypatch):
-    """--hybrid-q -1 was refused after 17 s of loading and scoring (issue 22)."""
+    """--hybrid-q -1 was refused after 17 s of loading and scoring."""
     monkeypatch.setattr(evaluate, "load_run", lambda *a, **k: pytest.fail("loaded a run"))
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main(["--fuse", str(two_runs[0]), str(two_runs[1]), *flags])

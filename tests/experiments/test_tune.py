@@ -230,7 +230,7 @@ def test_settings_reach_the_config_unchanged():
                                      b"\xff\xfe not utf-8", b"rows: {mm: {row_key: x}}"],
                          ids=["bad-yaml", "scalar", "row-not-mapping", "binary", "no-chosen"])
 def test_a_malformed_tuned_file_is_one_error_line(tiny_dataset, tmp_path, capsys, content):
-    """experiments.run --tuned MALFORMED.yaml used to end in a traceback (issue 22)."""
+    """experiments.run --tuned MALFORMED.yaml used to end in a traceback."""
     root = tmp_path / "suites"
     write_suite(root, "two", [("mm", "MM", "mm", {}), ("po", "PO", "po", {})], tune=TUNE)
     bad = tmp_path / "bad.yaml"

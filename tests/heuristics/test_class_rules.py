@@ -1,4 +1,4 @@
-"""Class-map rules on hand-tagged captions (the tagger errors issue 11 reports): English with
+"""Class-map rules on hand-tagged captions (the tagger errors of short imperatives): English with
 EPIC-like classes, then Marathi, Hindi, Tamil and Telugu with a lexicon (heuristics.indic_rules,
 light verbs), tagged with the errors the small UD taggers make."""
 

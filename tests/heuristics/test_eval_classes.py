@@ -110,7 +110,7 @@ def test_cli_tagger_path_with_a_trained_stanza_model(tiny_treebank, tmp_path, ca
 
 def test_gold_classes_missing_from_the_class_files_are_refused(tmp_path, capsys):
     """A class CSV cut short (``head``) scored gold rows of its lost classes as misses with
-    exit 0 (issue 22); the first such row and class are named."""
+    exit 0; the first such row and class are named."""
     argv = _tiny_epic(tmp_path)
     (tmp_path / "n.csv").write_text(NOUN_CSV.split("\n4,")[0] + "\n", encoding="utf-8")
     assert main(argv + ["--method", "lookup"]) == 2

@@ -1,7 +1,7 @@
 """A writer killed (``os._exit``, as SIGKILL: nothing runs after it) before or after any one
 of its renames leaves no mixed dataset: once the folder is opened again it is wholly as
 before or wholly as after, for ``label``, ``translate``, ``import-relations`` and
-``video-relations`` (issue 22). Each writer runs in a forked child, so no test re-imports."""
+``video-relations``. Each writer runs in a forked child, so no test re-imports."""
 
 from __future__ import annotations
 

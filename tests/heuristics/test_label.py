@@ -338,7 +338,7 @@ def _one_error(capsys) -> str:
 
 
 def test_a_deleted_split_file_is_an_error(tiny_dataset, lexicon_path, capsys):
-    """label used to label the splits left and skip the deleted one silently (issue 22)."""
+    """label used to label the splits left and skip the deleted one silently."""
     (tiny_dataset / "captions" / "train.parquet").unlink()
     before = files(tiny_dataset)
     args = ["label", "--dataset", str(tiny_dataset), "--tagger", "lexicon",
@@ -350,7 +350,7 @@ def test_a_deleted_split_file_is_an_error(tiny_dataset, lexicon_path, capsys):
 
 
 def test_a_truncated_class_csv_is_refused(tiny_dataset, lexicon_path, tmp_path, capsys):
-    """``head -c`` of EPIC's noun class CSV gave noun accuracy 2% with exit 0 (issue 22)."""
+    """``head -c`` of EPIC's noun class CSV gave noun accuracy 2% with exit 0."""
     classes = tmp_path / "nouns.csv"
     classes.write_text("id,key,instances,category\n0,paper,\"['paper']\",things\n"
                        "1,card,\"['card']\",thi", encoding="utf-8")

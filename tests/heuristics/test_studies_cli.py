@@ -1,4 +1,4 @@
-"""The study commands of heuristics/studies/ (issue 22): a bad language or an unreadable file
+"""The study commands of heuristics/studies/: a bad language or an unreadable file
 is one ``error:`` line naming it, exit code 2; good input gives the study's numbers."""
 
 from __future__ import annotations

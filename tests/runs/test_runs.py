@@ -1,5 +1,5 @@
 """Run folders: nothing is made before the config is valid, a failed run leaves nothing
-behind, and a resume keeps the saved config (issue 12, Configuration and runs)."""
+behind, and a resume keeps the saved config."""
 
 import json
 import shutil

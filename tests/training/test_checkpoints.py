@@ -1,5 +1,5 @@
 """Checkpoints are read with weights_only=True: a crafted pickle is refused by every reader,
-and damaged files are reported by name (issue 12, Security / Configuration and runs)."""
+and damaged files are reported by name."""
 
 import json
 import os

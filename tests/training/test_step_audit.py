@@ -1,4 +1,4 @@
-"""The training step never makes the host wait for the device (issue 13): no value read
+"""The training step never makes the host wait for the device: no value read
 back, no data-dependent shape, no blocking copy, for every loss and supervision option.
 
 On the CPU this is checked at the dispatcher (:class:`rudder.training.step_audit.StepAudit`); on a
