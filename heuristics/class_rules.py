@@ -5,59 +5,15 @@ plate": *place* NOUN, "wash knife": *wash* PROPN). The class maps (EPIC-KITCHENS
 CSVs, the multilingual lexicon) list which words are verbs and which are nouns, so
 :func:`resolve` retags a word where they settle it. Each rule is a flag of
 :class:`ClassRules`; docs/heuristics.md ("Class-map rules") tabulates them with their
-sources and measured effect. :func:`resolve`
-applies ``imperative``, ``disagreement``, ``lemmas`` and ``noun_phrases`` in this order
-(:data:`RESOLVE_RULES`); :func:`extract_classes` and :func:`main_verb_class` the others.
+sources and measured effect. :func:`resolve` applies ``imperative``, ``disagreement``,
+``lemmas`` and ``noun_phrases`` in this order (:data:`RESOLVE_RULES`);
+:func:`extract_classes` and :func:`main_verb_class` the others.
 
-- ``imperative`` (English; the grammar: an imperative clause starts with its verb): a word
-  at a clause-initial position (the first word after any leading adverbs, interjections
-  and pronouns that are no instances, as in "now wash knife", "I wash knife", or the first
-  after *then*) whose form or lemma is a verb instance is a VERB, even when it is also a
-  noun instance (*soap*). One that is no noun instance before the -ing form of a verb
-  instance is a catenative ("continue washing", "still stirring") and is tagged AUX,
-  neither noun nor verb.
-- ``disagreement`` (any language): a word the tagger calls NOUN/PROPN/ADJ/X that is a verb
-  instance and no noun instance is a VERB, unless a determiner, adposition or auxiliary
-  precedes it (then it is nominal or predicative: "the open door", "is open"); a
-  closed-class word (preposition, particle, article) tagged NOUN/PROPN is an ADP; a word
-  tagged ADV/ADJ/ADP/AUX/INTJ/X/VERB/SYM/PART/NUM that is a noun instance and no verb
-  instance, not clause-initial and not closed-class, is a NOUN ("take lid": *lid* ADV),
-  and so is a noun-and-verb instance tagged VERB right after a verb ("put sponge down") or,
-  in English, tagged otherwise anywhere after a verb ("put down plate", "pour rice onto
-  plate": *plate* is also the head of the verb instance ``plate-up``).
-  A word right before a Hindi/Marathi light verb is left alone (light verbs stay one verb).
-- ``lemmas`` (the class map, English regular inflection): a VERB/NOUN whose lemma is not
-  an instance but whose form, or the form less a regular ending (-s, -es, -ies, -ing,
-  -ed, restoring a final e or undoubling a consonant), is, takes that instance as lemma
-  (the tagger's "sneez" for "sneezes" becomes "sneeze" when the class map has it). Without
-  a class map entry, an English VERB/NOUN lemma that is not a word (not in ``vocabulary``:
-  the words of the corpus being labelled, e.g. Stanza's "sneez" for "sneezes") becomes
-  the first of lemma + e and the form's regular stems that is a word (:func:`word_lemmas`);
-  without one it stays (falling back to the surface form instead cost 2.5 points of lemma
-  accuracy on en_ewt test, see ``docs/heuristics.md``).
-- ``noun_phrases`` (English): a multiword noun instance (``board:chopping`` = "chopping
-  board") found on the words becomes NOUN words, which the compound join of
-  :func:`heuristics.nouns_verbs.extract` makes one noun; a span never covers a word that
-  a rule above made a verb (``cupboard:open`` does not swallow the verb of "open
-  cupboard").
-- ``particles`` (the class map): a verb joins a later particle or preposition of its
-  clause, across the object, when the joined verb is an instance (``put X in Y`` ->
-  ``put-in``, EPIC class 5 *insert*; ``take X out`` -> ``take-out``); see
-  :func:`heuristics.nouns_verbs.extract`'s ``known_verb``.
-- ``subject_verb`` (English; the grammar: subject-verb order, and the stop-list's generic
-  subjects): in "[a|the] person opens the door", a word right after a clause-initial
-  generic subject (:data:`heuristics.stop_nouns.STOP_NOUNS`) that ends in -s or -ed and is
-  tagged NOUN/PROPN/ADP/ADJ/X is the VERB (no ``opens:person`` compound, no verb-less
-  caption); its lemma is its first regular stem that is a word of the corpus, else the
-  tagger's lemma when it differs from the form, else its first regular stem.
-- ``known_verb_first``: the caption's main verb is its first verb the class map knows
-  (*continue* in "continue washing" is in no class), else its first verb.
-- ``light_verbs`` (mr/hi/ta/te): a light verb joins the word before it when the class map
-  lists the joined verb (:func:`heuristics.nouns_verbs.extract`).
-
-For mr/hi/ta/te, ``imperative`` looks at the clause end, instances match inflected forms,
-``noun_phrases`` matches the lexicon's multiword nouns and ``lemmas`` falls back from
-lemmas that are not words (:mod:`heuristics.indic_rules`).
+Each rule's full statement, its source and what it is worth on EPIC-KITCHENS-100 are in
+that table; the four of :func:`resolve` are the functions of :data:`RESOLVE_RULES`, each
+with its rule's summary. For mr/hi/ta/te, ``imperative`` looks at the clause end, instances
+match inflected forms, ``noun_phrases`` matches the lexicon's multiword nouns and
+``lemmas`` falls back from lemmas that are not words (:mod:`heuristics.indic_rules`).
 """
 
 from __future__ import annotations
