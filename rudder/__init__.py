@@ -9,7 +9,9 @@ DeprecationWarning naming the new place.
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
+import types
 import warnings
 
 __version__ = "0.1.0"
@@ -41,6 +43,39 @@ MOVED_MODULES = {
 """Old module name -> where the module lives now."""
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_IMPORTLIB_DIR = os.path.dirname(os.path.abspath(importlib.__file__))
+
+
+def _is_import_machinery(filename: str) -> bool:
+    """importlib's frames and rudder's package ``__init__`` files, which only pass an import on."""
+    if filename.startswith("<frozen importlib"):
+        return True
+    path = os.path.abspath(filename)
+    return (os.path.dirname(path) == _IMPORTLIB_DIR
+            or (os.path.basename(path) == "__init__.py"
+                and os.path.commonpath([path, _PACKAGE_DIR]) == _PACKAGE_DIR))
+
+
+def _skipped_by_warnings(filename: str) -> bool:
+    """Frames ``warnings.warn`` leaves out when it counts ``stacklevel`` (CPython's
+    ``_is_internal_frame``: importlib's bootstrap)."""
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def warn_moved(old: str, new: str) -> None:
+    """A DeprecationWarning that ``old`` is now ``new``, attributed to the code that imported it
+    (past the import machinery), so Python's default filters show it in a script."""
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 2
+    while frame is not None and _is_import_machinery(frame.f_code.co_filename):
+        if not _skipped_by_warnings(frame.f_code.co_filename):
+            level += 1
+        frame = frame.f_back
+    warnings.warn(f"{old} is now {new}; import it from there", DeprecationWarning,
+                  stacklevel=level)
+
+
 class _MovedModuleLoader(importlib.abc.Loader):
     """Loads an old module name as the module object at its new name (one object, two names)."""
 
@@ -49,8 +84,7 @@ class _MovedModuleLoader(importlib.abc.Loader):
         self.real_spec = None
 
     def create_module(self, spec):
-        warnings.warn(f"{spec.name} is now {self.new_name}; import it from there",
-                      DeprecationWarning, stacklevel=3)
+        warn_moved(spec.name, self.new_name)
         module = importlib.import_module(self.new_name)
         self.real_spec = module.__spec__
         return module

@@ -1,8 +1,11 @@
-"""``python -m rudder.evaluate``: the evaluate command (rudder.evaluation.evaluate)."""
+"""``python -m rudder.evaluate``: the evaluate command. Imported, this name is the
+module :mod:`rudder.evaluation.evaluate` itself (one module object: patching either name reaches the
+code)."""
 
-from rudder.evaluation.evaluate import build_parser, cli, evaluate_runs, main
-
-__all__ = ["build_parser", "cli", "evaluate_runs", "main"]
+import importlib
+import sys
 
 if __name__ == "__main__":
-    cli()
+    importlib.import_module("rudder.evaluation.evaluate").cli()
+else:
+    sys.modules[__name__] = importlib.import_module("rudder.evaluation.evaluate")

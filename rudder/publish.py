@@ -1,8 +1,11 @@
-"""``python -m rudder.publish``: the publish command (rudder.hub.publish)."""
+"""``python -m rudder.publish``: the publish command. Imported, this name is the
+module :mod:`rudder.hub.publish` itself (one module object: patching either name reaches the
+code)."""
 
-from rudder.hub.publish import build_parser, cli, main, publish
-
-__all__ = ["build_parser", "cli", "main", "publish"]
+import importlib
+import sys
 
 if __name__ == "__main__":
-    cli()
+    importlib.import_module("rudder.hub.publish").cli()
+else:
+    sys.modules[__name__] = importlib.import_module("rudder.hub.publish")

@@ -101,7 +101,8 @@ def check_section(obj, prefix: str) -> None:
     conversion) and its rule, except rules naming a registry (:func:`rudder.config.from_dict`
     checks those)."""
     for item in dataclasses.fields(obj):
-        key, value, rule = f"{prefix}{item.name}", getattr(obj, item.name), item.metadata["rule"]
+        key, value = f"{prefix}{item.name}", getattr(obj, item.name)
+        rule = item.metadata.get("rule")
         typed(key, value, hints(type(obj))[item.name], rule, strict=True)
         if rule is not None and rule.registry is None:
             check_rule(key, value, rule)
@@ -126,7 +127,7 @@ def build(cls, data: dict, path: str = ""):
         if is_section(hint):
             kwargs[key] = build(hint, value, f"{path}{key}.")
         else:
-            kwargs[key] = typed(f"{path}{key}", value, hint, fields[key].metadata["rule"])
+            kwargs[key] = typed(f"{path}{key}", value, hint, fields[key].metadata.get("rule"))
     try:
         return cls(**kwargs)
     except ValueError as error:  # a section that checks itself (ModelConfig)

@@ -2,7 +2,7 @@
 docs/config.md``.
 
 Each field's row (default, type, valid values, meaning) comes from its declaration in
-:mod:`rudder.config.schema`; tests/test_config_reference.py checks that the committed page
+:mod:`rudder.config.schema`; tests/config/test_config_reference.py checks that the committed page
 equals :func:`page`.
 """
 
@@ -28,7 +28,7 @@ Every field of a run's config, with its default. A YAML file (`--config`) or `--
 section.field=value` sets any of them; values are YAML 1.2 (`1e-3` is a number, `yes` a
 string). Each field is declared once, in `rudder/config/schema.py`, with its type, default,
 valid values and meaning; this page is generated from there, and
-`tests/test_config_reference.py` checks that it is up to date. A bad value is an error that
+`tests/config/test_config_reference.py` checks that it is up to date. A bad value is an error that
 names the field and what it accepts. A new field is one `setting(default, rule=..., doc=...)`
 declaration in its section there, then `python -m rudder.config.reference > docs/config.md`.
 
@@ -122,7 +122,7 @@ def section_table(cls, prefix: str) -> str:
         hint = hints(cls)[item.name]
         if is_section(hint):
             continue
-        rule, doc = item.metadata["rule"], item.metadata["doc"]
+        rule, doc = item.metadata.get("rule"), item.metadata.get("doc", "")
         rows.append(f"| `{prefix}{item.name}` | `{yaml_value(defaults[item.name])}` | "
                     f"{type_text(hint)} | {allowed_text(rule, hint)} | {doc} |")
     return "\n".join(rows) + "\n"

@@ -287,7 +287,7 @@ class TrainConfig:
 
 # The rule of every constrained key, by dotted name (from the fields above).
 RULES: dict[str, Rule] = {key: item.metadata["rule"] for key, item, _ in leaves(TrainConfig)
-                          if item.metadata["rule"] is not None}
+                          if item.metadata.get("rule") is not None}
 
 
 def to_dict(config) -> dict:

@@ -1,6 +1,6 @@
 """Run folders: the files inside one (layout) and creating, resuming and loading them
-(folders). ``from rudder.runs import load_run`` and the other names of ``folders`` still
-import from here, loaded on first use."""
+(folders). The names of ``folders`` still import from here, with a DeprecationWarning
+(``rudder.runs`` was that module)."""
 
 
 def __getattr__(name):
@@ -9,7 +9,9 @@ def __getattr__(name):
     import importlib
 
     folders = importlib.import_module("rudder.runs.folders")
-    try:
-        return getattr(folders, name)
-    except AttributeError:
-        raise AttributeError(f"module 'rudder.runs' has no attribute {name!r}") from None
+    if not hasattr(folders, name):
+        raise AttributeError(f"module 'rudder.runs' has no attribute {name!r}")
+    from rudder import warn_moved
+
+    warn_moved(f"rudder.runs.{name}", f"rudder.runs.folders.{name}")
+    return getattr(folders, name)

@@ -98,8 +98,8 @@ class Trainer:
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
         self.config = config = resolved_config(
             config, supplied,
-            word_dim=None if initial_embeddings is None else initial_embeddings.shape[1],
-            text_input_dim=None if self.text_encoder is None else self.text_encoder.dim)
+            word_dim=None if initial_embeddings is None else int(initial_embeddings.shape[1]),
+            text_input_dim=None if self.text_encoder is None else int(self.text_encoder.dim))
         self.loss_fn = losses.build(config.loss.name, **config.loss.params)
         self.loss_fn.check_values = False  # its inputs are made here; fit() checks the loss
         if (config.selection.endswith((".nDCG", ".mAP"))

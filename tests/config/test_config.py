@@ -195,3 +195,19 @@ def test_relation_batches_name_what_they_need(settings, named):
     with pytest.raises(ConfigError, match=rf"relation_batches needs .*{re.escape(named)}"):
         check_new_run(config)
     check_new_run(from_dict({"supervision": {"relation_batches": True, "manual_relations": True}}))
+
+
+def test_a_model_config_field_declared_without_setting_is_type_checked():
+    """A new model's config (docs/architecture.md, 'How to extend') may add plain dataclass
+    fields: they have no rule and no description, but their type is still checked."""
+    from dataclasses import dataclass
+
+    from rudder.config import ModelConfig
+
+    @dataclass
+    class WiderConfig(ModelConfig):
+        extra_layers: int = 2
+
+    assert WiderConfig().extra_layers == 2
+    with pytest.raises(ConfigError, match="model.extra_layers='x' is not valid"):
+        WiderConfig(extra_layers="x")
