@@ -40,6 +40,22 @@ def test_slug_follows_github():
     assert slug("GPU and several processes") == "gpu-and-several-processes"
 
 
+# A repository file named by its path in a doc, docstring or comment (CHANGELOG keeps history).
+SOURCE_PATH = re.compile(
+    r"(?<![\w./-])((?:rudder|app|heuristics|datasets_scripts|experiments|benchmarks|scripts|"
+    r"tests|docs|examples)/[\w./-]*\w\.(?:py|md|yaml|yml|sh|tsv))\b")
+
+
+def test_every_cited_source_path_exists():
+    """Paths such as ``rudder/runs/layout.py`` or ``tests/config/test_config.py`` in the docs
+    and the code follow the files when they move."""
+    missing = sorted({f"{p.relative_to(ROOT)}: {m}" for p in tracked_text_files()
+                      if p.name != "CHANGELOG.md"
+                      for m in SOURCE_PATH.findall(p.read_text(encoding="utf-8", errors="replace"))
+                      if not (ROOT / m).is_file()})
+    assert missing == []
+
+
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout")
 def test_no_file_cites_the_design_document_outside_the_repository():
     citing = [str(p.relative_to(ROOT)) for p in tracked_text_files()
