@@ -213,3 +213,22 @@ def tiny_config(dataset, loss: str = "mm", params: dict | None = None, *, data: 
         "loss": {"name": loss, "params": dict(params or {})},
         **sections,
     })
+
+
+def write_ce_text_features(dataset, path, tokens=3, dim: int = 5, seed: int = 0):
+    """A Collaborative Experts text-feature pickle at ``path`` for ``dataset``'s English
+    captions (CE's pickles encode those): ``{video_id: [(tokens, dim) array per caption]}``,
+    random values; ``tokens`` an int or a function of the numpy generator. Returns ``path``."""
+    import pickle
+
+    from rudder.data.layout import DatasetFolder
+
+    folder, rng, table = DatasetFolder(dataset), np.random.default_rng(seed), {}
+    for split in ("train", "validation", "test"):
+        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
+        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
+            if lang == "en":
+                length = tokens(rng) if callable(tokens) else tokens
+                table.setdefault(video, []).append(rng.normal(size=(length, dim)))
+    path.write_bytes(pickle.dumps(table))
+    return path

@@ -16,7 +16,7 @@ from rudder.hub import models as model_hub
 from rudder.hub import publish
 from rudder.runs.folders import load_run
 
-from ..factories import concept_dataset
+from ..factories import concept_dataset, write_ce_text_features
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 FAST = ["--epochs", "2", "--set", "data.batch_size=8", "--set", "model.shared_dim=16",
@@ -249,14 +249,7 @@ def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained,
     from rudder import train
 
     dataset = trained[0]
-    folder, rng, table = DatasetFolder(dataset), np.random.default_rng(0), {}
-    for split in ("train", "validation", "test"):
-        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
-        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
-            if lang == "en":
-                table.setdefault(video, []).append(rng.normal(size=(3, 5)))
-    features = tmp_path / "w2v.pickle"
-    features.write_bytes(pickle.dumps(table))
+    features = write_ce_text_features(dataset, tmp_path / "w2v.pickle")
     train.main(["--dataset", str(dataset), "--output-dir", str(tmp_path / "run"), *FAST,
                 "--set", f"data.text_encoder={features}", "--set", "data.caption_langs=[en]"])
     publish.main([str(tmp_path / "run"), "--repo-id", "me/w2v", "--dry-run", "--license", "mit",
@@ -266,7 +259,7 @@ def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained,
     own = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "e1")])
     again = evaluate.main([str(tmp_path / "pub"), "--output", str(tmp_path / "e2")])
     assert again["test"] == own["test"]
-    features.write_bytes(pickle.dumps({**table, "extra": []}))
+    write_ce_text_features(dataset, features, seed=1)  # other vectors under the same name
     with pytest.raises(RunError, match="encoder 'w2v.pickle' at .* has files sha256"):
         load_run(tmp_path / "pub")
 

@@ -2,17 +2,13 @@
 saves that copy as config.yaml and leaves the caller's config as it was."""
 
 import copy
-import pickle
-
-import numpy as np
 
 from rudder.config import dump_yaml, from_dict, resolved_config, to_dict
-from rudder.data.layout import DatasetFolder
 from rudder.runs.layout import config_file
 from rudder.training.distributed import DistContext
 from rudder.training.trainer import Trainer
 
-from ..factories import tiny_config
+from ..factories import tiny_config, write_ce_text_features
 
 
 def test_resolved_config_fills_a_copy():
@@ -37,16 +33,7 @@ def test_the_callers_config_is_left_unchanged(tiny_dataset, tmp_path):
 
 
 def test_the_text_encoders_size_goes_into_the_copy(tiny_dataset, tmp_path):
-    folder = DatasetFolder(tiny_dataset)
-    rng = np.random.default_rng(0)
-    table = {}
-    for split in ("train", "validation", "test"):
-        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
-        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
-            if lang == "en":
-                table.setdefault(video, []).append(rng.normal(size=(2, 5)))
-    path = tmp_path / "w2v_tiny.pickle"
-    path.write_bytes(pickle.dumps(table))
+    path = write_ce_text_features(tiny_dataset, tmp_path / "w2v_tiny.pickle", tokens=2)
     config = tiny_config(tiny_dataset, data={"text_encoder": str(path), "caption_langs": ["en"]})
     run = Trainer(config, tmp_path / "run", DistContext())
     assert run.config.model.text_input_dim == 5 and config.model.text_input_dim is None

@@ -1,6 +1,5 @@
 """Training and querying with pretrained word vectors, n-gram hashing and CE text pickles."""
 
-import pickle
 
 import datasets
 import numpy as np
@@ -18,7 +17,7 @@ from rudder.errors import RudderError
 from rudder.runs.folders import encode_queries, load_run
 from rudder.text.subwords import SubwordVocabulary
 
-from ..factories import caption, write_dataset
+from ..factories import caption, write_ce_text_features, write_dataset
 
 DIM = 6
 
@@ -82,16 +81,8 @@ def test_training_with_word_vectors_and_subwords(train_tiny, tmp_path):
 
 
 def test_training_from_a_ce_text_feature_pickle(train_tiny, tiny_dataset, tmp_path):
-    folder = DatasetFolder(tiny_dataset)
-    rng = np.random.default_rng(0)
-    table = {}
-    for split in ("train", "validation", "test"):
-        captions = folder.captions(split, columns=["video_id", "lang"]).to_pydict()
-        for video, lang in zip(captions["video_id"], captions["lang"], strict=True):
-            if lang == "en":  # CE's pickles encode the English captions
-                table.setdefault(video, []).append(rng.normal(size=(int(rng.integers(2, 5)), 5)))
-    path = tmp_path / "w2v_tiny.pickle"
-    path.write_bytes(pickle.dumps(table))
+    path = write_ce_text_features(tiny_dataset, tmp_path / "w2v_tiny.pickle",
+                                  tokens=lambda rng: int(rng.integers(2, 5)))
     result = train_tiny(tmp_path / "run", "--set", f"data.text_encoder={path}",
                         "--set", "data.caption_langs=[en]")
     assert result["test"]["t2v"]["MdR"] >= 1
