@@ -76,6 +76,18 @@ def warn_moved(old: str, new: str) -> None:
                   stacklevel=level)
 
 
+def moved_attribute(package: str, module: str, name: str):
+    """``package.name``, now ``module.name`` (``package`` was that module before it became a
+    package), with a DeprecationWarning: the ``__getattr__`` of such a package."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    target = importlib.import_module(module)
+    if not hasattr(target, name):
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    warn_moved(f"{package}.{name}", f"{module}.{name}")
+    return getattr(target, name)
+
+
 class _MovedModuleLoader(importlib.abc.Loader):
     """Loads an old module name as the module object at its new name (one object, two names)."""
 

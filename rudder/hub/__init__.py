@@ -4,14 +4,6 @@ import from here, with a DeprecationWarning (``rudder.hub`` was that module)."""
 
 
 def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
+    from rudder import moved_attribute
 
-    offline = importlib.import_module("rudder.hub.offline")
-    if not hasattr(offline, name):
-        raise AttributeError(f"module 'rudder.hub' has no attribute {name!r}")
-    from rudder import warn_moved
-
-    warn_moved(f"rudder.hub.{name}", f"rudder.hub.offline.{name}")
-    return getattr(offline, name)
+    return moved_attribute(__name__, "rudder.hub.offline", name)

@@ -4,14 +4,6 @@
 
 
 def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
+    from rudder import moved_attribute
 
-    folders = importlib.import_module("rudder.runs.folders")
-    if not hasattr(folders, name):
-        raise AttributeError(f"module 'rudder.runs' has no attribute {name!r}")
-    from rudder import warn_moved
-
-    warn_moved(f"rudder.runs.{name}", f"rudder.runs.folders.{name}")
-    return getattr(folders, name)
+    return moved_attribute(__name__, "rudder.runs.folders", name)
