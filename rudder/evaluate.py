@@ -1,11 +1,8 @@
-"""``python -m rudder.evaluate``: the evaluate command. Imported, this name is the
-module :mod:`rudder.evaluation.evaluate` itself (one module object: patching either name reaches the
-code)."""
+"""``python -m rudder.evaluate``: the evaluate command, and every public name of
+:mod:`rudder.evaluation.evaluate` for code that imports them from here (patch them there)."""
 
-import importlib
-import sys
+from rudder.evaluation.evaluate import *  # this module only forwards
+from rudder.evaluation.evaluate import cli
 
 if __name__ == "__main__":
-    importlib.import_module("rudder.evaluation.evaluate").cli()
-else:
-    sys.modules[__name__] = importlib.import_module("rudder.evaluation.evaluate")
+    cli()

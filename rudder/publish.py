@@ -1,11 +1,8 @@
-"""``python -m rudder.publish``: the publish command. Imported, this name is the
-module :mod:`rudder.hub.publish` itself (one module object: patching either name reaches the
-code)."""
+"""``python -m rudder.publish``: the publish command, and every public name of
+:mod:`rudder.hub.publish` for code that imports them from here (patch them there)."""
 
-import importlib
-import sys
+from rudder.hub.publish import *  # this module only forwards
+from rudder.hub.publish import cli
 
 if __name__ == "__main__":
-    importlib.import_module("rudder.hub.publish").cli()
-else:
-    sys.modules[__name__] = importlib.import_module("rudder.hub.publish")
+    cli()
