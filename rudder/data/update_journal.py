@@ -13,8 +13,8 @@ kill between two renames would leave some splits new and some old. So an update:
    staging folder.
 
 Before the commit nothing of the dataset has changed (a killed writer's staging folder is
-removed by the next reader or writer); after it, step 3 is redone from the start by whoever
-opens the folder next (:func:`complete_pending`, called by every
+removed by the next reader or writer that finds the dataset lock free); after it, step 3 is
+redone from the start by whoever opens the folder next (:func:`complete_pending`, called by every
 :class:`rudder.data.layout.DatasetFolder` and by the next writer). Redoing it is harmless:
 a file already renamed is no longer staged.
 Both hold :func:`rudder.atomic.dataset_lock`, so a reader waits for a live writer's renames.
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from rudder.atomic import (
     LockTimeout,
-    _alive,
     atomic_write_text,
     dataset_lock,
     held_termination,
@@ -86,21 +85,29 @@ def _read_journal(root: Path) -> dict:
         ) from None
 
 
-def _remove_dead_stages(root: Path, keep: str | None = None) -> None:
-    """Remove staging folders of writers that died before their commit."""
+def _remove_dead_stages(root: Path) -> None:
+    """Remove the staging folders of writers that died before their commit. Call it holding the
+    dataset lock: every writer stages under that lock, so a staging folder another process left
+    is dead, whichever machine wrote it (a process id says nothing across the hosts of shared
+    storage). This process's own folders are left to the update that made them."""
+    own = f".rudder.update-{os.getpid()}-"
     for path in root.glob(".rudder.update-*"):
-        match = _STAGE.match(path.name)
-        if match and path.name != keep and not _alive(int(match["pid"])):
+        if _STAGE.match(path.name) and not path.name.startswith(own):
             shutil.rmtree(path, ignore_errors=True)
 
 
 def complete_pending(root) -> bool:
     """Finish an update that a killed writer committed but did not apply; True if there was
-    one. Without one, the staging of writers killed before their commit is removed (where
-    this user may)."""
+    one. Without one, the staging of writers killed before their commit is removed, when no
+    writer holds the dataset lock (and where this user may)."""
     root = Path(root)
     if not (root / JOURNAL).exists():
-        _remove_dead_stages(root)
+        if any(root.glob(".rudder.update-*")):
+            try:  # only when no writer holds the lock: a live writer's staging is in use
+                with dataset_lock(root, timeout=0):
+                    _remove_dead_stages(root)
+            except LockTimeout:  # a writer at work, or a folder this user may not lock
+                pass
         return False
     try:
         with dataset_lock(root):
