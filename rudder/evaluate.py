@@ -2,7 +2,6 @@
 :mod:`rudder.evaluation.evaluate` for code that imports them from here (patch them there)."""
 
 from rudder.evaluation.evaluate import *  # this module only forwards
-from rudder.evaluation.evaluate import cli
 
 if __name__ == "__main__":
     cli()

@@ -2,7 +2,6 @@
 :mod:`rudder.hub.publish` for code that imports them from here (patch them there)."""
 
 from rudder.hub.publish import *  # this module only forwards
-from rudder.hub.publish import cli
 
 if __name__ == "__main__":
     cli()

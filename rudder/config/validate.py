@@ -90,9 +90,8 @@ def _check_text_side(data: DataConfig) -> None:
 
         if encoder_kind(data.text_encoder) != "sentence":
             raise ConfigError("data.sentence_centering, _whitening, _pivots and _alignment need a "
-                              "sentence "
-                              "encoder (data.text_encoder: multilingual-e5 or sentence:FOLDER), "
-                              f"got data.text_encoder={data.text_encoder!r}")
+                              "sentence encoder (data.text_encoder: multilingual-e5 or "
+                              f"sentence:FOLDER), got data.text_encoder={data.text_encoder!r}")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")

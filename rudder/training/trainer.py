@@ -52,8 +52,8 @@ class Trainer:
     """Train one configuration into one run directory (the run folder of docs/architecture.md).
 
     ``self.config`` is the run's resolved copy of the given config
-    (:func:`rudder.config.resolved_config`),
-    the one saved as ``config.yaml``; the caller's config is not changed."""
+    (:func:`rudder.config.resolved_config`), the one saved as ``config.yaml``; the caller's
+    config is not changed."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, ctx: DistContext, resume: bool = False):
         self.config, self.run_dir, self.ctx, self.resume = config, Path(run_dir), ctx, resume
