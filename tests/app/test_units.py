@@ -217,12 +217,12 @@ def test_page_says_when_the_model_cannot_read_the_query(
     collection, model_and_vocab, trilingual_model, tmp_path
 ):
     full = SearchTab(SearchEngine(*model_and_vocab, collection, cache_dir=tmp_path))
-    status, table, _, _ = full.search("காகிதம் மடியுங்கள்", k=5)
+    status, table, _ = full.search("காகிதம் மடியுங்கள்", k=5)
     assert "Tamil" in status and "⚠" not in status and len(table) == 5  # both words known
-    status, table, _, _ = full.search("कागद झुमरू टिमटिम", "mr", k=5)
+    status, table, _ = full.search("कागद झुमरू टिमटिम", "mr", k=5)
     assert "2 of the query's 3 words are unknown to the model (झुमरू, टिमटिम)" in status
     assert len(table) == 5
-    status, table, _, _ = full.search("झुमरू टिमटिम", "mr", k=5)
+    status, table, _ = full.search("झुमरू टिमटिम", "mr", k=5)
     assert "None of the query's words is in the model's vocabulary" in status and table.empty
 
     model, vocab = trilingual_model
@@ -230,15 +230,15 @@ def test_page_says_when_the_model_cannot_read_the_query(
         model, vocab, collection, cache_dir=tmp_path / "tri", train_langs=("mr", "hi", "en")
     )
     for query, name in (("காகிதம் மடியுங்கள்", "Tamil"), ("కాగితం మడవండి", "Telugu")):
-        status, table, _, _ = SearchTab(engine).search(query, k=5)
+        status, table, _ = SearchTab(engine).search(query, k=5)
         assert f"not trained on {name} captions (only on Marathi, Hindi, English)" in status
         assert table.empty  # no made-up ranking
-    status, table, _, _ = SearchTab(engine).search("कागद दुमडा", k=5)
+    status, table, _ = SearchTab(engine).search("कागद दुमडा", k=5)
     assert "⚠" not in status and len(table) == 5
     assert "**Marathi** (detected from its words and script, 99% confident)" in status
-    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", k=5)  # Hindi, same script
+    status, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", k=5)  # Hindi, same script
     assert "**Hindi** (detected from its words and script" in status
-    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", "mr", k=5)
+    status, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", "mr", k=5)
     assert "**Marathi** (chosen)" in status  # the manual choice wins
 
 
