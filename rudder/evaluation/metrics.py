@@ -334,14 +334,14 @@ def _float32_ranking() -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     rng = np.random.default_rng(0)
     block = rng.standard_normal((64, 4096), dtype=np.float32)
     rel = rng.random(block.shape, dtype=np.float32)
-    best = {}
+    rankings = (_ranking_by_radix, _ranking_by_keys)
+    best = dict.fromkeys(rankings, float("inf"))
     for _ in range(3):
-        for ranking in (_ranking_by_radix, _ranking_by_keys):
+        for ranking in rankings:
             start = time.perf_counter()
             ranking(block, rel)
-            seconds = time.perf_counter() - start
-            best[ranking] = min(seconds, best.get(ranking, seconds))
-    return min(best, key=best.__getitem__)
+            best[ranking] = min(best[ranking], time.perf_counter() - start)
+    return min(rankings, key=best.__getitem__)
 
 
 def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
