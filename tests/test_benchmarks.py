@@ -32,7 +32,7 @@ SMALL = {
     "bench_startup.py": ["--repeat", "1"],
     "bench_step.py": ["--batch-sizes", "4", "--steps", "1", "--threads", "1", "--device", "cpu"],
     "bench_subwords.py": ["--epochs", "1"],
-    "bench_supervision.py": ["--n", "500"],
+    "bench_supervision.py": ["--n", "500", "--epoch-sizes", "500", "1500", "--repeat", "1"],
     "bench_text_encoders.py": ["--limit", "20"],
 }
 
