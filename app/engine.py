@@ -26,8 +26,8 @@ from rudder.text import tokenize
 from .collection import Collection
 
 # Caption embeddings the engine keeps (one row of E*D floats per caption), the least recently
-# shown videos' dropped first: 200,000 rows of 7 x 256 floats are 1.4 GB.
-CAPTION_CACHE_ROWS = 200_000
+# shown videos' dropped first: 50,000 rows of 7 x 256 floats are 360 MB.
+CAPTION_CACHE_ROWS = 50_000
 
 
 @dataclass
@@ -215,8 +215,11 @@ class SearchEngine:
         overlap = np.zeros(len(rows))
         overlap[same] = word_overlap(query, lang, texts[same])
         match = _first_per_video(owner, [same, overlap, closeness])  # a row per owner
+        match_of = np.zeros(len(per_video), dtype=np.int64)  # videos without captions: unused
+        match_of[owner[match]] = match
         display = langs == display_lang
-        aligned = display & (starts == starts[match][owner]) & (ends == ends[match][owner])
+        aligned = (display & (starts == starts[match_of[owner]])
+                   & (ends == ends[match_of[owner]]))
         is_match = np.zeros(len(rows), dtype=bool)
         is_match[match] = True
         tier = np.select([display & is_match, aligned, display, is_match], [4, 3, 2, 1], 0)

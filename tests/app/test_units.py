@@ -119,6 +119,30 @@ def test_engine_scores_are_the_model_similarity(collection, model_and_vocab, tmp
     assert hits[0].experts == collection.experts_of(hits[0].video_id)
 
 
+def test_caption_vectors_are_kept_per_video_and_independent_of_the_other_videos(
+    collection, model_and_vocab, tmp_path
+):
+    model, vocab = model_and_vocab
+    engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
+    together = engine.caption_vectors(["v001", "v004", "v009"])
+    assert len(engine._caption_cache) == 3  # kept for the next searches
+    fresh = SearchEngine(model, vocab, collection, index=engine.index)
+    alone = torch.cat([fresh.caption_vectors([v]) for v in ("v009", "v004", "v001")][::-1])
+    assert torch.equal(together, alone)
+    rows = collection.caption_rows("v004")
+    texts, langs = collection.captions["text"].iloc[rows], collection.captions["lang"].iloc[rows]
+    assert torch.equal(engine.caption_vectors(["v004"]),
+                       engine.embed_texts(texts, langs)[0].flatten(1))
+    hits = engine.search("कागद दुमडा", "mr", k=8, display_lang="hi")
+    assert engine.search("कागद दुमडा", "mr", k=8, display_lang="hi") == hits  # from the cache
+    # a found video without captions gets no caption; the others are unaffected
+    query_emb, logits = engine.embed_texts(["cut the clay"], ["en"])
+    best = engine._best_captions("cut the clay", "en", query_emb, logits,
+                                 ["no-captions", "v004"], "en")
+    assert best == engine._best_captions("cut the clay", "en", query_emb, logits, ["v004"], "en")
+    assert list(best) == ["v004"]
+
+
 def test_best_caption_is_the_closest_among_equal_matches(collection, model_and_vocab, tmp_path):
     model, vocab = model_and_vocab
     engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
