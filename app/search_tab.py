@@ -480,9 +480,10 @@ class SearchTab:
 
         inputs = [query, lang, display, k, translate, target]
         outputs = [status, table, pick]
-        # the results first, in one light event; the player (of the chosen result) after it
+        # the results first, in one light event; the player (of the chosen result) after it,
+        # outside the queue (building its HTML takes well under a millisecond)
         show_player = {"fn": self.player, "inputs": pick, "outputs": player,
-                       "api_visibility": "private"}
+                       "api_visibility": "private", "queue": False}
         button.click(self.search, inputs, outputs, api_name="search", js=URL_JS).then(
             **show_player)
         query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS).then(

@@ -37,10 +37,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+# the repository's app and rudder, as in the app's own process (python -m app from ROOT)
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 from machine import machine_line
 
-ROOT = Path(__file__).resolve().parents[1]
 WEB_FACTOR, CONCURRENT_P95_S = 1.5, 1.0  # the targets
 INPUTS = ("auto", "en", 10, False, "en")  # query language, display language, k, translate, target
 
@@ -105,19 +106,15 @@ def first_results(client, query: str, timeout: float) -> dict:
     raise SystemExit(f"no search results within {timeout} s")
 
 
-def in_process_search(runs: Path, dataset: str):
+def in_process_search(runs: Path, dataset: str, collection):
     """``SearchTab.search`` over the run the app serves (the same choice of run)."""
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from app.__main__ import engine_for, newest_run_for
-    from app.collection import Collection
     from app.search_tab import SearchTab
-    from rudder.runs.folders import load_run, resolve_dataset
+    from rudder.runs.folders import load_run
 
-    checkpoint = newest_run_for(runs, dataset, resolve_dataset(dataset).meta.languages)
+    checkpoint = newest_run_for(runs, dataset, collection.folder.meta.languages)
     run = load_run(checkpoint, dataset=dataset)
-    collection = Collection(run.dataset)
-    tab = SearchTab(engine_for(run, collection), collection=collection)
-    return tab, collection
+    return SearchTab(engine_for(run, collection), collection=collection)
 
 
 def queries_of(collection, count: int) -> list[str]:
@@ -181,7 +178,11 @@ def main(argv=None) -> int:
     if args.serve_floor:
         serve_floor(int(args.serve_floor[0]), Path(args.serve_floor[1]))
         return 0
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from gradio_client import Client
+
+    from app.collection import Collection
+    from rudder.runs.folders import resolve_dataset
 
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -197,9 +198,10 @@ def main(argv=None) -> int:
                 stderr=subprocess.DEVNULL))
             wait_for_page(app_url, servers[0], args.timeout)
             app = Client(app_url, verbose=False, analytics_enabled=False)
-            tab, collection = in_process_search(args.runs, args.dataset)
+            collection = Collection(resolve_dataset(args.dataset))
             queries = queries_of(collection, args.queries)
-            table = first_results(app, queries[0], args.timeout)
+            table = first_results(app, queries[0], args.timeout)  # a first model may train
+            tab = in_process_search(args.runs, args.dataset, collection)
             table_file = Path(tmp) / "table.json"
             table_file.write_text(json.dumps(table))
             servers.append(subprocess.Popen(

@@ -36,9 +36,12 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_line
 
 from rudder.search.index import SearchResult, VideoIndex, half_scan_pays, mixture_query

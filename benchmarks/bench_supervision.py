@@ -21,9 +21,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_line
 
 from rudder.supervision import RelevantCaptionSampler, relevance
