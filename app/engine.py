@@ -11,10 +11,11 @@ training vocabulary lacks (they all become the one unknown token).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 
 from rudder.languages import SUPPORTED, check_language
@@ -23,6 +24,10 @@ from rudder.search.index_cache import load_or_build
 from rudder.text import tokenize
 
 from .collection import Collection
+
+# Caption embeddings the engine keeps (one row of E*D floats per caption), the least recently
+# shown videos' dropped first: 50,000 rows of 7 x 256 floats are 360 MB.
+CAPTION_CACHE_ROWS = 50_000
 
 
 @dataclass
@@ -90,6 +95,9 @@ class SearchEngine:
         self.check_words = check_words
         self.text_encoder = text_encoder
         self.encode = encode or self._encode
+        self._caption_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._caption_cache_rows = 0
+        self._caption_lock = threading.Lock()
         self.index = index or load_or_build(
             model,
             collection.folder,
@@ -115,6 +123,38 @@ class SearchEngine:
         """Per-expert embeddings ``(n, E, D)`` and mixture logits ``(n, E)`` of texts."""
         tokens, mask = self.encode(list(texts), list(langs))
         return self.model.encode_text(tokens, mask)
+
+    @torch.no_grad()
+    def caption_vectors(self, video_ids) -> torch.Tensor:
+        """Per-expert embeddings of the captions of ``video_ids``, concatenated ``(n, E*D)``,
+        in the order of :meth:`Collection.caption_rows` video by video.
+
+        Each video's captions are encoded together, on their own, so a video's vectors do
+        not depend on which other videos a search found; they are kept for the next searches
+        (at most :data:`CAPTION_CACHE_ROWS` rows, the least recently used videos dropped).
+        """
+        parts = []
+        for video_id in video_ids:
+            with self._caption_lock:
+                vectors = self._caption_cache.get(video_id)
+                if vectors is not None:
+                    self._caption_cache.move_to_end(video_id)
+            if vectors is None:
+                captions = self.collection.captions.iloc[self.collection.caption_rows(video_id)]
+                vectors = (self.embed_texts(captions["text"], captions["lang"])[0].flatten(1)
+                           if len(captions) else torch.zeros(0, self.index.flat.shape[1]))
+                self._remember(video_id, vectors)
+            parts.append(vectors)
+        return torch.cat(parts) if parts else torch.zeros(0, 0)
+
+    def _remember(self, video_id: str, vectors: torch.Tensor) -> None:
+        with self._caption_lock:
+            if video_id not in self._caption_cache:
+                self._caption_cache_rows += len(vectors)
+            self._caption_cache[video_id] = vectors
+            while self._caption_cache_rows > CAPTION_CACHE_ROWS and len(self._caption_cache) > 1:
+                _, dropped = self._caption_cache.popitem(last=False)
+                self._caption_cache_rows -= len(dropped)
 
     @torch.no_grad()
     def search(self, query: str, lang: str, k: int = 10, display_lang: str = "en") -> list[Hit]:
@@ -162,36 +202,29 @@ class SearchEngine:
         the ``display_lang`` caption of the same segment (same start and end), else the
         closest ``display_lang`` caption, else the matching caption itself.
         """
-        rows = np.concatenate(
-            [self.collection.caption_rows(v) for v in video_ids] or [np.zeros(0, int)]
-        )
+        per_video = [self.collection.caption_rows(v) for v in video_ids]
+        rows = np.concatenate(per_video or [np.zeros(0, int)]).astype(np.int64)
         if len(rows) == 0:
             return {}
-        table = self.collection.captions.iloc[rows][["video_id", "lang", "start", "end"]]
-        table = table.assign(row=rows)
-        cap_emb, _ = self.embed_texts(self.collection.captions["text"].iloc[rows], table["lang"])
+        owner = np.repeat(np.arange(len(per_video)), [len(r) for r in per_video])
+        captions = self.collection.captions[["lang", "start", "end", "text"]].iloc[rows]
+        langs, starts, ends, texts = (captions[c].to_numpy() for c in captions.columns)
         weighted, _ = mixture_query(text_emb, logits)  # (1, E*D)
-        table["closeness"] = (cap_emb.reshape(len(rows), -1) @ weighted[0]).numpy()
-        same = (table["lang"] == lang).to_numpy()
-        table["query_lang"] = same
-        table["overlap"] = 0.0
-        table.loc[same, "overlap"] = word_overlap(
-            query, lang, self.collection.captions["text"].iloc[rows[same]]
-        )
-        match = _first_per_video(table, ["query_lang", "overlap", "closeness"])
-        segment = match.set_index("video_id")[["start", "end"]].reindex(table["video_id"])
-        display = (table["lang"] == display_lang).to_numpy()
-        aligned = (
-            display
-            & (segment["start"].to_numpy() == table["start"].to_numpy())
-            & (segment["end"].to_numpy() == table["end"].to_numpy())
-        )
-        is_match = table["row"].isin(match["row"]).to_numpy()
-        table["tier"] = np.select(
-            [display & is_match, aligned, display, is_match], [4, 3, 2, 1], 0
-        )
-        shown = _first_per_video(table, ["tier", "closeness"])
-        return dict(zip(shown["video_id"], shown["row"].astype(int), strict=True))
+        closeness = (self.caption_vectors(video_ids) @ weighted[0]).numpy()
+        same = langs == lang
+        overlap = np.zeros(len(rows))
+        overlap[same] = word_overlap(query, lang, texts[same])
+        match = _first_per_video(owner, [same, overlap, closeness])  # a row per owner
+        match_of = np.zeros(len(per_video), dtype=np.int64)  # videos without captions: unused
+        match_of[owner[match]] = match
+        display = langs == display_lang
+        aligned = (display & (starts == starts[match_of[owner]])
+                   & (ends == ends[match_of[owner]]))
+        is_match = np.zeros(len(rows), dtype=bool)
+        is_match[match] = True
+        tier = np.select([display & is_match, aligned, display, is_match], [4, 3, 2, 1], 0)
+        shown = _first_per_video(owner, [tier, closeness])
+        return {video_ids[owner[i]]: int(rows[i]) for i in shown}
 
 
 def word_overlap(query: str, lang: str, texts) -> np.ndarray:
@@ -202,7 +235,10 @@ def word_overlap(query: str, lang: str, texts) -> np.ndarray:
     return np.array([len(words & set(tokenize(t, lang))) / len(words) for t in texts])
 
 
-def _first_per_video(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per video, the row with the largest ``keys`` (compared in order; ties: table order)."""
-    ranked = table.sort_values(keys, ascending=False, kind="stable")
-    return ranked.drop_duplicates("video_id")
+def _first_per_video(owner: np.ndarray, keys: list[np.ndarray]) -> np.ndarray:
+    """Per owner (video), in owner order, the position of the row with the largest ``keys``
+    (compared in order; ties: the first row). ``owner`` is grouped (non-decreasing)."""
+    order = np.lexsort([np.arange(len(owner)), *(np.negative(k.astype(float)) for k in keys[::-1]),
+                        owner])
+    first = np.r_[True, owner[order][1:] != owner[order][:-1]]
+    return order[first]

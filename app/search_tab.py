@@ -218,13 +218,15 @@ class SearchTab:
     def _empty(self, status: str):
         import gradio as gr
 
-        return status, pd.DataFrame(columns=self.columns), gr.update(choices=[], value=None), ""
+        return status, pd.DataFrame(columns=self.columns), gr.update(choices=[], value=None)
 
     def search(
         self, query, lang_choice=AUTO, display_lang="en", k=DEFAULT_K, translate=False,
         target="en",
     ):
-        """-> (status markdown, results table, result choices update, player html)."""
+        """-> (status markdown, results table, result choices update): the results only;
+        the page's player follows in a second event (:meth:`player` of the chosen result),
+        so that the results are shown as soon as they are ready."""
         import gradio as gr
 
         try:
@@ -306,12 +308,10 @@ class SearchTab:
             notes.append("Click a row to play its segment.")
         choices = [(f"{h.rank}. {h.video_id}", h.caption_id or h.video_id) for h in hits]
         first = choices[0][1] if choices else None
-        player = self.player(first) if first else ""
         return (
             " ".join(notes),
             pd.DataFrame(rows, columns=self.columns),
             gr.update(choices=choices, value=first),
-            player,
         )
 
     @staticmethod
@@ -355,7 +355,7 @@ class SearchTab:
         params = dict(getattr(request, "query_params", None) or {})
         query = str(params.get("q", ""))[:FIELD_CHARS]
         if not query.strip():
-            return (gr.update(),) * 8
+            return (gr.update(),) * 7
         lang = params.get("lang", AUTO)
         lang = lang if lang in (AUTO, *SUPPORTED) else AUTO
         display = params.get("display", "en")
@@ -479,12 +479,20 @@ class SearchTab:
                 player = gr.HTML(elem_id="search-player", js_on_load=PLAYER_JS)
 
         inputs = [query, lang, display, k, translate, target]
-        outputs = [status, table, pick, player]
-        button.click(self.search, inputs, outputs, api_name="search", js=URL_JS)
-        query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS)
-        display.change(
+        outputs = [status, table, pick]
+        # the results first, in one light event; the player (of the chosen result) after it,
+        # outside the queue (building its HTML takes well under a millisecond)
+        show_player = {"fn": self.player, "inputs": pick, "outputs": player,
+                       "api_visibility": "private", "queue": False}
+        button.click(self.search, inputs, outputs, api_name="search", js=URL_JS).then(
+            **show_player)
+        query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS).then(
+            **show_player)
+        # .input, not .change: a search, an example or the page's URL setting the display
+        # language must not start a second search
+        display.input(
             self.search, inputs, outputs, api_name="change_display_language", js=URL_JS
-        )
+        ).then(**show_player)
         pick.input(self.player, pick, player, api_name="play")
 
         def play_selected(evt):
@@ -501,13 +509,14 @@ class SearchTab:
                 [query, lang, display],
                 api_visibility="private",
                 queue=False,
-            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private")
+            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private").then(
+                **show_player)
 
         def open_url(request):
             return self.from_url(request)
 
         open_url.__annotations__ = {"request": gr.Request}
-        self.load_event = (open_url, [query, lang, display, k, *outputs])
+        self.load_event = (open_url, [query, lang, display, k, *outputs], show_player)
 
 
 def video_html(collection, video_id, chosen=None, height: int = 220) -> str:

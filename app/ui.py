@@ -75,6 +75,9 @@ CSS = """
   .rudder-text { font-size: 1.05rem; }
 }
 """
+# Gradio's queue: events run at most 4 at a time each (benchmarks/bench_app_search.py serves
+# its do-nothing endpoint with the same settings).
+QUEUE_SETTINGS = {"default_concurrency_limit": 4}
 # Latin fallbacks before the Indic ones (Lohit fonts carry odd Latin glyphs); Devanagari,
 # Tamil and Telugu characters fall through to the Lohit fonts.
 FONTS = (
@@ -193,9 +196,9 @@ def build_app(
 
         timer.tick(tick, None, [header, training, bar, timer], api_visibility="private",
                    queue=False)
-        open_url, outputs = search.load_event
-        demo.load(open_url, None, outputs, api_name="open_url")
-    demo.queue(default_concurrency_limit=4)
+        open_url, outputs, show_player = search.load_event
+        demo.load(open_url, None, outputs, api_name="open_url").then(**show_player)
+    demo.queue(**QUEUE_SETTINGS)
     demo.rudder_media_dir = collection.media_dir
     demo.rudder_served_dirs = [d for d in (
         collection.media_dir, thumbnails.folder if thumbnails else None) if d]

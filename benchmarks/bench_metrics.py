@@ -3,8 +3,14 @@
 - t2v + v2t retrieval metrics on a 10,000 x 10,000 float32 matrix: at most 0.10x the time of
   Collaborative Experts' ``t2v_metrics`` + ``v2t_metrics``;
 - nDCG + mAP on a 9,668 x 3,842 float32 matrix (the EPIC-KITCHENS-100 multi-instance
-  retrieval test size) with graded relevance: at most 0.12x the time of the EPIC code's
-  ``calculate_nDCG`` + ``calculate_mAP``.
+  retrieval test size) with graded relevance, both from one ranking
+  (:func:`rudder.evaluation.metrics.relevance_metrics`): at most 0.10x the time of the EPIC
+  code's ``calculate_nDCG`` + ``calculate_mAP``. The two separate calls (``ndcg`` and
+  ``mean_average_precision``, each ranking again) are timed beside it, without a target.
+
+The ratio depends on the CPU and numpy build (numpy's SIMD sorts speed up the reference's
+argsorts on AVX-512 CPUs; rudder picks its float32 ranking by timing both of its rankings
+once per process), so the script prints the machine, the numpy version and the ranking used.
 
 The references are re-implemented in ``reference_metrics.py``. Outputs must be equal: R@K,
 MdR, MnR and the geometric mean exactly; nDCG and mAP to a relative 1e-6 (the EPIC code
@@ -31,10 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_metrics as reference
+from machine import machine_line
 
 from rudder.evaluation import metrics
 
-TARGETS = {"ranks": 0.10, "relevance": 0.12}
+TARGETS = {"ranks": 0.10, "relevance": 0.10}
 MISSED, DIFFERENT = 1, 3  # exit codes
 VERDICTS = {0: "OK", MISSED: "MISSED", DIFFERENT: "OUTPUTS DIFFER"}
 
@@ -77,6 +84,10 @@ def relevance_case(rng):
     def theirs():
         return [reference.epic_ndcg(sims, relevance), reference.epic_map(sims, relevance)]
 
+    def separately():
+        return [metrics.ndcg(sims, relevance), metrics.mean_average_precision(sims, relevance)]
+
+    ours.separately = separately
     return ours, theirs
 
 
@@ -91,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each side (the best counts)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
+    print(machine_line())
+    ranking = metrics._float32_ranking().__name__.removeprefix("_ranking_by_")
+    print(f"float32 ranking of nDCG/mAP chosen on this machine: {ranking}")
     codes = set()
     for name, label, make in (
         ("ranks", "t2v+v2t 10000x10000 vs CE metric.py", rank_case),
@@ -100,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         got, ours_s = best_time(ours, args.repeat)
         expected, theirs_s = best_time(theirs, args.repeat)
         same = equal(name, got, expected)
+        separately = getattr(ours, "separately", None)
+        if separately is not None:
+            got_apart, apart_s = best_time(separately, args.repeat)
+            same_apart = equal(name, got_apart, expected)
+            same &= same_apart
         ratio = ours_s / theirs_s
         code = DIFFERENT if not same else 0 if ratio <= TARGETS[name] else MISSED
         codes.add(code)
@@ -108,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
             f"(target <= {TARGETS[name]:.2f}x), outputs equal: {same} -> "
             f"{VERDICTS[code]}"
         )
+        if separately is not None:
+            print(f"  the two public functions called separately (two rankings): {apart_s:.3f} s, "
+                  f"ratio {apart_s / theirs_s:.3f}x (no target), outputs equal: {same_apart}")
     return max(codes)
 
 

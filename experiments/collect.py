@@ -107,8 +107,9 @@ def per_query(
 
     Ranks: :func:`rudder.evaluation.metrics.query_ranks` (t2v one per caption row, v2t one per
     video).
-    nDCG/mAP: :func:`rudder.evaluation.metrics.ndcg` / ``mean_average_precision`` with
-    ``reduction="none"`` on the valid rows (t2v) or on the transposed valid block (v2t), as
+    nDCG/mAP: :func:`rudder.evaluation.metrics.relevance_metrics` (``ndcg`` and
+    ``mean_average_precision`` from one ranking) with ``reduction="none"`` on the valid rows
+    (t2v) or on the transposed valid block (v2t), as
     :func:`rudder.evaluation.inference.split_metrics` computes their means; fractions in [0, 1], NaN
     on masked t2v rows and on videos without a valid caption (v2t). ``sims_v2t`` scores
     the v2t direction when it differs (rank fusion).
@@ -129,12 +130,13 @@ def per_query(
 
 
 def _relevance_scores(sims: np.ndarray, relevance: np.ndarray, queries: np.ndarray) -> dict:
-    """nDCG and mAP per row of ``sims`` (queries x items); NaN where ``queries`` is False."""
+    """nDCG and mAP per row of ``sims`` (queries x items), from one ranking of each row
+    (:func:`rudder.evaluation.metrics.relevance_metrics`); NaN where ``queries`` is False."""
+    both = metrics.relevance_metrics(sims[queries], relevance[queries], reduction="none")
     out = {}
-    for name, fn in (("nDCG", metrics.ndcg), ("mAP", metrics.mean_average_precision)):
-        values = np.full(len(queries), np.nan)
-        values[queries] = fn(sims[queries], relevance[queries], reduction="none")
-        out[name] = values
+    for name, per_query in both.items():
+        out[name] = np.full(len(queries), np.nan)
+        out[name][queries] = per_query
     return out
 
 

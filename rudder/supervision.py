@@ -22,8 +22,9 @@ from rudder.training.devices import upload
 # ClassIndex and video_class_sets live with the data (the loader builds class sets without
 # importing supervision); they stay importable here, where the data flow of
 # docs/architecture.md puts them.
-__all__ = ["ClassIndex", "RelationTable", "batch_labels", "batch_relevance", "description_pairs",
-           "partial_labels", "relevance", "video_class_sets"]
+__all__ = ["ClassIndex", "RelationTable", "RelevantCaptionSampler", "batch_labels",
+           "batch_relevance", "description_pairs", "partial_labels", "relevance",
+           "video_class_sets"]
 
 # Output entries per row block of :func:`relevance`: bounds the sparse temporaries when
 # many pairs share classes (few classes, large sets).
@@ -98,6 +99,145 @@ class _SetPart:
         row, col = shared.row.astype(np.int64), shared.col.astype(np.int64)
         union = self.size_a[row + rows.start] + self.size_b[col] - shared.data
         return row, col, (shared.data / union).astype(np.float32)
+
+
+class RelevantCaptionSampler:
+    """Draws, for query captions, a caption among ``captions`` whose :func:`relevance` to the
+    query exceeds ``threshold``, with probability proportional to its ``weight``: the
+    distribution of ``torch.multinomial((relevance(query, captions) > threshold) * weights)``,
+    without a row of relevance per query (that is ``O(N)`` per query, ``O(N^2)`` per epoch).
+
+    Exact rejection sampling over an inverted index from classes to captions (the
+    union-of-sets estimator of Karp, Luby & Madras, "Monte-Carlo approximation algorithms
+    for enumeration problems", J. Algorithms 1989): a relevant caption shares a class with
+    the query (``R > threshold >= 0`` needs an intersection), so a class ``c`` of the query
+    is chosen with probability proportional to the weight ``M_c`` of the captions having it,
+    then a caption ``k`` of ``c`` proportionally to its weight; ``k`` is proposed with
+    probability ``m(k) w_k / sum_c M_c``, ``m(k)`` the number of the query's classes it has,
+    and is kept with probability ``[R(query, k) > threshold] / m(k)``, which leaves
+    ``P(k) = w_k [R > threshold] / sum_j w_j [R_j > threshold]``. ``R`` is computed for the
+    proposed pair with :func:`relevance`'s float32 arithmetic (equal bit for bit, tested).
+    A query makes 1, 2, 4, ... tries in successive rounds, the first kept one being its draw;
+    queries with none kept after :data:`ROUNDS` rounds (255 tries: few relevant captions
+    among many sharing a class) are drawn from all the captions sharing a class with them,
+    so the draw stays exact. Preparation is linear in the class entries; a draw costs a few
+    vectorised passes over the queries per round. Random numbers come from the caller's
+    ``torch.Generator``.
+    """
+
+    ROUNDS = 8  # rounds of tries; round r makes 2^r tries per undecided query
+
+    def __init__(self, nouns, verbs, weights, threshold: float):
+        from scipy import sparse
+
+        nouns, verbs = binary(nouns, "nouns"), binary(verbs, "verbs")
+        _rows(nouns, verbs, ("nouns", "verbs"))
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"RelevantCaptionSampler: threshold must be in [0, 1], got "
+                             f"{threshold}")
+        self.nouns, self.verbs = nouns.cpu().float(), verbs.cpu().float()  # (N, C) multi-hot
+        self.num_nouns = nouns.shape[1]
+        self.threshold = np.float32(threshold)  # compared in float32, as relevance() > t is
+        self.weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if self.weights.shape != (nouns.shape[0],) or (self.weights < 0).any():
+            raise ValueError("RelevantCaptionSampler: one non-negative weight per caption")
+        classes = sparse.csr_matrix(torch.cat([self.nouns, self.verbs], 1).numpy())
+        self.caption_ptr, self.caption_classes = classes.indptr, classes.indices.astype(np.int64)
+        self.noun_size, self.verb_size = (x.sum(1).numpy() for x in (self.nouns, self.verbs))
+        by_class = classes.T.tocsr()  # class -> its captions, ascending
+        self.class_ptr, self.class_captions = by_class.indptr, by_class.indices.astype(np.int64)
+        self.class_cumulative = np.cumsum(self.weights[self.class_captions])  # across lists
+        before = np.r_[0.0, self.class_cumulative]
+        self.class_start = before[self.class_ptr[:-1]]
+        self.class_mass = before[self.class_ptr[1:]] - self.class_start
+
+    def _shared(self, query: np.ndarray, query_rows: np.ndarray, captions: np.ndarray):
+        """(shared nouns, shared verbs) of query ``query_rows[i]`` (a row of the joint
+        multi-hot ``query``, nouns then verbs) and caption ``captions[i]``, as float32."""
+        lengths = self.caption_ptr[captions + 1] - self.caption_ptr[captions]
+        pair = np.repeat(np.arange(len(captions)), lengths)
+        starts = np.repeat(self.caption_ptr[captions] - np.cumsum(lengths) + lengths, lengths)
+        cls = self.caption_classes[np.arange(len(pair)) + starts]
+        hit = query[query_rows[pair], cls]
+        verb = cls >= self.num_nouns
+        return tuple(np.bincount(pair[part], weights=hit[part], minlength=len(captions))
+                     .astype(np.float32) for part in (~verb, verb))
+
+    def pair_relevance(self, query: np.ndarray, query_rows: np.ndarray, captions: np.ndarray,
+                       shared=None) -> np.ndarray:
+        """:func:`relevance` of query ``query_rows[i]`` (a row of the joint multi-hot
+        ``query``) and caption ``captions[i]``, pair by pair, with its float32 arithmetic:
+        ``fl(0.5 * fl(|A∩B| / |A∪B|))`` per part, nouns then verbs added to 0."""
+        shared = self._shared(query, query_rows, captions) if shared is None else shared
+        query_sizes = (query[:, : self.num_nouns].sum(1), query[:, self.num_nouns :].sum(1))
+        out = np.zeros(len(captions), dtype=np.float32)
+        for both, size_query, size_caption in zip(
+            shared, query_sizes, (self.noun_size, self.verb_size), strict=True
+        ):
+            union = size_query[query_rows] + size_caption[captions] - both
+            out += np.float32(0.5) * np.divide(both, union, out=np.zeros_like(out),
+                                               where=both > 0)
+        return out
+
+    def draw(self, query_nouns, query_verbs, generator: torch.Generator | None = None):
+        """``(picks, none)`` for ``B`` query captions (multi-hot ``(B, Cn)``, ``(B, Cv)``):
+        the drawn caption of each query (int64, -1 where ``none``) and whether no caption
+        passes the threshold."""
+        nouns = binary(query_nouns, "query_nouns").cpu().float()
+        verbs = binary(query_verbs, "query_verbs").cpu().float()
+        query = torch.cat([nouns, verbs], 1).numpy()  # joint numbering: nouns, then verbs
+        picks = np.full(len(query), -1, dtype=np.int64)
+        query_row, query_class = np.nonzero(query > 0)  # row-major: grouped by query
+        mass = self.class_mass[query_class]
+        pending = np.flatnonzero(np.bincount(query_row, weights=mass, minlength=len(query)) > 0)
+        for round_ in range(self.ROUNDS):
+            if not pending.size:
+                break
+            tries = 1 << round_
+            keep = np.isin(query_row, pending)
+            classes, cumulative = query_class[keep], np.cumsum(mass[keep])
+            first = np.searchsorted(query_row[keep], pending)
+            last = np.r_[first[1:], len(classes)] - 1
+            before = np.r_[0.0, cumulative][first]
+            # a try: a class of the query by its captions' weight, then a caption of that
+            # class by weight; the first kept try is the draw
+            first, last, before, rows = (np.repeat(x, tries)
+                                         for x in (first, last, before, pending))
+            u = torch.rand((3, rows.size), generator=generator, dtype=torch.float64).numpy()
+            at = np.searchsorted(cumulative, before + u[0] * (cumulative[last] - before), "right")
+            chosen = classes[np.clip(at, first, last)]
+            target = self.class_start[chosen] + u[1] * self.class_mass[chosen]
+            at = np.searchsorted(self.class_cumulative, target, "right")
+            caption = self.class_captions[np.clip(at, self.class_ptr[chosen],
+                                                  self.class_ptr[chosen + 1] - 1)]
+            shared = self._shared(query, rows, caption)
+            relevant = self.pair_relevance(query, rows, caption, shared) > self.threshold
+            kept = (relevant & (u[2] * (shared[0] + shared[1]) < 1.0)).reshape(-1, tries)
+            done = kept.any(1)  # a try is kept with probability [R > t] / m(k)
+            picks[pending[done]] = caption.reshape(-1, tries)[done, kept[done].argmax(1)]
+            pending = pending[~done]
+        if pending.size:
+            picks[pending] = self._draw_exactly(query, pending, generator)
+        return picks, picks < 0
+
+    def _draw_exactly(self, query: np.ndarray, rows: np.ndarray, generator) -> np.ndarray:
+        """The draw of the queries ``rows`` from every caption sharing a class with them
+        (their relevant candidates, weighted): -1 where none is relevant."""
+        local, classes = np.nonzero(query[rows] > 0)
+        lengths = self.class_ptr[classes + 1] - self.class_ptr[classes]
+        starts = np.repeat(self.class_ptr[classes] - np.cumsum(lengths) + lengths, lengths)
+        captions = self.class_captions[np.arange(lengths.sum()) + starts]
+        pairs = np.unique(np.repeat(local, lengths) * len(self.weights) + captions)
+        local, captions = np.divmod(pairs, len(self.weights))
+        relevant = self.pair_relevance(query, rows[local], captions) > self.threshold
+        cumulative = np.cumsum(np.where(relevant, self.weights[captions], 0.0))
+        ends = np.searchsorted(local, np.arange(len(rows)), "right") - 1  # last pair per row
+        totals = np.r_[0.0, cumulative][ends + 1]
+        before = np.r_[0.0, totals[:-1]]
+        u = torch.rand(len(rows), generator=generator, dtype=torch.float64).numpy()
+        at = np.searchsorted(cumulative, before + u * (totals - before), "right")
+        found = totals > before
+        return np.where(found, captions[np.minimum(at, len(captions) - 1)], -1)
 
 
 def batch_relevance(caption_nouns, caption_verbs, video_nouns, video_verbs) -> torch.Tensor:

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # "{tmp}" stands for the test's temporary folder.
 SMALL = {
     "bench_app_restart.py": ["--runs", "{tmp}/runs", "--restarts", "1"],  # trains a quick model
+    "bench_app_search.py": ["--runs", "{tmp}/runs", "--rounds", "1", "--per-round", "2",
+                            "--clients", "2", "--per-client", "1", "--queries", "3"],
     "bench_build.py": ["--videos", "200"],
     "bench_default_run.py": [],  # the README's main job, full size (about a minute)
     "bench_extract.py": ["--videos", "2", "--seconds", "2", "--rounds", "1"],
@@ -30,7 +32,7 @@ SMALL = {
     "bench_startup.py": ["--repeat", "1"],
     "bench_step.py": ["--batch-sizes", "4", "--steps", "1", "--threads", "1", "--device", "cpu"],
     "bench_subwords.py": ["--epochs", "1"],
-    "bench_supervision.py": ["--n", "500"],
+    "bench_supervision.py": ["--n", "500", "--epoch-sizes", "500", "1500", "--repeat", "1"],
     "bench_text_encoders.py": ["--limit", "20"],
 }
 

@@ -136,8 +136,9 @@ def test_own_videos_build_train_and_search_with_thumbnails_and_segments(tmp_path
 
         base = demo.local_url
         client = Client(base, verbose=False, analytics_enabled=False)
-        status, table, _, player = client.predict(
+        status, table, pick = client.predict(
             "square moves", "en", "en", 50, False, "en", api_name="/search")
+        player = client.predict(pick["value"], api_name="/play")  # the page's second event
         assert "English" in status and "⚠" not in status, status
         columns = table["headers"]
         assert columns[:3] == ["thumbnail", "rank", "video"]
@@ -172,7 +173,7 @@ def test_own_videos_build_train_and_search_with_thumbnails_and_segments(tmp_path
                 assert got_file.read() == (src / name).read_bytes()  # the file itself is served
 
         # the same in Hindi: a Hindi query, Hindi captions shown, the same segments
-        status, table, _, _ = client.predict(
+        status, table, _ = client.predict(
             "वर्ग चलता है", "hi", "hi", 50, False, "en", api_name="/search")
         assert "Hindi" in status and "⚠" not in status, status
         hits = [dict(zip(table["headers"], row, strict=True)) for row in table["data"]]

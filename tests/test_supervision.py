@@ -363,3 +363,62 @@ def test_class_sets_stay_importable_from_supervision():
     written against docs/architecture.md's data flow still finds them here."""
     assert supervision.ClassIndex is ClassIndex
     assert supervision.video_class_sets is video_class_sets
+
+
+# ----------------------------------------------------------------------------- relevant positives
+def random_class_sets(n, classes, low, high, seed):
+    g = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(low, high + 1, (n,), generator=g)
+    ranks = torch.rand(n, classes, generator=g).argsort(dim=1).argsort(dim=1)
+    return (ranks < sizes.unsqueeze(1)).float()
+
+
+def sampler_case(n=60, seed=0, threshold=0.2):
+    """Few classes (many shared), some captions without nouns or verbs, uneven weights."""
+    nouns, verbs = random_class_sets(n, 6, 0, 3, seed), random_class_sets(n, 4, 0, 2, seed + 1)
+    weights = torch.rand(n, generator=torch.Generator().manual_seed(seed + 2)).double() + 0.1
+    return nouns, verbs, weights, supervision.RelevantCaptionSampler(nouns, verbs, weights,
+                                                                     threshold)
+
+
+def test_sampler_pair_relevance_is_relevance_bit_for_bit():
+    nouns, verbs, _, sampler = sampler_case()
+    full = relevance(nouns, verbs, nouns, verbs).numpy()
+    query = torch.cat([nouns, verbs], 1).numpy()
+    rows, cols = (x.reshape(-1) for x in np.indices(full.shape))
+    assert np.array_equal(sampler.pair_relevance(query, rows, cols), full.reshape(-1))
+
+
+@pytest.mark.parametrize("rounds", [supervision.RelevantCaptionSampler.ROUNDS, 1, 0])
+def test_sampler_draws_the_full_rows_distribution(rounds, monkeypatch):
+    # P(k) = w_k [R(query, k) > t] / sum: what torch.multinomial over the full relevance row
+    # draws (rounds=0: every query takes the exact fallback over the captions sharing a class;
+    # rounds=1: a few do); 8,000 draws per query.
+    nouns, verbs, weights, sampler = sampler_case()
+    monkeypatch.setattr(sampler, "ROUNDS", rounds)
+    queries = torch.tensor([0, 1, 2, 5, 7])
+    draws = 8_000
+    rows = queries.repeat_interleave(draws)
+    picks, none = sampler.draw(nouns[rows], verbs[rows], torch.Generator().manual_seed(1))
+    expected = (relevance(nouns[queries], verbs[queries], nouns, verbs) > 0.2).double() * weights
+    for i in range(len(queries)):
+        got = picks[i * draws : (i + 1) * draws]
+        if expected[i].sum() == 0:
+            assert none[i * draws : (i + 1) * draws].all() and (got == -1).all()
+            continue
+        p = (expected[i] / expected[i].sum()).numpy()
+        freq = np.bincount(got, minlength=len(p)) / draws
+        assert set(np.flatnonzero(freq)) <= set(np.flatnonzero(p))  # only relevant captions
+        assert np.abs(freq - p).max() < 5 * np.sqrt(p.max() / draws)  # 5 standard errors
+
+
+def test_sampler_without_any_relevant_caption_says_none():
+    nouns, verbs, weights, sampler = sampler_case()
+    empty = torch.zeros(2, nouns.shape[1]), torch.zeros(2, verbs.shape[1])
+    picks, none = sampler.draw(*empty, torch.Generator().manual_seed(0))
+    assert none.all() and (picks == -1).all()
+    strict = supervision.RelevantCaptionSampler(nouns, verbs, weights, 1.0)  # R > 1: never
+    picks, none = strict.draw(nouns[:4], verbs[:4], torch.Generator().manual_seed(0))
+    assert none.all()
+    with pytest.raises(ValueError, match="one non-negative weight per caption"):
+        supervision.RelevantCaptionSampler(nouns, verbs, weights[:3], 0.1)

@@ -15,6 +15,8 @@ query at a time.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -267,20 +269,31 @@ def _order_bits(block: np.ndarray) -> np.ndarray:
 
 def _ranked_relevance(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
     """Each row's relevance in ranked order: by decreasing score, equal scores by lower column
-    first (a stable sort).
+    first (the order of a stable sort of the negated scores).
 
-    float32 scores: a least-significant-digit radix sort of their order bits
-    (:func:`_order_bits`), a stable argsort by the low 16 bits then by the high 16 bits
-    (numpy's stable argsort of 16-bit integers is a radix sort, linear in the row length),
-    carrying the relevance along; ties keep the column order without a separate pass. Other
-    dtypes: numpy's stable argsort of the negated scores.
+    float32 scores go through the faster of two equivalent rankings on this machine
+    (:func:`_float32_ranking`); other dtypes through numpy's stable argsort of the negated
+    scores.
     """
     if block.dtype != np.float32:
         order = np.argsort(np.negative(block), axis=1, kind="stable")
         return np.take_along_axis(rel, order, axis=1)
+    return _float32_ranking()(block, rel)
+
+
+def _row_offsets(rows: int, cols: int) -> np.ndarray:
+    """``(rows, 1)`` start of each row in the flattened ``(rows, cols)`` block."""
+    return np.arange(0, rows * cols, cols)[:, None]
+
+
+def _ranking_by_radix(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """:func:`_ranked_relevance` of float32 scores by a least-significant-digit radix sort of
+    their order bits (:func:`_order_bits`): a stable argsort by the low 16 bits, then by the
+    high 16 bits (numpy's stable argsort of 16-bit integers is a radix sort, linear in the row
+    length), carrying the relevance along. Stability keeps equal scores in column order."""
     rows, cols = block.shape
     bits = _order_bits(block)
-    offsets = np.arange(0, rows * cols, cols)[:, None]  # row starts in the flattened block
+    offsets = _row_offsets(rows, cols)
     by_low = np.argsort((bits & 0xFFFF).astype(np.uint16), axis=1, kind="stable")
     by_low += offsets
     high = (bits >> 16).astype(np.uint16).reshape(-1).take(by_low)
@@ -290,37 +303,88 @@ def _ranked_relevance(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
     return by_low_rel.reshape(-1).take(by_high)
 
 
+def _ranking_by_keys(block: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """:func:`_ranked_relevance` of float32 scores by one sort of 64-bit keys: the score's
+    order bits (:func:`_order_bits`) above the column index, so keys are distinct and their
+    ascending order is by decreasing score, equal scores by lower column (no stable sort
+    needed); the column is read back from the sorted keys' low half."""
+    rows, cols = block.shape
+    keys = np.empty((rows, cols), dtype=np.uint64)
+    halves = keys.view(np.uint32).reshape(rows, cols, 2)
+    low, high = (0, 1) if np.little_endian else (1, 0)
+    halves[..., high] = _order_bits(block)
+    halves[..., low] = np.arange(cols, dtype=np.uint32)
+    keys.sort(axis=1)
+    columns = halves[..., low].astype(np.intp)
+    columns += _row_offsets(rows, cols)
+    return np.ascontiguousarray(rel).reshape(-1).take(columns)
+
+
+@functools.cache
+def _float32_ranking() -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The faster of :func:`_ranking_by_radix` and :func:`_ranking_by_keys` here, chosen once
+    per process by timing both on a random 64 x 4,096 block (best of 3 interleaved runs).
+
+    Their outputs are identical; their speeds are not portable: where numpy sorts 64-bit
+    integers with SIMD (x86-simd-sort on AVX-512 CPUs) the single key sort takes about half
+    the time of the radix passes, while on the 2-core AMD EPYC measured in
+    docs/benchmarks.md it takes about twice as long (benchmarks/bench_metrics.py prints the
+    choice).
+    """
+    rng = np.random.default_rng(0)
+    block = rng.standard_normal((64, 4096), dtype=np.float32)
+    rel = rng.random(block.shape, dtype=np.float32)
+    rankings = (_ranking_by_radix, _ranking_by_keys)
+    best = dict.fromkeys(rankings, float("inf"))
+    for _ in range(3):
+        for ranking in rankings:
+            start = time.perf_counter()
+            ranking(block, rel)
+            best[ranking] = min(best[ranking], time.perf_counter() - start)
+    return min(rankings, key=best.__getitem__)
+
+
 def _dcg_ratio(ranked: np.ndarray, rel: np.ndarray) -> np.ndarray:
     """nDCG of each row (see :func:`ndcg`) from its relevance in ranked order."""
     k = _count(rel > 0, 1)
     kmax = int(k.max(initial=0))
     disc = 1.0 / np.log2(np.arange(kmax) + 2.0)
     dcg = (ranked[:, :kmax] * (np.arange(kmax) < k[:, None])) @ disc
-    idcg = np.sort(rel, axis=1)[:, rel.shape[1] - kmax :][:, ::-1] @ disc  # past k_i: zeros
+    idcg = np.sort(rel, axis=1)[:, rel.shape[1] - kmax :] @ disc[::-1]  # past k_i: zeros
     return np.divide(dcg, idcg, out=np.full_like(dcg, np.nan), where=idcg > 0)  # n/a: no item
 
 
 def _average_precision(ranked: np.ndarray, binary: bool) -> np.ndarray:
     """AP of each row (see :func:`mean_average_precision`) from its relevance in ranked order.
 
-    Only the relevant positions are visited: the graded relevance is summed between
-    consecutive cut points (row starts and the ends of relevant positions) in one
-    ``reduceat`` pass, so the cumulative relevance at a relevant position is a difference of
-    two running sums (no full-row ``cumsum``, the slow part of a per-row loop or of the
-    reference code).
+    Only the relevant positions are visited: the graded relevance between a relevant
+    position and the previous one of its row (or the row start) is summed in one
+    ``reduceat`` pass, and a running sum of those segments restarted at each row gives the
+    cumulative relevance at every relevant position (no full-row ``cumsum``, the slow part
+    of a per-row loop or of the reference code).
     """
     n, cols = ranked.shape
     hits = np.flatnonzero((ranked == 1).reshape(-1))  # by row, then by position
     row, pos = np.divmod(hits, cols)
     n_rel = np.bincount(row, minlength=n)
+    first = np.r_[True, row[1:] != row[:-1]] if hits.size else np.zeros(0, dtype=bool)
     if binary:  # the j-th relevant item of a row has j relevant items at or before it
         found = np.arange(1, hits.size + 1) - (np.cumsum(n_rel) - n_rel)[row]
-    else:
+    elif hits.size:
+        # segment of hit h: [previous hit of its row + 1 or the row start, h); reduceat over
+        # the interleaved (segment start, h) cuts sums every segment (and, between them,
+        # the stretches from a hit to the next segment start, which are dropped)
+        starts = np.where(first, row * cols, np.r_[0, hits[:-1] + 1])
+        cuts = np.empty(2 * hits.size, dtype=np.intp)
+        cuts[0::2], cuts[1::2] = starts, hits
         values = np.ascontiguousarray(ranked).reshape(-1)
-        cuts = np.union1d(np.arange(n) * cols, hits + 1)
-        cuts = cuts[cuts < values.size]
-        before = np.r_[0.0, np.cumsum(np.add.reduceat(values, cuts, dtype=np.float64))]
-        found = before[np.searchsorted(cuts, hits + 1)] - before[np.searchsorted(cuts, row * cols)]
+        segment = np.add.reduceat(values, cuts, dtype=np.float64)[0::2]
+        segment[starts == hits] = 0.0  # an empty segment (reduceat gives values[start])
+        segment += 1.0  # the hit itself (relevance exactly 1)
+        running = np.cumsum(segment)
+        found = running - np.maximum.accumulate(np.where(first, running - segment, 0.0))
+    else:
+        found = np.zeros(0)
     ap_sum = np.bincount(row, weights=found / (pos + 1), minlength=n).astype(np.float64)
     return np.divide(ap_sum, n_rel, out=np.full_like(ap_sum, np.nan), where=n_rel > 0)
 

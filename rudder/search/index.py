@@ -7,12 +7,14 @@ Since ``sum_e w_e <t_e, v_e> = <concat_e(w_e t_e), concat_e(v_e)>`` the numerato
 matrix product with the (E*D)-wide concatenated video embeddings (zero blocks where an
 expert is missing) and the denominator is ``w @ a.T``.
 
-:meth:`VideoIndex.search` answers one query exactly in two stages: float16 per-expert
-matrix-vector products (a third of the float32 memory traffic; the videos lacking an
+:meth:`VideoIndex.search` answers one query exactly in two stages where that is faster on the
+machine (:func:`half_scan_pays`, measured once per process): float16 per-expert
+matrix-vector products (half the float32 memory traffic; the videos lacking an
 expert are skipped) give approximate scores with a proven error bound
 (:func:`half_error_bound`); every video whose approximate score could still reach the
-top k is then scored in float32 with the formula above. Batches of queries, or
-``prefilter=False``, scan all videos in float32 group by group, a group being the videos of
+top k is then scored in float32 with the formula above. Batches of queries, one query where
+float16 products are not clearly faster, or ``prefilter=False``, scan all videos in float32
+group by group, a group being the videos of
 one availability pattern: there the denominator is one number per query, so ranking by the
 numerator (one matrix product over the present experts only, with the group's rows packed
 ahead of time for oneDNN: :func:`pack_rows`) is ranking by the score, as in
@@ -23,6 +25,8 @@ agree up to float32 rounding. The on-disk cache of indexes is :mod:`rudder.searc
 
 from __future__ import annotations
 
+import functools
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -106,6 +110,34 @@ def products(query: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
     return query @ packed.T
 
 
+HALF_GAIN = 0.7  # the float16 stage 1 must take at most this share of the float32 scan's time
+
+
+@functools.cache
+def half_scan_pays() -> bool:
+    """Whether the two-stage search of one query beats the float32 scan on this machine.
+
+    Measured once per process with torch's current threads: a float16 matrix-vector product
+    (stage 1's kernel) against the float32 product with packed rows (:func:`products`, the
+    scan's kernel) over the same 16,384 x 512 matrix (32 MB in float32, past most caches),
+    best of 5 interleaved runs. Stage 1 must take at most :data:`HALF_GAIN` of the scan's
+    time, leaving room for stage 2. On the 2-core AMD EPYC of docs/benchmarks.md it takes
+    about half; CPUs without fast float16 conversion take longer than the scan.
+    """
+    g = torch.Generator().manual_seed(0)
+    matrix = torch.randn(16_384, 512, generator=g)
+    query = torch.randn(1, 512, generator=g)
+    half, half_query, packed = matrix.half(), query[0].half(), pack_rows(matrix)
+    runs = {"half": lambda: torch.mv(half, half_query), "float": lambda: products(query, packed)}
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(5):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best["half"] <= HALF_GAIN * best["float"]
+
+
 _U_HALF, _U_F32 = 2.0**-11, 2.0**-24  # unit roundoffs of float16 and float32
 HALF_SAFE = 256.0  # embeddings with larger entries get no float16 copies
 HALF_MAX = 65504.0  # the largest finite float16
@@ -142,8 +174,9 @@ class VideoIndex:
 
     Besides the float32 embeddings, each expert keeps a float16 copy of the rows of the
     videos that have it, for the exact two-stage search of one query (see
-    :func:`half_error_bound`). ``prefilter=False``, or embeddings too large for float16,
-    keep only the float32 scan.
+    :func:`half_error_bound`): with ``prefilter=None`` (the default) where that search is
+    faster on this machine (:func:`half_scan_pays`), with ``True`` always. ``False``, or
+    embeddings too large for float16, keep only the float32 scan.
     """
 
     def __init__(
@@ -153,7 +186,7 @@ class VideoIndex:
         embeddings: torch.Tensor,
         available: torch.Tensor,
         key: str = "",
-        prefilter: bool = True,
+        prefilter: bool | None = None,
     ):
         if (
             embeddings.dim() != 3
@@ -182,6 +215,8 @@ class VideoIndex:
         self.embeddings = masked
         self.flat = masked.flatten(1)  # (N, E*D), a view of the same memory
         self._available_f = available.float()
+        if prefilter is None:
+            prefilter = half_scan_pays()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
         self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
         self._groups = None  # per availability pattern, for batch searches (pattern_groups)
@@ -349,7 +384,8 @@ class VideoIndex:
         is off by at most the largest per-expert bound (float32 weighting and division add
         a few float32 roundoffs, far inside the bound's safety factor)."""
         if self._half is None:
-            raise SearchIndexError("this index was built with prefilter=False")
+            raise SearchIndexError("this index has no float16 copies (built with prefilter=False, "
+                                   "or float16 products are not faster on this machine)")
         if len(text) != 1:
             raise SearchIndexError("stage 1 takes one query; batches use the float32 scan")
         if not self._half_safe(text):

@@ -20,10 +20,10 @@ from rudder import losses
 from rudder.config import ConfigError
 from rudder.supervision import (
     RelationTable,
+    RelevantCaptionSampler,
     batch_labels,
     batch_relevance,
     description_pairs,
-    relevance,
 )
 from rudder.text import CaptionSimilarity
 from rudder.training.devices import upload
@@ -68,7 +68,9 @@ class BatchSupervision:
             self.caption_verbs = train.verbs[train.caption_mask].float()
             if sup.positive_sampling == "relevant":
                 texts = train.caption_texts[train.caption_mask.numpy()]
-                self.text_weights = distinct_text_weights(texts)
+                self.sampler = RelevantCaptionSampler(
+                    self.caption_nouns, self.caption_verbs, distinct_text_weights(texts),
+                    sup.positive_threshold)
         self.relations = self.relation_pairs = self.kinds = None
         if sup.manual_relations:
             self._load_relations(folder)
@@ -121,17 +123,14 @@ class BatchSupervision:
         uniformly among the captions with that text (its own caption when none passes), as
         EgoVLP's and SMS's EPIC-100 MIR training sampler (``relevancy = 0.1`` in their
         ``_get_caption``/``get_raw_item``, whose relevancy columns are the unique
-        narrations of ``create_sentence_df``); with ``own`` nothing changes."""
+        narrations of ``create_sentence_df``), drawn by :class:`RelevantCaptionSampler`
+        (linear in the training captions per epoch); with ``own`` nothing changes."""
         if self.sup.positive_sampling == "own":
             return videos, slots, slots
-        own_n, own_v = (self.train.nouns[videos, slots].float(),
-                        self.train.verbs[videos, slots].float())
-        candidates = (relevance(own_n, own_v, self.caption_nouns, self.caption_verbs)
-                      > self.sup.positive_threshold)
-        none = ~candidates.any(1)
-        weights = candidates.float() * self.text_weights + none[:, None].float()
-        pick = torch.multinomial(weights, 1, generator=generator)[:, 0]
-        return videos, torch.where(none, slots, -1 - pick), slots
+        picks, none = self.sampler.draw(self.train.nouns[videos, slots],
+                                        self.train.verbs[videos, slots], generator)
+        drawn = torch.where(torch.from_numpy(none), slots, -1 - torch.from_numpy(picks))
+        return videos, drawn, slots
 
     def batch(self, videos, slots, own_slots, generator) -> dict:
         """The inputs the loss reads, on its device (one :attr:`PRODUCERS` entry each)."""

@@ -61,7 +61,8 @@ def test_every_endpoint_is_named(client):
 
 
 def test_marathi_query_gives_ranked_videos(client):
-    status, table, pick, player = search(client, "कागद दुमडा", k=8, display="hi")
+    status, table, pick = search(client, "कागद दुमडा", k=8, display="hi")
+    player = client.predict(pick["value"], api_name="/play")  # the page's second event
     assert "Marathi" in status and "detected" in status
     rows = [row[1:] for row in table["data"]]  # the served app has a media folder:
     assert table["headers"] == [
@@ -79,19 +80,38 @@ def test_marathi_query_gives_ranked_videos(client):
     assert {r[3] for r in rows} == {"hi"} and all("scene" in r[6] for r in rows)
     assert pick["value"] == f"{rows[0][1]}-hi" and rows[0][1] in player
 
-    _, same, _, _ = search(client, "कागद दुमडा", k=8, display="hi", api="/search_submit")
+    _, same, _ = search(client, "कागद दुमडा", k=8, display="hi", api="/search_submit")
     assert [row[1:] for row in same["data"]] == rows
-    _, tamil, _, _ = search(client, "कागद दुमडा", k=8, display="ta", api="/change_display_language")
+    _, tamil, _ = search(client, "कागद दुमडा", k=8, display="ta", api="/change_display_language")
     tamil_rows = [row[1:] for row in tamil["data"]]
     assert [r[1] for r in tamil_rows] == [r[1] for r in rows] and {r[3] for r in tamil_rows} == {
         "ta"
     }
 
 
+def test_results_come_in_one_light_event_and_the_player_after_it(served):
+    # The search events return the status, the table and the result choices; the player
+    # (of the chosen result) is a second event chained after each, so that the page shows the
+    # results as soon as they are ready. Setting the display language (an example or the
+    # URL does) must not start a second search: that event listens to user input only.
+    config = served[2].get_config_file()
+    elem = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    deps = config["dependencies"]
+    results = ["search-status", "search-results", "search-pick"]
+    searches = [i for i, d in enumerate(deps) if [elem[o] for o in d["outputs"]][-3:] == results]
+    assert {deps[i]["api_name"] for i in searches} >= {
+        "search", "search_submit", "change_display_language", "open_url"}
+    for i in searches:
+        chained = [d for d in deps if d.get("trigger_after") == i]
+        assert [[elem[o] for o in d["outputs"]] for d in chained] == [["search-player"]]
+    trigger = {d["api_name"]: d["targets"][0][1] for d in deps}
+    assert trigger["change_display_language"] == "input"
+
+
 def test_language_override_and_bad_input(client):
-    status, table, _, _ = search(client, "कागद दुमडा", lang="hi")
+    status, table, _ = search(client, "कागद दुमडा", lang="hi")
     assert "Hindi" in status and "chosen" in status and len(table["data"]) == 10
-    status, table, _, _ = search(client, "   ")
+    status, table, _ = search(client, "   ")
     assert status.startswith("Type a query") and table["data"] in (
         [],
         [[None] * 8],
@@ -99,15 +119,15 @@ def test_language_override_and_bad_input(client):
     )
     with pytest.raises(Exception, match="fr is not in the list of choices"):
         search(client, "paper", lang="fr")
-    status, table, _, _ = search(client, "fold " * 500)  # capped, not refused
+    status, table, _ = search(client, "fold " * 500)  # capped, not refused
     assert len(table["data"]) == 10
 
 
 def test_translation_switch(client, translator):
-    status, _, _, _ = search(client, "कागद दुमडा", translate=True, target="en")
+    status, _, _ = search(client, "कागद दुमडा", translate=True, target="en")
     assert "Translated to English" in status and "fold the paper" in status
     assert ("कागद दुमडा", "mr", "en") in translator.calls
-    status, table, _, _ = search(client, "बाटली कापा", translate=True, target="en")
+    status, table, _ = search(client, "बाटली कापा", translate=True, target="en")
     assert (
         "Translation unavailable" in status
         and "test: offline" in status

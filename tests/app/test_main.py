@@ -289,7 +289,7 @@ def test_trained_checkpoint_is_served(app_dataset, tmp_path, monkeypatch, port):
     )
     try:
         client = Client(served["demo"].local_url, verbose=False, analytics_enabled=False)
-        status, table, _, _ = client.predict(
+        status, table, _ = client.predict(
             "कागद दुमडा", "auto", "en", 5, False, "en", api_name="/search"
         )
         assert "Marathi" in status and len(table["data"]) == 5

@@ -53,7 +53,7 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
     queries = {"mr": "कागद दुमडा", "hi": "कागज़ मोड़ें", "ta": "காகிதம் மடியுங்கள்",
                "te": "కాగితం మడవండి", "en": "fold the paper"}
     for lang, query in queries.items():
-        status, results, _, _ = SearchTab(engine).search(query, lang, k=5)
+        status, results, _ = SearchTab(engine).search(query, lang, k=5)
         assert len(results) == 5, (lang, status)
         if lang != "mr":
             assert "multilingual text encoder (multilingual-e5) covers" in status

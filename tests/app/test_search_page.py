@@ -54,18 +54,19 @@ def test_examples_one_per_language_and_one_cross_lingual(collection):
     ],
 )
 def test_queries_with_nothing_to_search_say_so_and_return_nothing(tab, query, expected):
-    status, table, _, player = tab.search(query)
-    assert expected in status and table.empty and player == ""
+    status, table, pick = tab.search(query)
+    assert expected in status and table.empty and pick["value"] is None
+    assert tab.player(pick["value"]) == ""  # the page's player, emptied after it
     if "script" in expected:
         assert "Hindi and Marathi (Devanagari)" in status and "English (Latin)" in status
 
 
 def test_a_long_query_is_cut_and_the_page_says_the_limit(tab):
     query = "fold the paper." * 400  # 6,000 characters
-    status, table, _, _ = tab.search(query)
+    status, table, _ = tab.search(query)
     assert f"only its first {MAX_QUERY_CHARS} were searched" in status
     assert "6,000 characters" in status and len(table) == 10
-    status, _, _, _ = tab.search("fold the paper")
+    status, _, _ = tab.search("fold the paper")
     assert "were searched" not in status
 
 
@@ -92,7 +93,7 @@ def test_a_search_in_the_url_fills_the_fields_and_runs(tab):
 
 
 def test_clicking_a_row_plays_its_caption_and_captions_seek(tab, collection):
-    _, table, _, _ = tab.search("कागद दुमडा", display_lang="hi", k=5)
+    _, table, _ = tab.search("कागद दुमडा", display_lang="hi", k=5)
     row = table.iloc[2].tolist()
     assert table.columns[0] == "thumbnail"
     pick, player = tab.play_row(row)
@@ -137,7 +138,7 @@ def test_thumbnails_show_the_segment_middle_frame_and_are_cached(tmp_path):
 
 
 def test_result_rows_carry_thumbnails_of_decodable_files(tab):
-    _, table, _, _ = tab.search("fold the paper", k=30)
+    _, table, _ = tab.search("fold the paper", k=30)
     cells = dict(zip(table["video"], table["thumbnail"], strict=True))
     assert cells["v000"].startswith("![segment of v000](gradio_api/file=")
     assert cells["v001"].endswith(".jpg)")
@@ -149,7 +150,7 @@ def test_a_pending_model_says_it_is_training(collection, tmp_path):
     run.mkdir()
     slot = ModelSlot(run_dir=run, epochs=3)
     tab = SearchTab(slot, collection=collection)
-    status, table, _, _ = tab.search("fold the paper")
+    status, table, _ = tab.search("fold the paper")
     assert "A first model is training" in status and "0 of 3 epochs done" in status
     assert table.empty and "Annotate and Results tabs work now" in status
     slot.started = time.monotonic() - 20  # the first epoch took 20 s
@@ -185,7 +186,7 @@ def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_p
     captions = collection.captions.assign(short=collection.captions["text"].str.rstrip(".।"))
     assert len(tab.examples) == 6
     for example in tab.examples:
-        status, table, _, _ = tab.search(
+        status, table, _ = tab.search(
             example.query, tab.example_language(example), example.display, k=5
         )
         assert "⚠" not in status, (example, status)

@@ -119,6 +119,30 @@ def test_engine_scores_are_the_model_similarity(collection, model_and_vocab, tmp
     assert hits[0].experts == collection.experts_of(hits[0].video_id)
 
 
+def test_caption_vectors_are_kept_per_video_and_independent_of_the_other_videos(
+    collection, model_and_vocab, tmp_path
+):
+    model, vocab = model_and_vocab
+    engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
+    together = engine.caption_vectors(["v001", "v004", "v009"])
+    assert len(engine._caption_cache) == 3  # kept for the next searches
+    fresh = SearchEngine(model, vocab, collection, index=engine.index)
+    alone = torch.cat([fresh.caption_vectors([v]) for v in ("v009", "v004", "v001")][::-1])
+    assert torch.equal(together, alone)
+    rows = collection.caption_rows("v004")
+    texts, langs = collection.captions["text"].iloc[rows], collection.captions["lang"].iloc[rows]
+    assert torch.equal(engine.caption_vectors(["v004"]),
+                       engine.embed_texts(texts, langs)[0].flatten(1))
+    hits = engine.search("कागद दुमडा", "mr", k=8, display_lang="hi")
+    assert engine.search("कागद दुमडा", "mr", k=8, display_lang="hi") == hits  # from the cache
+    # a found video without captions gets no caption; the others are unaffected
+    query_emb, logits = engine.embed_texts(["cut the clay"], ["en"])
+    best = engine._best_captions("cut the clay", "en", query_emb, logits,
+                                 ["no-captions", "v004"], "en")
+    assert best == engine._best_captions("cut the clay", "en", query_emb, logits, ["v004"], "en")
+    assert list(best) == ["v004"]
+
+
 def test_best_caption_is_the_closest_among_equal_matches(collection, model_and_vocab, tmp_path):
     model, vocab = model_and_vocab
     engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path)
@@ -217,12 +241,12 @@ def test_page_says_when_the_model_cannot_read_the_query(
     collection, model_and_vocab, trilingual_model, tmp_path
 ):
     full = SearchTab(SearchEngine(*model_and_vocab, collection, cache_dir=tmp_path))
-    status, table, _, _ = full.search("காகிதம் மடியுங்கள்", k=5)
+    status, table, _ = full.search("காகிதம் மடியுங்கள்", k=5)
     assert "Tamil" in status and "⚠" not in status and len(table) == 5  # both words known
-    status, table, _, _ = full.search("कागद झुमरू टिमटिम", "mr", k=5)
+    status, table, _ = full.search("कागद झुमरू टिमटिम", "mr", k=5)
     assert "2 of the query's 3 words are unknown to the model (झुमरू, टिमटिम)" in status
     assert len(table) == 5
-    status, table, _, _ = full.search("झुमरू टिमटिम", "mr", k=5)
+    status, table, _ = full.search("झुमरू टिमटिम", "mr", k=5)
     assert "None of the query's words is in the model's vocabulary" in status and table.empty
 
     model, vocab = trilingual_model
@@ -230,15 +254,15 @@ def test_page_says_when_the_model_cannot_read_the_query(
         model, vocab, collection, cache_dir=tmp_path / "tri", train_langs=("mr", "hi", "en")
     )
     for query, name in (("காகிதம் மடியுங்கள்", "Tamil"), ("కాగితం మడవండి", "Telugu")):
-        status, table, _, _ = SearchTab(engine).search(query, k=5)
+        status, table, _ = SearchTab(engine).search(query, k=5)
         assert f"not trained on {name} captions (only on Marathi, Hindi, English)" in status
         assert table.empty  # no made-up ranking
-    status, table, _, _ = SearchTab(engine).search("कागद दुमडा", k=5)
+    status, table, _ = SearchTab(engine).search("कागद दुमडा", k=5)
     assert "⚠" not in status and len(table) == 5
     assert "**Marathi** (detected from its words and script, 99% confident)" in status
-    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", k=5)  # Hindi, same script
+    status, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", k=5)  # Hindi, same script
     assert "**Hindi** (detected from its words and script" in status
-    status, _, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", "mr", k=5)
+    status, _, _ = SearchTab(engine).search("कागज़ को मोड़िए", "mr", k=5)
     assert "**Marathi** (chosen)" in status  # the manual choice wins
 
 

@@ -326,7 +326,9 @@ def loop_ndcg_map(sims, rel, binary=False):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rel_dtype", [np.float32, np.float64])  # float32 both: the key path
 @pytest.mark.parametrize("sparsity", [0.5, 0.95])
-def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, monkeypatch):
+@pytest.mark.parametrize("ranking", ["_ranking_by_radix", "_ranking_by_keys"])
+def test_ndcg_map_match_loop_reference(dtype, rel_dtype, sparsity, ranking, monkeypatch):
+    monkeypatch.setattr(metrics, "_float32_ranking", lambda: getattr(metrics, ranking))
     rng = np.random.default_rng(1)
     sims = rng.integers(-3, 3, size=(40, 60)).astype(dtype)  # many ties
     sims[0, :4] = [-0.0, 0.0, -0.0, 0.0]  # -0.0 == 0.0 must tie (lower column first)
@@ -372,7 +374,8 @@ def test_ties_rank_by_column_whatever_the_relevance():
     )
 
 
-def test_radix_ranking_equals_a_stable_sort_on_special_floats():
+@pytest.mark.parametrize("ranking", ["_ranking_by_radix", "_ranking_by_keys"])
+def test_float32_rankings_equal_a_stable_sort_on_special_floats(ranking):
     # Signed zeros (equal), infinities, subnormals, the extremes, neighbours that differ in
     # the low 16 bits only (1.0 and the next float32) or in the high ones (65536, 65537).
     rng = np.random.default_rng(3)
@@ -386,9 +389,10 @@ def test_radix_ranking_equals_a_stable_sort_on_special_floats():
     sims[20:] = rng.standard_normal((20, 300)).astype(np.float32).round(1)  # many ties
     rel = rng.random(sims.shape).astype(np.float32)
     order = np.argsort(-sims.astype(np.float64), axis=1, kind="stable")
-    assert np.array_equal(
-        metrics._ranked_relevance(sims, rel), np.take_along_axis(rel, order, axis=1)
-    )
+    expected = np.take_along_axis(rel, order, axis=1)
+    assert np.array_equal(getattr(metrics, ranking)(sims, rel), expected)
+    assert np.array_equal(metrics._ranked_relevance(sims, rel), expected)  # the measured choice
+    assert metrics._float32_ranking() in (metrics._ranking_by_radix, metrics._ranking_by_keys)
 
 
 # ----------------------------------------------------------------------------- languages

@@ -1,5 +1,6 @@
 """hn_exclusion: which pairs are excluded, hand-worked values, identity with hn."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -89,3 +90,28 @@ def test_top_fraction_threshold_matches_all_pairs_sorted():
             value = similarity.top_fraction_threshold(texts, fraction, block_rows=rows)
             assert value == pytest.approx(pairs[count - 1], abs=1e-6)
     assert similarity.top_fraction_threshold(texts, 0.01) == float("inf")  # floor(0.36) = 0
+
+
+def test_top_fraction_threshold_is_sampled_past_exact_pairs_within_its_stated_bound():
+    import math
+
+    from rudder.text import CaptionSimilarity
+
+    rng = np.random.default_rng(0)
+    words = ["cut", "the", "bottle", "glue", "straw", "tie", "thread", "fold", "card", "paper",
+             "बाटली", "कापा", "कागद", "दुमडा", "paint", "car"]
+    texts = [" ".join(rng.choice(words, rng.integers(2, 6))) for _ in range(300)]
+    similarity = CaptionSimilarity().fit(texts)
+    full = similarity.pairwise(texts).numpy()[np.triu_indices(300, 1)]  # 44,850 pairs
+    for fraction in (0.01, 0.05):
+        exact = similarity.top_fraction_threshold(texts, fraction)
+        assert exact == similarity.top_fraction_threshold(texts, fraction, exact_pairs=44_850)
+        for seed in (0, 1):
+            m = 20_000  # sampled: past exact_pairs
+            value = similarity.top_fraction_threshold(texts, fraction, exact_pairs=44_849,
+                                                      sampled_pairs=m, seed=seed)
+            assert value == similarity.top_fraction_threshold(
+                texts, fraction, exact_pairs=44_849, sampled_pairs=m, seed=seed)  # seeded
+            bound = 4 * math.sqrt(fraction * (1 - fraction) / m) + 1 / m  # the docstring's
+            above, at_or_above = (full > value + 1e-6).mean(), (full >= value - 1e-6).mean()
+            assert above <= fraction + bound and at_or_above >= fraction - bound

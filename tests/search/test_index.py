@@ -19,6 +19,7 @@ from rudder.search.index import (
     SearchIndexError,
     SearchResult,
     VideoIndex,
+    half_scan_pays,
 )
 from rudder.search.index_cache import load_or_build
 from rudder.search.index_faiss import FaissSearch
@@ -28,6 +29,32 @@ from ..factories import caption
 from ..factories import write_dataset as write_tiny_dataset
 
 EXPERTS = {"scene": ExpertInfo(10), "object": ExpertInfo(6), "audio@mr": ExpertInfo(4, True)}
+
+
+@pytest.fixture(autouse=True)
+def two_stage_everywhere(monkeypatch):
+    """The two-stage search is tested on every machine, whatever ``half_scan_pays`` finds."""
+    monkeypatch.setattr(index_module, "half_scan_pays", lambda: True)
+
+
+def test_the_default_index_keeps_float16_copies_only_where_they_are_faster(monkeypatch):
+    index, videos = small_index()
+    assert index._half is not None
+    monkeypatch.setattr(index_module, "half_scan_pays", lambda: False)
+    plain, _ = small_index()
+    assert plain._half is None  # the float32 scan, same results
+    text, logits = videos[:1], torch.zeros(1, 2)
+    assert torch.equal(plain.search(text, logits, k=5).indices,
+                       index.search(text, logits, k=5).indices)
+    with pytest.raises(SearchIndexError, match="not faster on this machine"):
+        plain.approximate(text, torch.softmax(logits, -1))
+    forced = VideoIndex(plain.video_ids, plain.experts, videos, plain.available, prefilter=True)
+    assert forced._half is not None
+
+
+def test_half_scan_pays_is_a_measurement_cached_per_process():
+    assert isinstance(half_scan_pays(), bool)  # the function itself (the fixture patches the
+    assert half_scan_pays.cache_info().currsize == 1  # module's name): measured once
 
 
 def small_model(seed=0, vocab_size=40):
