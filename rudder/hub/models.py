@@ -56,7 +56,9 @@ WEIGHTS, MANIFEST, TEXT_SIDE, CARD = "model.safetensors", "model.json", "text_si
 CONFIG, METRICS, ENV = config_file(".").name, metrics_file(".").name, env_file(".").name
 MODEL_FILES = (WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE, METRICS, ENV, CARD)
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
-REVISION = re.compile(r"^[\w.-]+(/[\w.-]+)*$")  # a branch, tag, refs/pr/N or commit sha
+# one component of a revision (a branch, tag, refs/pr/N or commit sha): git's ref rules, ASCII
+REVISION_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
 CONNECT_TIMEOUT = 5  # seconds: an unreachable Hub fails fast
 
 
@@ -77,10 +79,21 @@ def is_hub_id(spec) -> bool:
 def parse_hub_id(spec: str) -> tuple[str, str | None]:
     """``hf://USER/NAME[@REV]`` -> ``(USER/NAME, REV or None)``; a RunError names a bad id."""
     repo_id, _, revision = spec[len(PREFIX):].partition("@")
-    if not REPO_ID.match(repo_id) or (_ and not REVISION.match(revision)):
+    if not REPO_ID.match(repo_id) or (_ and not is_revision(revision)):
         raise RunError(f"{spec!r} is not a Hub model id: use hf://USER/NAME or "
-                       "hf://USER/NAME@REVISION (a branch, tag or commit sha)")
+                       "hf://USER/NAME@REVISION (a branch, tag, refs/pr/N or commit sha; "
+                       "components of letters, digits, '_', '-' and '.', joined by '/', none "
+                       "empty, '.' or '..')")
     return repo_id, revision or None
+
+
+def is_revision(revision: str) -> bool:
+    """Whether ``revision`` is a well-formed branch, tag, ``refs/pr/N`` or commit sha: '/'-joined
+    components (none empty, none starting with '.', so neither '.' nor '..'), no '..', no
+    '.lock' ending (git check-ref-format), ASCII letters, digits, '_', '-', '.'."""
+    parts = revision.split("/")
+    return all(REVISION_PART.match(part) and not part.endswith(".lock") for part in parts) \
+        and ".." not in revision
 
 
 def is_published_folder(path) -> bool:
@@ -113,6 +126,7 @@ def resolve(spec) -> ResolvedModel:
     if key not in _resolved:
         repo_id, revision = parse_hub_id(spec)
         folder = _snapshot(spec, repo_id, revision, offline=key[1])
+        folder = _inside_cache(spec, folder, repo_id, revision, constants.HF_HUB_CACHE)
         if not is_published_folder(folder):
             raise RunError(f"{spec} is not a rudder model: its repository has no {MANIFEST} "
                            f"and {WEIGHTS} (publish one with `python -m rudder.publish`)")
@@ -177,6 +191,30 @@ def _snapshot(spec: str, repo_id: str, revision: str | None, offline: bool) -> P
     except (OSError, ValueError) as error:  # connection and HTTP failures
         raise RunError(f"could not fetch {spec} from the Hub ({type(error).__name__}: "
                        f"{_first_line(error)})") from None
+
+
+def _inside_cache(spec: str, folder: Path, repo_id: str, revision: str | None, cache) -> Path:
+    """``folder`` with links and refs resolved, checked to be ``snapshots/<40-hex commit>`` of
+    ``repo_id``'s folder in the HF cache (the given commit, for a sha revision), every model
+    file in it resolving inside that repository's folder; a RunError otherwise."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    repository = Path(os.path.realpath(cache)) / repo_folder_name(repo_id=repo_id,
+                                                                  repo_type="model")
+    real = Path(os.path.realpath(folder))
+    commit = real.name
+    if real.parent != repository / "snapshots" or not COMMIT.match(commit) or (
+            revision is not None and COMMIT.match(revision) and revision != commit):
+        raise RunError(f"{spec}: the Hugging Face cache resolved it to {real}, which is not "
+                       f"{repository}/snapshots/<40-hex commit>; the cache is damaged or was "
+                       "tampered with: remove that repository's folder and download it again")
+    for name in MODEL_FILES:
+        target = Path(os.path.realpath(real / name))
+        if (real / name).exists() and repository not in target.parents:
+            raise RunError(f"{spec}: {real / name} resolves to {target}, outside the "
+                           f"repository's cache folder {repository}; remove that folder and "
+                           "download the model again")
+    return real
 
 
 def _first_line(error: BaseException) -> str:

@@ -74,6 +74,43 @@ def test_hub_ids_parse_and_bad_ones_are_refused():
     assert not model_hub.is_model_reference("runs/x") and model_hub.is_hub_id("hf://me/tiny")
 
 
+@pytest.mark.parametrize("revision", [
+    "../../../evilref", "..", ".", "a/../b", "a//b", "/a", "a/", "a\\b", ".hidden", "x.lock",
+    "a..b", "v1 ", "é"])
+def test_revisions_that_could_leave_the_cache_are_refused(revision):
+    with pytest.raises(RunError, match="not a Hub model id"):
+        model_hub.parse_hub_id(f"hf://me/tiny@{revision}")
+
+
+def test_only_a_commit_snapshot_of_the_repository_is_loaded(trained, hf_cache, tmp_path):
+    """refs and snapshot links that lead outside ``models--me--tiny/snapshots/<sha>`` (a made-up
+    commit, an ordinary folder elsewhere, a model file linked out) are refused by name."""
+    _, _, published = trained
+    fake_cache(hf_cache, published)
+    repository = hf_cache / "models--me--tiny"
+    outside = shutil.copytree(published, tmp_path / "evil")
+    refs = repository / "refs"
+    (refs / "escape").write_text("../../../../evil")  # snapshots/../../../../evil
+    (refs / "named").write_text("not-a-commit")
+    shutil.copytree(published, repository / "snapshots" / "not-a-commit")
+    linked = "f" * 40
+    (refs / "linked").write_text(linked)
+    (repository / "snapshots" / linked).symlink_to(outside, target_is_directory=True)
+    for revision in ("escape", "named", "linked"):
+        with pytest.raises(RunError, match="not .*snapshots/<40-hex commit>"):
+            model_hub.resolve(f"hf://me/tiny@{revision}")
+    leaky = "e" * 40
+    (refs / "leaky").write_text(leaky)
+    snapshot = shutil.copytree(published, repository / "snapshots" / leaky)
+    (snapshot / model_hub.CONFIG).unlink()
+    (snapshot / model_hub.CONFIG).symlink_to(outside / model_hub.CONFIG)
+    with pytest.raises(RunError, match="outside the repository's cache folder"):
+        model_hub.resolve("hf://me/tiny@leaky")
+    good = model_hub.resolve("hf://me/tiny@main")
+    assert good.source == f"hf://me/tiny@{SHA}"
+    assert good.path == (repository / "snapshots" / SHA).resolve()
+
+
 def test_a_published_folder_gives_the_runs_metrics_exactly(trained, tmp_path):
     _, run, published = trained
     assert sorted(p.name for p in published.iterdir()) == sorted(model_hub.MODEL_FILES)
