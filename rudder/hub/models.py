@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rudder.config import ConfigError, from_dict, load_yaml
-from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.data.layout import DatasetFolder
 from rudder.errors import RudderError, RunError
 from rudder.hub.offline import hub_offline
 from rudder.runs.layout import (
@@ -233,19 +233,16 @@ def read_json_file(path: Path) -> dict:
 
 
 def read_manifest(folder: Path) -> dict:
-    """``model.json``, checked: this format version, experts with a dim each."""
+    """``model.json``, checked: this format version, experts with a dim each (within the
+    limits of :mod:`rudder.runs.weights`)."""
+    from rudder.runs.weights import parse_experts
+
     manifest = read_json_file(folder / MANIFEST)
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise RunError(f"{folder / MANIFEST}: format_version {version!r} is not supported (this "
                        f"rudder reads {FORMAT_VERSION}); upgrade rudder")
-    experts = manifest.get("experts")
-    try:
-        manifest["experts"] = {name: ExpertInfo(**info)  # not a dict: AttributeError below
-                               for name, info in experts.items()}  # type: ignore[union-attr]
-    except (AttributeError, TypeError):
-        raise RunError(f"{folder / MANIFEST}: 'experts' must map names to "
-                       "{dim, variable_length}") from None
+    manifest["experts"] = parse_experts(manifest.get("experts"), str(folder / MANIFEST))
     return manifest
 
 
@@ -406,12 +403,10 @@ class PublishedModel:
 
 def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
     """Build the model from ``config.yaml``, ``model.json`` and ``text_side.json`` and load
-    ``model.safetensors`` into it (strictly: every tensor present, of the right shape)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from rudder import models
-    from rudder.text.subwords import vocabulary_from_dict
+    ``model.safetensors`` into it, through :func:`rudder.runs.weights.build_checked`: sizes
+    within limits and equal to the tensors' (read from the safetensors header) before
+    anything is allocated, dtypes as the model's, values finite."""
+    from rudder.runs.weights import SavedFiles, build_checked, parse_vocabulary
 
     folder = Path(folder)
     manifest = read_manifest(folder)
@@ -420,19 +415,10 @@ def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
         config = from_dict(load_yaml(folder / CONFIG))
     except ConfigError as error:
         raise RunError(f"{folder / CONFIG}: not a valid config ({error})") from None
-    try:
-        vocab = vocabulary_from_dict(text_side["vocabulary"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise RunError(f"{folder / TEXT_SIDE}: no valid 'vocabulary' ({error})") from None
-    model = models.build(config.model, manifest["experts"], vocab.table_size)
-    try:
-        tensors = load_file(folder / WEIGHTS, device=str(device))
-    except (SafetensorError, OSError) as error:
-        raise RunError(f"{folder / WEIGHTS}: cannot be read ({error})") from None
-    try:
-        model.load_state_dict(tensors)
-    except RuntimeError as error:
-        raise RunError(f"{folder / WEIGHTS} does not fit the model its config builds: "
-                       f"{' '.join(str(error).split())[:400]}") from None
-    model.to(device).eval()
+    if "vocabulary" not in text_side:
+        raise RunError(f"{folder / TEXT_SIDE}: no 'vocabulary'")
+    vocab = parse_vocabulary(text_side["vocabulary"], str(folder / TEXT_SIDE))
+    files = SavedFiles(config=str(folder / CONFIG), experts=str(folder / MANIFEST),
+                       vocabulary=str(folder / TEXT_SIDE), weights=str(folder / WEIGHTS))
+    model = build_checked(config, manifest["experts"], vocab, folder / WEIGHTS, files, device)
     return PublishedModel(model, config, vocab, manifest, text_side)
