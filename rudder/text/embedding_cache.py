@@ -252,19 +252,19 @@ class EmbeddingCache:
         fresh = _checked_vectors(encode([text for _, _, text in sample]), len(sample), self)
         ignored: dict[str, list[str]] = {}
         for (shard, key, _), vector in zip(sample, fresh, strict=True):
-            state = self._unchecked.get(shard)
-            if state is None:
+            pending = self._unchecked.get(shard)
+            if pending is None:
                 continue  # already dropped by an earlier row
             distance = float(np.linalg.norm(self._vectors[key] - vector))
             if distance > TOLERANCE * max(float(np.linalg.norm(vector)), 1e-12):
-                reason = (f"written by {state.owner}, its vectors differ from the model's own "
+                reason = (f"written by {pending.owner}, its vectors differ from the model's own "
                           "(spot check)")
                 ignored.setdefault(reason, []).append(shard)
                 self._drop(shard)
                 continue
-            state.checked += 1
-            state.keys.append(key)
-            if state.checked >= min(SPOT_CHECK, state.rows):
+            pending.checked += 1
+            pending.keys.append(key)
+            if pending.checked >= min(SPOT_CHECK, pending.rows):
                 self._trust(shard)
         self._warn(ignored)
 
