@@ -14,7 +14,8 @@ on the Hub, in huggingface_hub's cache, or in any local folder)::
     env.json           code version, packages and machine of the training run
     README.md          the model card (YAML front matter, ``library_name: rudder``)
 
-Loading reads only safetensors, YAML (safe loader) and JSON: nothing is unpickled.
+Loading reads only safetensors, YAML (safe loader) and JSON: nothing is unpickled; sizes,
+dtypes and values are checked before the model is allocated (:mod:`rudder.runs.weights`).
 ``hf://`` ids are downloaded with ``huggingface_hub.snapshot_download`` into the HF cache
 (``HF_HOME`` / ``HF_HUB_CACHE``); with ``HF_HUB_OFFLINE=1`` only the cache is read. The
 pinned id ``hf://USER/NAME@<commit sha>`` is what results record.
