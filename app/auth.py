@@ -9,8 +9,11 @@ constant time (:func:`hmac.compare_digest`).
 Gradio's ``auth=`` gets :meth:`Logins.login`, a coroutine: it asks :class:`LoginThrottle`
 whether the user name and the client address (:data:`CLIENT_ADDRESS`, set for each request
 by :class:`ClientAddress`) may try now, and verifies the password on a small thread pool
-(:data:`LOGIN_WORKERS` threads), never on the event loop, so a flood of logins does not
-delay other users' searches. The throttling policy is :class:`LoginThrottle`'s docstring.
+(:data:`LOGIN_WORKERS` threads at a lower CPU priority), never on the event loop, so a flood
+of logins does not hold up other users' searches. The throttling policy is
+:class:`LoginThrottle`'s docstring; a throttled attempt is answered after
+:data:`REFUSAL_DELAY` seconds (an ``asyncio`` wait, no thread), which slows a flooding
+client down without costing the server anything.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ MAX_DELAY = 60.0  # the longest wait
 FORGET_AFTER = 3600.0  # seconds without an attempt after which a name or address starts afresh
 MAX_TRACKED = 100_000  # names and addresses remembered (the least recently tried dropped)
 LOGIN_WORKERS = 2  # threads verifying passwords (each scrypt takes ~16 MiB and ~50 ms)
+LOGIN_NICENESS = 10  # how much lower the login threads' CPU priority is than the server's
+REFUSAL_DELAY = 1.0  # seconds before a throttled attempt is answered (the connection waits)
 # the client address of the request being served (set by ClientAddress)
 CLIENT_ADDRESS: ContextVar[str | None] = ContextVar("rudder_client_address", default=None)
 # What an unknown user name is checked against, so it costs one default scrypt like a known
@@ -134,13 +139,13 @@ class LoginThrottle:
     attempt back from the address's. After :data:`FREE_FAILURES` failures of a name or an
     address, its next attempt must wait :data:`FIRST_DELAY` seconds after the latest, doubled
     with each further failure up to :data:`MAX_DELAY` (1, 2, 4, ..., 32, 60, 60 s): about 60
-    guesses an hour per name and per address. An attempt made sooner is refused at once
-    without checking the password (the right one too) and is not counted, so waiting out
-    the delay always works; it takes the same (short) time for a name that exists and one
-    that does not, since names are counted whether they exist or not. A name or address
-    with no attempt for :data:`FORGET_AFTER` seconds starts afresh; at most
-    :data:`MAX_TRACKED` are remembered. ``clock`` is :func:`time.monotonic` (a test passes
-    its own).
+    guesses an hour per name and per address. An attempt made sooner is refused without
+    checking the password (the right one too) and is not counted, so waiting out the delay
+    always works; names are counted whether they exist or not, so a refusal comes alike for
+    a name that exists and one that does not. A name is counted by its first
+    :data:`MAX_USER` + 1 characters (no longer name exists). A name or address with no
+    attempt for :data:`FORGET_AFTER` seconds starts afresh; at most :data:`MAX_TRACKED` are
+    remembered. ``clock`` is :func:`time.monotonic` (a test passes its own).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
@@ -167,7 +172,8 @@ class LoginThrottle:
 
     @staticmethod
     def _keys(user: str, address: str | None) -> list[tuple[str, str]]:
-        return [("user", str(user).casefold()), ("address", address or "unknown")]
+        return [("user", str(user)[: MAX_USER + 1].casefold()),
+                ("address", address or "unknown")]
 
     def attempt(self, user: str, address: str | None) -> float:
         """0.0 when ``user`` from ``address`` may try now (the attempt is then counted as a
@@ -179,7 +185,8 @@ class LoginThrottle:
             if wait > 0:
                 if not all(record.said for record in records):
                     log.warning("login of %r from %s refused for %.0f s more: %d failures of "
-                                "the name, %d from the address", user, address or "unknown",
+                                "the name, %d from the address", str(user)[:MAX_USER],
+                                address or "unknown",
                                 wait, records[0].failures, records[1].failures)
                     for record in records:
                         record.said = True
@@ -209,6 +216,7 @@ class Logins:
         self._plain: dict[str, str] = {}
         self._hashed: dict[str, str] = {}
         self.throttle = throttle or LoginThrottle()
+        self.refusal_delay = REFUSAL_DELAY
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -271,21 +279,35 @@ class Logins:
     def _workers(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(LOGIN_WORKERS, thread_name_prefix="rudder-login")
+                self._pool = ThreadPoolExecutor(LOGIN_WORKERS, thread_name_prefix="rudder-login",
+                                                initializer=_lower_priority)
             return self._pool
 
     async def login(self, user: str, password: str) -> bool:
-        """What Gradio's ``auth=`` calls: refused at once while :attr:`throttle` makes the
-        name or the client address (:data:`CLIENT_ADDRESS`) wait, else the password checked
-        on the login threads while the event loop serves other requests."""
+        """What Gradio's ``auth=`` calls: while :attr:`throttle` makes the name or the client
+        address (:data:`CLIENT_ADDRESS`) wait, refused after :attr:`refusal_delay` seconds
+        without checking the password; else the password checked on the login threads while
+        the event loop serves other requests."""
         address = CLIENT_ADDRESS.get()
         if self.throttle.attempt(user, address) > 0:
+            await asyncio.sleep(self.refusal_delay)
             return False
         loop = asyncio.get_running_loop()
         right = await loop.run_in_executor(self._workers(), self, user, password)
         if right:
             self.throttle.succeeded(user, address)
         return right
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority by :data:`LOGIN_NICENESS` (Linux: a thread's
+    own nice value; elsewhere nothing)."""
+    try:
+        thread = threading.get_native_id()
+        current = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + LOGIN_NICENESS))
+    except (AttributeError, OSError):
+        pass
 
 
 class ClientAddress:

@@ -2,6 +2,7 @@
 and passwords are verified off the event loop."""
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -43,6 +44,7 @@ def logins_with(clock, tmp_path):
     path = tmp_path / "users.txt"
     path.write_text(f"chitra:{CHITRA}\n", encoding="utf-8")
     logins = Logins(LoginThrottle(clock))
+    logins.refusal_delay = 0.0
     logins.add_plain("asha:a-pass")
     logins.add_file(path)
     return logins
@@ -112,15 +114,23 @@ def test_the_name_is_throttled_across_addresses_and_case(clock, tmp_path, scrypt
     assert len(scrypts) == 5
 
 
-def test_known_and_unknown_names_are_throttled_alike(clock, tmp_path, scrypts):
-    """The same count, the same refusals, no scrypt while refused, one scrypt otherwise:
-    whether a name exists does not show in what a login costs."""
+def test_known_and_unknown_names_are_throttled_alike(clock, tmp_path, scrypts, monkeypatch):
+    """The same count, the same refusals, no scrypt while refused, one scrypt otherwise, the
+    same wait before a refusal: whether a name exists does not show in what a login costs."""
     logins = logins_with(clock, tmp_path)
+    logins.refusal_delay = auth.REFUSAL_DELAY
+    waits = []
+
+    async def sleep(seconds):
+        waits.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
     for i, name in enumerate(("chitra", "nobody")):
         before = len(scrypts)
         outcomes = [login(logins, name, "guess", address=f"10.2.0.{i}") for _ in range(8)]
         assert outcomes == [False] * 8
         assert len(scrypts) - before == 5  # five checked, three refused without hashing
+    assert waits == [auth.REFUSAL_DELAY] * 6
 
 
 def test_counts_are_forgotten_after_an_hour_and_bounded(clock, tmp_path, scrypts, monkeypatch):
@@ -134,6 +144,8 @@ def test_counts_are_forgotten_after_an_hour_and_bounded(clock, tmp_path, scrypts
     for i in range(10):
         login(logins, f"u{i}", "guess", address=f"10.3.0.{i}")
     assert len(logins.throttle._attempts) == 4
+    login(logins, "x" * 10**6, "guess")  # a name is remembered by its first 101 characters
+    assert max(len(name) for _, name in logins.throttle._attempts) == auth.MAX_USER + 1
 
 
 def test_attempts_in_flight_count_before_their_check_ends(clock, tmp_path, monkeypatch):
@@ -182,6 +194,17 @@ def test_passwords_are_verified_off_the_event_loop(tmp_path, monkeypatch):
     results, worst = asyncio.run(main())
     assert results == [False] * 4
     assert worst < 0.4, f"the event loop stalled {worst:.2f} s"  # on it: 0.5 s or more
+
+
+def test_the_login_threads_run_at_a_lower_priority(tmp_path):
+    import os
+
+    logins = logins_with(time.monotonic, tmp_path)
+    pool = logins._workers()
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    theirs = pool.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    assert theirs.result() == min(19, mine + auth.LOGIN_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == mine  # the server's own threads keep theirs
 
 
 def test_gradio_gets_the_coroutine_and_the_address_middleware():
