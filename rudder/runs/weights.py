@@ -13,8 +13,10 @@ the field:
 2. the model these sizes describe is built on PyTorch's ``meta`` device (shapes and dtypes,
    no memory), and its state dict must have exactly the saved tensors' names, dtypes and
    shapes, read for safetensors from the file's header alone. So the real model takes the
-   memory of the tensors on disk and no more; a field that disagrees with the tensors is
-   named (the one field whose change alters every mismatched tensor and no matching one);
+   memory of the tensors on disk and no more. A field that disagrees with the tensors is
+   named with the value they fit: among the fields whose change moves a mismatched tensor,
+   the one that, set to a size found in the saved shapes or a small count, builds exactly
+   the saved tensors (models built on ``meta`` again, on the error path only);
 3. the saved tensors are finite (no NaN or infinity in any floating-point tensor).
 """
 
