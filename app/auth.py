@@ -4,17 +4,37 @@ An auth file holds one user a line, ``USER:scrypt$N$R$P$SALT$HASH`` (salt and ha
 written by ``python -m app hash-password USER``; blank lines and lines starting with ``#``
 are skipped. The hash is scrypt (RFC 7914, :func:`hashlib.scrypt`) of the UTF-8 password with
 a random 16-byte salt, so the file never holds a password. :class:`Logins` checks a login in
-constant time (:func:`hmac.compare_digest`) and is what Gradio's ``auth=`` calls.
+constant time (:func:`hmac.compare_digest`).
+
+Gradio's ``auth=`` gets :meth:`Logins.login`, a coroutine: it asks :class:`LoginThrottle`
+whether the user name and the client address (:data:`CLIENT_ADDRESS`, set for each request
+by :class:`ClientAddress`) may try now, and verifies the password on a small thread pool
+(:data:`LOGIN_WORKERS` threads at a lower CPU priority), never on the event loop, so a flood
+of logins does not hold up other users' searches. The throttling policy is
+:class:`LoginThrottle`'s docstring; a throttled attempt is answered after
+:data:`REFUSAL_DELAY` seconds (an ``asyncio`` wait, no thread), which slows a flooding
+client down without costing the server anything.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import logging
 import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from rudder.errors import RunError
+
+log = logging.getLogger(__name__)
 
 SCHEME = "scrypt"
 N, R, P = 2**14, 8, 1  # scrypt's interactive-login cost (RFC 7914 section 2; ~16 MiB, ~50 ms)
@@ -22,6 +42,16 @@ SALT_BYTES, HASH_BYTES = 16, 32
 MAX_USER = 100
 MAXMEM = 256 * 1024 * 1024  # the most memory one check may take (hashlib.scrypt's maxmem)
 MAX_R, MAX_P = 64, 16  # sane bounds on scrypt's block size and parallelism
+FREE_FAILURES = 5  # failed logins per user name and per client address before any delay
+FIRST_DELAY = 1.0  # seconds to wait after the FREE_FAILURES-th failure; doubled after each
+MAX_DELAY = 60.0  # the longest wait
+FORGET_AFTER = 3600.0  # seconds without an attempt after which a name or address starts afresh
+MAX_TRACKED = 100_000  # names and addresses remembered (the least recently tried dropped)
+LOGIN_WORKERS = 2  # threads verifying passwords (each scrypt takes ~16 MiB and ~50 ms)
+LOGIN_NICENESS = 10  # how much lower the login threads' CPU priority is than the server's
+REFUSAL_DELAY = 1.0  # seconds before a throttled attempt is answered (the connection waits)
+# the client address of the request being served (set by ClientAddress)
+CLIENT_ADDRESS: ContextVar[str | None] = ContextVar("rudder_client_address", default=None)
 # What an unknown user name is checked against, so it costs one default scrypt like a known
 # one and the time of a failed login does not tell whether the name exists.
 DUMMY_HASH = f"{SCHEME}${N}${R}${P}${'00' * SALT_BYTES}${'00' * HASH_BYTES}"
@@ -94,12 +124,101 @@ def _parse_hash(text: str, where: str) -> str:
     return text
 
 
-class Logins:
-    """User name -> how to check its password; called by Gradio as ``auth(user, password)``."""
+@dataclass
+class _Attempts:
+    failures: int = 0  # attempts counted as failed (one in progress counts until it succeeds)
+    last: float = 0.0  # clock time of the latest counted attempt
+    said: bool = False  # the refusal of the current wait was logged
 
-    def __init__(self):
+
+class LoginThrottle:
+    """Failed logins per user name (compared ignoring case) and per client address.
+
+    Every attempt counts as a failure of both its name and its address until it succeeds
+    (so attempts in flight count too); a success clears the name's count and takes that
+    attempt back from the address's. After :data:`FREE_FAILURES` failures of a name or an
+    address, its next attempt must wait :data:`FIRST_DELAY` seconds after the latest, doubled
+    with each further failure up to :data:`MAX_DELAY` (1, 2, 4, ..., 32, 60, 60 s): about 60
+    guesses an hour per name and per address. An attempt made sooner is refused without
+    checking the password (the right one too) and is not counted, so waiting out the delay
+    always works; names are counted whether they exist or not, so a refusal comes alike for
+    a name that exists and one that does not. A name is counted by its first
+    :data:`MAX_USER` + 1 characters (no longer name exists). A name or address with no
+    attempt for :data:`FORGET_AFTER` seconds starts afresh; at most :data:`MAX_TRACKED` are
+    remembered. ``clock`` is :func:`time.monotonic` (a test passes its own).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self._attempts: OrderedDict[tuple[str, str], _Attempts] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def delay(failures: int) -> float:
+        """Seconds an attempt must wait after the latest one, after ``failures`` failures."""
+        if failures < FREE_FAILURES:
+            return 0.0
+        return min(FIRST_DELAY * 2.0 ** min(failures - FREE_FAILURES, 64), MAX_DELAY)
+
+    def _record(self, key: tuple[str, str], now: float) -> _Attempts:
+        record = self._attempts.get(key)
+        if record is None or now - record.last > FORGET_AFTER:
+            record = _Attempts()
+        self._attempts[key] = record
+        self._attempts.move_to_end(key)
+        while len(self._attempts) > MAX_TRACKED:
+            self._attempts.popitem(last=False)
+        return record
+
+    @staticmethod
+    def _keys(user: str, address: str | None) -> list[tuple[str, str]]:
+        return [("user", str(user)[: MAX_USER + 1].casefold()),
+                ("address", address or "unknown")]
+
+    def attempt(self, user: str, address: str | None) -> float:
+        """0.0 when ``user`` from ``address`` may try now (the attempt is then counted as a
+        failure until :meth:`succeeded`), else the seconds left to wait."""
+        now = self.clock()
+        with self._lock:
+            records = [self._record(key, now) for key in self._keys(user, address)]
+            wait = max(record.last + self.delay(record.failures) - now for record in records)
+            if wait > 0:
+                if not all(record.said for record in records):
+                    log.warning("login of %r from %s refused for %.0f s more: %d failures of "
+                                "the name, %d from the address", str(user)[:MAX_USER],
+                                address or "unknown",
+                                wait, records[0].failures, records[1].failures)
+                    for record in records:
+                        record.said = True
+                return wait
+            for record in records:
+                record.failures += 1
+                record.last = now
+                record.said = False
+            return 0.0
+
+    def succeeded(self, user: str, address: str | None) -> None:
+        """The attempt counted by :meth:`attempt` was right: clear the name's failures and
+        take the attempt back from the address's."""
+        name, place = self._keys(user, address)
+        with self._lock:
+            self._attempts.pop(name, None)
+            record = self._attempts.get(place)
+            if record is not None and record.failures:
+                record.failures -= 1
+
+
+class Logins:
+    """User name -> how to check its password. ``logins(user, password)`` checks one
+    password; Gradio's ``auth=`` gets :meth:`login`, throttled and off the event loop."""
+
+    def __init__(self, throttle: LoginThrottle | None = None):
         self._plain: dict[str, str] = {}
         self._hashed: dict[str, str] = {}
+        self.throttle = throttle or LoginThrottle()
+        self.refusal_delay = REFUSAL_DELAY
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._plain) + len(self._hashed)
@@ -156,6 +275,68 @@ class Logins:
         verify_password(password, DUMMY_HASH)
         plain = self._plain.get(user)
         return plain is not None and hmac.compare_digest(plain.encode(), password.encode())
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(LOGIN_WORKERS, thread_name_prefix="rudder-login",
+                                                initializer=_lower_priority)
+            return self._pool
+
+    async def login(self, user: str, password: str) -> bool:
+        """What Gradio's ``auth=`` calls: while :attr:`throttle` makes the name or the client
+        address (:data:`CLIENT_ADDRESS`) wait, refused after :attr:`refusal_delay` seconds
+        without checking the password; else the password checked on the login threads while
+        the event loop serves other requests."""
+        address = CLIENT_ADDRESS.get()
+        if self.throttle.attempt(user, address) > 0:
+            await asyncio.sleep(self.refusal_delay)
+            return False
+        loop = asyncio.get_running_loop()
+        right = await loop.run_in_executor(self._workers(), self, user, password)
+        if right:
+            self.throttle.succeeded(user, address)
+        return right
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority by :data:`LOGIN_NICENESS` (Linux: a thread's
+    own nice value; elsewhere nothing)."""
+    try:
+        thread = threading.get_native_id()
+        current = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + LOGIN_NICENESS))
+    except (AttributeError, OSError):
+        pass
+
+
+class ClientAddress:
+    """ASGI middleware that sets :data:`CLIENT_ADDRESS` to each HTTP request's client host
+    (behind a proxy on this machine, the address it forwards: uvicorn's proxy headers)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        token = CLIENT_ADDRESS.set(str(client[0]) if client else None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CLIENT_ADDRESS.reset(token)
+
+
+def gradio_auth(auth):
+    """``(auth=, app_kwargs=)`` for ``gr.Blocks.launch``: :class:`Logins` as its throttled
+    coroutine with the middleware that tells it the client address; anything else as is."""
+    if not isinstance(auth, Logins):
+        return auth, {}
+    from starlette.middleware import Middleware
+
+    return auth.login, {"middleware": [Middleware(ClientAddress)]}
 
 
 def logins_from(auth_values, auth_files) -> Logins | None:

@@ -254,16 +254,19 @@ def launch_app(
     quiet: bool = False,
 ):
     """Serve ``demo``; only its media folder (if any) is exposed as files. ``auth`` is what
-    ``gr.Blocks.launch`` takes: a (user, password) pair or ``auth(user, password) -> bool``
-    (:class:`app.auth.Logins`)."""
-    gr = require("gradio", "app")
+    ``gr.Blocks.launch`` takes: a (user, password) pair, ``auth(user, password) -> bool``, or
+    :class:`app.auth.Logins` (served throttled and off the event loop: ``Logins.login``)."""
+    from .auth import gradio_auth
 
+    gr = require("gradio", "app")
+    auth, app_kwargs = gradio_auth(auth)
     served = [str(Path(d)) for d in getattr(demo, "rudder_served_dirs", []) if d]
     theme = gr.themes.Default(font=[gr.themes.LocalFont("IBM Plex Sans"), *FONTS])
     return demo.launch(
         server_name=host,
         server_port=port,
         auth=auth,
+        app_kwargs=app_kwargs,
         allowed_paths=served,
         theme=theme,
         css=CSS,

@@ -26,6 +26,7 @@ SMALL = {
     "bench_extract.py": ["--videos", "2", "--seconds", "2", "--rounds", "1"],
     "bench_feature_loading.py": ["--videos", "50", "--repeat", "1"],
     "bench_index.py": ["--videos", "3000", "--queries", "2", "--batch", "4", "--rounds", "1"],
+    "bench_login_flood.py": ["--runs", "{tmp}/runs", "--searches", "2", "--rounds", "1"],
     "bench_losses.py": ["--batch", "16", "--repeats", "1", "--threads", "1"],
     "bench_metrics.py": ["--repeat", "1"],
     "bench_scale.py": ["--videos", "150"],

@@ -70,7 +70,8 @@ FREE_TEXT = {
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
     "rudder.hub.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
                                 "(tests/hub/test_model_hub_publish.py)",
-    "rudder.hub.publish --revision": "a branch name, handed to the Hub, which refuses a bad one",
+    "rudder.hub.publish --revision": "a branch name, checked by rudder.hub.models.is_revision "
+                                 "(tests/hub/test_model_hub.py), then by the Hub",
     "rudder.hub.publish --license": "a licence id written into the card "
                                 "(tests/hub/test_model_hub_publish.py)",
     "rudder.evaluation.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
@@ -82,8 +83,9 @@ FREE_TEXT = {
                                               "(tests/datasets_scripts/test_videos_experts.py)",
     "datasets_scripts build videos --shard": "K/N, checked by datasets_scripts.videos._shard "
                                              "(tests/datasets_scripts/test_videos_build.py)",
-    "rudder.evaluation.evaluate --query-langs": "language codes, checked by rudder.languages."
-                                     "check_languages (tests/evaluation/test_query_langs.py)",
+    "rudder.evaluation.evaluate --query-langs": "language codes, checked by rudder.evaluation."
+                                     "query_langs.check_query_langs and against the split "
+                                     "before any work (tests/evaluation/test_query_langs.py)",
     "rudder.evaluation.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
                         "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",

@@ -25,6 +25,7 @@ from rudder.evaluation.inference import similarity_matrix, split_metrics
 from rudder.evaluation.query_langs import (
     check_pivots,
     check_query_langs,
+    check_split_has,
     training_langs,
     transfer_table,
 )
@@ -134,6 +135,10 @@ def main(argv: list[str] | None = None) -> dict:
         build_parser().error(f"argument --hybrid-q: {args.hybrid_q} is more than the "
                              f"{len(args.fuse)} --fuse runs; use 1 <= Q' <= {len(args.fuse)}")
     with exit_on_error():
+        if args.query_langs is not None:  # before any work
+            args.query_langs = check_query_langs(args.query_langs)
+            for path in args.fuse[:1] or args.runs:
+                check_split_has(path, args.query_langs, args.split, args.dataset)
         device = str(pick_device(args.device))
         if args.fuse:
             how = args.fusion or "sum"

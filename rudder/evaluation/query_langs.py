@@ -8,8 +8,38 @@ from rudder.languages import SUPPORTED, check_languages
 
 
 def check_query_langs(langs) -> list[str]:
-    """The ``--query-langs`` codes, validated (supported ISO 639-1 codes), duplicates dropped."""
+    """The ``--query-langs`` codes, validated (supported ISO 639-1 codes, written as
+    :data:`rudder.languages.SUPPORTED` writes them: lower case), duplicates dropped. A code
+    in another case or a comma-separated list is refused with the spelling to use."""
+    for code in langs:
+        if not code.strip():
+            raise RunError("--query-langs: an empty language code; give supported codes "
+                           f"separated by spaces ({' '.join(SUPPORTED)})")
+        parts = [part.strip() for part in code.split(",") if part.strip()]
+        if len(parts) > 1 and all(part.lower() in SUPPORTED for part in parts):
+            raise RunError(f"--query-langs {code!r}: separate languages with spaces: "
+                           f"--query-langs {' '.join(part.lower() for part in parts)}")
+        if code not in SUPPORTED and code.strip().lower() in SUPPORTED:
+            raise RunError(f"--query-langs {code!r}: language codes are lower case: "
+                           f"--query-langs {code.strip().lower()}")
     return list(dict.fromkeys(check_languages(list(langs), where="--query-langs")))
+
+
+def check_split_has(path, langs: list[str], split: str, dataset: str | None = None) -> None:
+    """Refuse ``--query-langs`` languages that the ``split`` of the dataset the run at
+    ``path`` is evaluated on (``dataset``, default the run's own) has no caption in; reads
+    only the split's caption languages, before any model is loaded."""
+    from rudder.runs.folders import resolve_dataset
+
+    spec = dataset or run_data_config(path).get("dataset")
+    folder = resolve_dataset(str(spec))
+    found = set(folder.captions(split, columns=["lang"]).column("lang").to_pylist())
+    missing = [lang for lang in langs if lang not in found]
+    if missing:
+        have = ", ".join(lang for lang in SUPPORTED if lang in found) or "none"
+        raise RunError(f"--query-langs: the {split} split of {folder.root} has no caption in "
+                       f"{missing} (it has: {have}); drop them or pass --dataset with a "
+                       "dataset that has them")
 
 
 def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> int:
@@ -30,8 +60,6 @@ def training_langs(path) -> list[str]:
     """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
     published model (folder or ``hf://`` id: its ``text_side.json``)."""
     from rudder.hub import models as model_hub
-    from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
-    from rudder.training.checkpoints import load_checkpoint
 
     if model_hub.is_model_reference(path):
         folder = model_hub.resolve(path).path
@@ -39,13 +67,30 @@ def training_langs(path) -> list[str]:
         if not langs:
             raise RunError(f"{folder / model_hub.TEXT_SIDE}: no 'caption_langs'")
         return list(langs)
-    checkpoint = find_checkpoint(path)
-    run_dir = run_of_checkpoint(checkpoint)
-    if config_file(run_dir).is_file():
-        config = read_config(run_dir)
+    return list(run_data_config(path)["caption_langs"])
+
+
+def run_data_config(path) -> dict:
+    """The ``data`` section of the config of the run, checkpoint or published model at
+    ``path`` (read from its config file; a checkpoint without a run folder: its own)."""
+    from rudder.config import load_yaml
+    from rudder.hub import models as model_hub
+    from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
+    from rudder.training.checkpoints import load_checkpoint
+
+    if model_hub.is_model_reference(path):
+        config = load_yaml(model_hub.resolve(path).path / model_hub.CONFIG)
     else:
-        config = load_checkpoint(checkpoint, map_location="cpu")["config"]
-    return list(config["data"]["caption_langs"])
+        checkpoint = find_checkpoint(path)
+        run_dir = run_of_checkpoint(checkpoint)
+        if config_file(run_dir).is_file():
+            config = read_config(run_dir)
+        else:
+            config = load_checkpoint(checkpoint, map_location="cpu")["config"]
+    data = config.get("data") if isinstance(config, dict) else None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: its config has no 'data' section")
+    return data
 
 
 def transfer_table(summaries: dict, metric: str = "R10") -> str:

@@ -14,7 +14,8 @@ on the Hub, in huggingface_hub's cache, or in any local folder)::
     env.json           code version, packages and machine of the training run
     README.md          the model card (YAML front matter, ``library_name: rudder``)
 
-Loading reads only safetensors, YAML (safe loader) and JSON: nothing is unpickled.
+Loading reads only safetensors, YAML (safe loader) and JSON: nothing is unpickled; sizes,
+dtypes and values are checked before the model is allocated (:mod:`rudder.runs.weights`).
 ``hf://`` ids are downloaded with ``huggingface_hub.snapshot_download`` into the HF cache
 (``HF_HOME`` / ``HF_HUB_CACHE``); with ``HF_HUB_OFFLINE=1`` only the cache is read. The
 pinned id ``hf://USER/NAME@<commit sha>`` is what results record.
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rudder.config import ConfigError, from_dict, load_yaml
-from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.data.layout import DatasetFolder
 from rudder.errors import RudderError, RunError
 from rudder.hub.offline import hub_offline
 from rudder.runs.layout import (
@@ -56,7 +57,9 @@ WEIGHTS, MANIFEST, TEXT_SIDE, CARD = "model.safetensors", "model.json", "text_si
 CONFIG, METRICS, ENV = config_file(".").name, metrics_file(".").name, env_file(".").name
 MODEL_FILES = (WEIGHTS, CONFIG, MANIFEST, TEXT_SIDE, METRICS, ENV, CARD)
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
-REVISION = re.compile(r"^[\w.-]+(/[\w.-]+)*$")  # a branch, tag, refs/pr/N or commit sha
+# one component of a revision (a branch, tag, refs/pr/N or commit sha): git's ref rules, ASCII
+REVISION_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
 CONNECT_TIMEOUT = 5  # seconds: an unreachable Hub fails fast
 
 
@@ -77,10 +80,21 @@ def is_hub_id(spec) -> bool:
 def parse_hub_id(spec: str) -> tuple[str, str | None]:
     """``hf://USER/NAME[@REV]`` -> ``(USER/NAME, REV or None)``; a RunError names a bad id."""
     repo_id, _, revision = spec[len(PREFIX):].partition("@")
-    if not REPO_ID.match(repo_id) or (_ and not REVISION.match(revision)):
+    if not REPO_ID.match(repo_id) or (_ and not is_revision(revision)):
         raise RunError(f"{spec!r} is not a Hub model id: use hf://USER/NAME or "
-                       "hf://USER/NAME@REVISION (a branch, tag or commit sha)")
+                       "hf://USER/NAME@REVISION (a branch, tag, refs/pr/N or commit sha; "
+                       "components of letters, digits, '_', '-' and '.', joined by '/', none "
+                       "empty, '.' or '..')")
     return repo_id, revision or None
+
+
+def is_revision(revision: str) -> bool:
+    """Whether ``revision`` is a well-formed branch, tag, ``refs/pr/N`` or commit sha: '/'-joined
+    components (none empty, none starting with '.', so neither '.' nor '..'), no '..', no
+    '.lock' ending (git check-ref-format), ASCII letters, digits, '_', '-', '.'."""
+    parts = revision.split("/")
+    return all(REVISION_PART.match(part) and not part.endswith(".lock") for part in parts) \
+        and ".." not in revision
 
 
 def is_published_folder(path) -> bool:
@@ -113,6 +127,7 @@ def resolve(spec) -> ResolvedModel:
     if key not in _resolved:
         repo_id, revision = parse_hub_id(spec)
         folder = _snapshot(spec, repo_id, revision, offline=key[1])
+        folder = _inside_cache(spec, folder, repo_id, revision, constants.HF_HUB_CACHE)
         if not is_published_folder(folder):
             raise RunError(f"{spec} is not a rudder model: its repository has no {MANIFEST} "
                            f"and {WEIGHTS} (publish one with `python -m rudder.publish`)")
@@ -179,6 +194,30 @@ def _snapshot(spec: str, repo_id: str, revision: str | None, offline: bool) -> P
                        f"{_first_line(error)})") from None
 
 
+def _inside_cache(spec: str, folder: Path, repo_id: str, revision: str | None, cache) -> Path:
+    """``folder`` with links and refs resolved, checked to be ``snapshots/<40-hex commit>`` of
+    ``repo_id``'s folder in the HF cache (the given commit, for a sha revision), every model
+    file in it resolving inside that repository's folder; a RunError otherwise."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    repository = Path(os.path.realpath(cache)) / repo_folder_name(repo_id=repo_id,
+                                                                  repo_type="model")
+    real = Path(os.path.realpath(folder))
+    commit = real.name
+    if real.parent != repository / "snapshots" or not COMMIT.match(commit) or (
+            revision is not None and COMMIT.match(revision) and revision != commit):
+        raise RunError(f"{spec}: the Hugging Face cache resolved it to {real}, which is not "
+                       f"{repository}/snapshots/<40-hex commit>; the cache is damaged or was "
+                       "tampered with: remove that repository's folder and download it again")
+    for name in MODEL_FILES:
+        target = Path(os.path.realpath(real / name))
+        if (real / name).exists() and repository not in target.parents:
+            raise RunError(f"{spec}: {real / name} resolves to {target}, outside the "
+                           f"repository's cache folder {repository}; remove that folder and "
+                           "download the model again")
+    return real
+
+
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[-1][:200]
 
@@ -195,19 +234,16 @@ def read_json_file(path: Path) -> dict:
 
 
 def read_manifest(folder: Path) -> dict:
-    """``model.json``, checked: this format version, experts with a dim each."""
+    """``model.json``, checked: this format version, experts with a dim each (within the
+    limits of :mod:`rudder.runs.weights`)."""
+    from rudder.runs.weights import parse_experts
+
     manifest = read_json_file(folder / MANIFEST)
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise RunError(f"{folder / MANIFEST}: format_version {version!r} is not supported (this "
                        f"rudder reads {FORMAT_VERSION}); upgrade rudder")
-    experts = manifest.get("experts")
-    try:
-        manifest["experts"] = {name: ExpertInfo(**info)  # not a dict: AttributeError below
-                               for name, info in experts.items()}  # type: ignore[union-attr]
-    except (AttributeError, TypeError):
-        raise RunError(f"{folder / MANIFEST}: 'experts' must map names to "
-                       "{dim, variable_length}") from None
+    manifest["experts"] = parse_experts(manifest.get("experts"), str(folder / MANIFEST))
     return manifest
 
 
@@ -368,12 +404,10 @@ class PublishedModel:
 
 def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
     """Build the model from ``config.yaml``, ``model.json`` and ``text_side.json`` and load
-    ``model.safetensors`` into it (strictly: every tensor present, of the right shape)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from rudder import models
-    from rudder.text.subwords import vocabulary_from_dict
+    ``model.safetensors`` into it, through :func:`rudder.runs.weights.build_checked`: sizes
+    within limits and equal to the tensors' (read from the safetensors header) before
+    anything is allocated, dtypes as the model's, values finite."""
+    from rudder.runs.weights import SavedFiles, build_checked, parse_vocabulary
 
     folder = Path(folder)
     manifest = read_manifest(folder)
@@ -382,19 +416,10 @@ def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
         config = from_dict(load_yaml(folder / CONFIG))
     except ConfigError as error:
         raise RunError(f"{folder / CONFIG}: not a valid config ({error})") from None
-    try:
-        vocab = vocabulary_from_dict(text_side["vocabulary"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise RunError(f"{folder / TEXT_SIDE}: no valid 'vocabulary' ({error})") from None
-    model = models.build(config.model, manifest["experts"], vocab.table_size)
-    try:
-        tensors = load_file(folder / WEIGHTS, device=str(device))
-    except (SafetensorError, OSError) as error:
-        raise RunError(f"{folder / WEIGHTS}: cannot be read ({error})") from None
-    try:
-        model.load_state_dict(tensors)
-    except RuntimeError as error:
-        raise RunError(f"{folder / WEIGHTS} does not fit the model its config builds: "
-                       f"{' '.join(str(error).split())[:400]}") from None
-    model.to(device).eval()
+    if "vocabulary" not in text_side:
+        raise RunError(f"{folder / TEXT_SIDE}: no 'vocabulary'")
+    vocab = parse_vocabulary(text_side["vocabulary"], str(folder / TEXT_SIDE))
+    files = SavedFiles(config=str(folder / CONFIG), experts=str(folder / MANIFEST),
+                       vocabulary=str(folder / TEXT_SIDE), weights=str(folder / WEIGHTS))
+    model = build_checked(config, manifest["experts"], vocab, folder / WEIGHTS, files, device)
     return PublishedModel(model, config, vocab, manifest, text_side)

@@ -115,9 +115,10 @@ def publish(run, repo_id: str, *, private=False, dry_run=False, revision=None, l
     if not hub.REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: use USER/NAME (letters, digits, '-', '_', "
                            "'.')")
-    if revision is not None and not hub.REVISION.match(revision):
+    if revision is not None and not hub.is_revision(revision):
         raise PublishError(f"--revision {revision!r}: use a branch name (letters, digits, "
-                           "'-', '_', '.', '/')")
+                           "'-', '_', '.', joined by '/'; no component empty or starting "
+                           "with '.')")
     if stage_dir is not None and stage_dir.exists() and (
             not stage_dir.is_dir() or any(stage_dir.iterdir())):
         raise PublishError(f"--stage {stage_dir} exists and is not an empty folder")

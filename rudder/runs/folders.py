@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
-from rudder.data.layout import DatasetFolder, ExpertInfo
+from rudder.data.layout import DatasetFolder
 from rudder.errors import RunError
 from rudder.optional import check_installed, config_needs
 from rudder.runs.layout import (
@@ -251,26 +251,28 @@ def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> N
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
     (:mod:`rudder.hub.models`) for inference (the model is in eval mode)."""
-    from rudder import models
     from rudder.hub import models as model_hub
 
     if model_hub.is_model_reference(path):
         return load_published(path, device, dataset)
-    from rudder.text.subwords import vocabulary_from_dict
+    from rudder.runs.weights import SavedFiles, build_checked, parse_experts, parse_vocabulary
     from rudder.training.checkpoints import load_checkpoint
 
     checkpoint = find_checkpoint(path)
     state = load_checkpoint(checkpoint, map_location=device)
+    missing = [key for key in ("config", "experts", "vocab", "model") if key not in state]
+    if missing:
+        raise RunError(f"{checkpoint}: not a rudder checkpoint (it lacks {missing})")
     try:
         config = from_dict(state["config"])
     except ConfigError as error:
         raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
     check_installed(config_needs(config))  # e.g. its text encoder's extra, before any work
-    experts = {name: ExpertInfo(**info) for name, info in state["experts"].items()}
-    vocab = vocabulary_from_dict(state["vocab"])
-    model = models.build(config.model, experts, vocab.table_size)
-    model.load_state_dict(state["model"])
-    model.to(device).eval()
+    experts = parse_experts(state["experts"], f"{checkpoint} (experts)")
+    vocab = parse_vocabulary(state["vocab"], f"{checkpoint} (vocab)")
+    files = SavedFiles(config=f"{checkpoint} (config)", experts=f"{checkpoint} (experts)",
+                       vocabulary=f"{checkpoint} (vocab)", weights=f"{checkpoint} (model)")
+    model = build_checked(config, experts, vocab, state["model"], files, device)
     folder = resolve_dataset(dataset or config.data.dataset)
     check_dataset_experts(checkpoint, experts, folder)
     return LoadedRun(

@@ -369,6 +369,57 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         demo.close()
 
 
+def test_logins_are_throttled_per_address_and_hashed_off_the_event_loop(
+        app_dataset, model_and_vocab, tmp_path, translator, port, monkeypatch):
+    """Through Gradio's /login: four clients flooding it with guesses whose scrypt takes
+    1 s do not hold up another request (half of them answered within 0.5 s), and after five
+    failures from this address the right password is refused until the delay has passed
+    (a fake clock)."""
+    from app import auth
+
+    model, vocab = model_and_vocab
+    demo = build_app(model, vocab, app_dataset, db_path=tmp_path / "t.sqlite",
+                     runs_dir=tmp_path / "runs", cache_dir=tmp_path / "index",
+                     translator=translator)
+    logins = parse_auth(["asha:secret"])
+    now = [1000.0]
+    logins.throttle.clock = lambda: now[0]
+    real = auth._scrypt
+
+    def slow(password, salt, n, r, p):
+        time.sleep(1.0)
+        return real(password, salt, 16, 1, 1)
+
+    monkeypatch.setattr(auth, "_scrypt", slow)
+    launch_app(demo, port=port(), auth=logins, prevent_thread_lock=True, quiet=True)
+    url = demo.local_url
+
+    def post(user, password):
+        return httpx.post(url + "login", data={"username": user, "password": password},
+                          timeout=30).status_code
+
+    try:
+        flood = [threading.Thread(target=post, args=(f"mallory{i}", "guess")) for i in range(4)]
+        for thread in flood:
+            thread.start()
+        latencies = []
+        while any(thread.is_alive() for thread in flood):
+            start = time.perf_counter()
+            assert httpx.get(url + "config", timeout=30).status_code == 401
+            latencies.append(time.perf_counter() - start)
+        for thread in flood:
+            thread.join()
+        latencies.sort()
+        assert len(latencies) >= 2 and latencies[len(latencies) // 2] < 0.5, latencies
+        assert post("nobody", "guess") == 400  # the fifth failure from 127.0.0.1
+        assert post("asha", "secret") == 400  # refused: the address must wait 1 s
+        assert ("address", "127.0.0.1") in logins.throttle._attempts
+        now[0] += 1.0
+        assert post("asha", "secret") == 200
+    finally:
+        demo.close()
+
+
 def test_error_toasts_show_user_input_as_text(client):
     """Toasts render HTML: an image or link typed by a user must come back escaped."""
     typed = "<img src=https://example.invalid/x.png><a href=https://example.invalid>x</a>"

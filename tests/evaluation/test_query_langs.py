@@ -48,16 +48,28 @@ def test_pivots_need_a_sentence_encoder(marathi_run, tmp_path, capsys):
 
 @pytest.mark.parametrize(("langs", "message"), [
     (["mr", "xx"], "unsupported language 'xx' in --query-langs"),
-    (["mr", "ta"], "--query-langs: the test split has no caption in ['ta']"),
-    (["ta"], "split 'test' has no caption in languages ['ta']"),
+    (["../../etc"], "unsupported language '../../etc' in --query-langs"),
+    (["EN"], "--query-langs 'EN': language codes are lower case: --query-langs en"),
+    (["mr,en"], "--query-langs 'mr,en': separate languages with spaces: --query-langs mr en"),
+    ([""], "--query-langs: an empty language code"),
+    (["mr", "ta"], "--query-langs: the test split of "),
+    (["ta"], "has no caption in ['ta'] (it has: mr, en)"),
 ])
-def test_bad_query_languages_are_one_error(marathi_run, tmp_path, capsys, langs, message):
+def test_bad_query_languages_are_one_error_before_any_work(marathi_run, tmp_path, capsys,
+                                                           monkeypatch, langs, message):
+    def no_work(*args, **kwargs):
+        raise AssertionError("evaluated before --query-langs was checked")
+
+    monkeypatch.setattr(evaluate, "evaluate_runs", no_work)
+    monkeypatch.setattr(evaluate, "load_run", no_work)
     with pytest.raises(SystemExit) as stop:
         evaluate.main([str(marathi_run[0]), "--query-langs", *langs, "--output",
                        str(tmp_path / "e")])
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "e").exists()  # no predictions.npz, nothing written
 
 
 def test_the_table_puts_runs_side_by_side():

