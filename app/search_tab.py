@@ -10,8 +10,10 @@ so a search can be shared; opening such a URL runs it.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import pandas as pd
@@ -30,6 +32,8 @@ THUMBNAIL_COLUMN = "thumbnail"
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
+THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
+PENDING_THUMBNAIL = re.compile(r"^!\[preparing the thumbnail of (.*) · ([0-9a-f]{20})\]")
 DEFAULT_K, MAX_K = 10, 50
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
@@ -321,13 +325,49 @@ class SearchTab:
         return AUTO if query_language(example.query).lang == example.lang else example.lang
 
     def thumbnail_markdown(self, video_id, start, end) -> str:
-        """Markdown of the segment's thumbnail ('' without a decodable video file)."""
+        """Markdown of the segment's thumbnail ('' without a decodable video file); a
+        placeholder while the thumbnail pool makes it (:meth:`fill_thumbnails` swaps it)."""
         path = self.collection.media_path(video_id)
-        thumb = self.thumbnails.path(path, start, end) if path is not None else None
+        thumb = self.thumbnails.request(path, start, end) if path is not None else None
+        if isinstance(thumb, str):
+            src = "gradio_api/file=" + quote(str(self.thumbnails.placeholder()), safe="/")
+            return f"![preparing the thumbnail of {markdown_text(video_id)} · {thumb}]({src})"
         if thumb is None:
             return ""
         src = "gradio_api/file=" + quote(str(thumb), safe="/")
         return f"![segment of {markdown_text(video_id)}]({src})"
+
+    async def fill_thumbnails(self, table):
+        """The results table with its placeholders swapped for the thumbnails made since,
+        after waiting for them up to :data:`THUMBNAIL_WAIT` seconds (without holding a
+        thread); a placeholder still stays for a thumbnail not made by then."""
+        import gradio as gr
+
+        if self.thumbnails is None or table is None or THUMBNAIL_COLUMN not in table:
+            return gr.skip()
+        cells = list(table[THUMBNAIL_COLUMN])
+        pending = {i: PENDING_THUMBNAIL.match(str(c)) for i, c in enumerate(cells)}
+        pending = {i: m for i, m in pending.items() if m}
+        if not pending:
+            return gr.skip()
+        await self.thumbnails.wait([m.group(2) for m in pending.values()], THUMBNAIL_WAIT)
+        for i, match in pending.items():
+            state = self.thumbnails.state(match.group(2))
+            if isinstance(state, Path):
+                src = "gradio_api/file=" + quote(str(state), safe="/")
+                cells[i] = f"![segment of {match.group(1)}]({src})"
+            elif state is None:
+                cells[i] = ""
+        table = table.copy()
+        table[THUMBNAIL_COLUMN] = cells
+        return table
+
+    def _then_fill(self, event, table):
+        """``event`` followed by :meth:`fill_thumbnails` when the results have thumbnails."""
+        if self.thumbnails is None:
+            return event
+        return event.then(self.fill_thumbnails, table, table, api_visibility="private",
+                          concurrency_id="thumbnails", concurrency_limit=16)
 
     def play_row(self, row) -> tuple:
         """-> (result choice update, player html) for a clicked results row (its values)."""
@@ -480,11 +520,12 @@ class SearchTab:
 
         inputs = [query, lang, display, k, translate, target]
         outputs = [status, table, pick, player]
-        button.click(self.search, inputs, outputs, api_name="search", js=URL_JS)
-        query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS)
-        display.change(
-            self.search, inputs, outputs, api_name="change_display_language", js=URL_JS
-        )
+        self._then_fill(button.click(self.search, inputs, outputs, api_name="search",
+                                     js=URL_JS), table)
+        self._then_fill(query.submit(self.search, inputs, outputs, api_name="search_submit",
+                                     js=URL_JS), table)
+        self._then_fill(display.change(self.search, inputs, outputs,
+                                       api_name="change_display_language", js=URL_JS), table)
         pick.input(self.player, pick, player, api_name="play")
 
         def play_selected(evt):
@@ -495,19 +536,20 @@ class SearchTab:
             None, None, None, js=SHOW_PLAYER_JS, api_visibility="private"
         )
         for example, example_button in zip(self.examples, example_buttons, strict=False):
-            example_button.click(
+            self._then_fill(example_button.click(
                 lambda e=example: (e.query, self.example_language(e), e.display),
                 None,
                 [query, lang, display],
                 api_visibility="private",
                 queue=False,
-            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private")
+            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private"), table)
 
         def open_url(request):
             return self.from_url(request)
 
         open_url.__annotations__ = {"request": gr.Request}
         self.load_event = (open_url, [query, lang, display, k, *outputs])
+        self.after_load = lambda event: self._then_fill(event, table)
 
 
 def video_html(collection, video_id, chosen=None, height: int = 220) -> str:

@@ -194,7 +194,7 @@ def build_app(
         timer.tick(tick, None, [header, training, bar, timer], api_visibility="private",
                    queue=False)
         open_url, outputs = search.load_event
-        demo.load(open_url, None, outputs, api_name="open_url")
+        search.after_load(demo.load(open_url, None, outputs, api_name="open_url"))
     demo.queue(default_concurrency_limit=4)
     demo.rudder_media_dir = collection.media_dir
     demo.rudder_served_dirs = [d for d in (

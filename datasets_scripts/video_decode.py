@@ -16,10 +16,8 @@ Audio is decoded and resampled with :class:`av.AudioResampler` to mono float32 a
 rate an audio expert needs.
 
 Frames of more than ``max_pixels`` pixels (default :data:`MAX_PIXELS`, 4K UHD) are refused
-from the stream's header, before any frame is decoded: FFmpeg's own ``max_pixels`` guard
-is set while the file is opened (its stream probe would otherwise decode a first frame)
-and on the decoder (a stream whose frames grow later fails there). A few kilobytes of
-H.264 can declare 16000x16000 frames, 384 MB each once decoded.
+from the stream's header, before any frame is decoded (:func:`rudder.media.open_video`:
+FFmpeg's own ``max_pixels`` guard on the stream probe and the decoder).
 
 The duration is the end of the last packet minus the container's start time. A container
 states its duration either from its start (MP4, MPEG-TS) or from time 0 (Matroska written
@@ -36,10 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rudder.media import MAX_PIXELS, FrameSizeError, open_video
+from rudder.media import origin as _origin
+
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ogv", ".flv",
                   ".ts", ".m2ts", ".mts", ".3gp", ".wmv")
 TRUNCATED_SECONDS = 1.0  # frames ending this long before the stated duration: truncated
-MAX_PIXELS = 3840 * 2160  # 4K UHD: larger frames are refused before decoding (--max-pixels)
 UNREADABLE = "unreadable video"  # the kinds of VideoError the build report counts
 TOO_LARGE = "frames over the pixel limit"
 TRUNCATED = "truncated video"
@@ -53,15 +53,6 @@ class VideoError(Exception):
     def __init__(self, reason: str, kind: str = UNREADABLE):
         super().__init__(reason)
         self.kind = kind
-
-
-def check_frame_size(width: int, height: int, max_pixels: int = MAX_PIXELS) -> None:
-    """A :class:`VideoError` (:data:`TOO_LARGE`) for frames of more than ``max_pixels``."""
-    if width * height > max_pixels:
-        raise VideoError(
-            f"its frames are {width}x{height} ({width * height / 1e6:.1f} megapixels), over "
-            f"the limit of {max_pixels:,} pixels ({max_pixels / 1e6:.1f} megapixels; 4K UHD "
-            f"3840x2160 by default)", TOO_LARGE)
 
 
 @dataclass(frozen=True)
@@ -91,31 +82,20 @@ def open_container(path, max_pixels: int = MAX_PIXELS):
         raise VideoError("zero-length file")
     if not os.access(path, os.R_OK):
         raise VideoError("cannot read it (permission denied)")
-    limit = {"max_pixels": str(max_pixels)}
     try:
-        container = av.open(str(path), options=limit)
+        container = open_video(path, max_pixels)
+    except FrameSizeError as error:
+        raise VideoError(str(error), TOO_LARGE) from None
     except (av.FFmpegError, OSError, UnicodeDecodeError) as error:
         raise VideoError(f"not a readable video ({_reason(error)})") from None
     if not container.streams.video:
         container.close()
         raise VideoError("no video stream")
-    context = container.streams.video[0].codec_context
-    try:
-        check_frame_size(context.width, context.height, max_pixels)
-    except VideoError:
-        container.close()
-        raise
-    context.options = limit
     return container
 
 
 def _reason(error) -> str:
     return str(getattr(error, "strerror", None) or error).strip() or type(error).__name__
-
-
-def _origin(container) -> float:
-    start = container.start_time
-    return start / 1_000_000 if start is not None else 0.0
 
 
 def probe(path, max_pixels: int = MAX_PIXELS) -> VideoInfo:
