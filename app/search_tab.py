@@ -25,6 +25,7 @@ from rudder.translate import TranslationUnavailable, translate_texts
 from .engine import Coverage, SearchEngine
 from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from .model_slot import ModelSlot
+from .playback import video_html
 from .query_language import covered_scripts_text, query_language, script_name
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
@@ -32,6 +33,7 @@ THUMBNAIL_COLUMN = "thumbnail"
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
+THUMBNAIL_BUDGET = 0.5  # seconds a search waits for its thumbnails (the rest come later)
 THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
 PENDING_THUMBNAIL = re.compile(r"^!\[preparing the thumbnail of (.*) · ([0-9a-f]{20})\]")
 DEFAULT_K, MAX_K = 10, 50
@@ -287,8 +289,9 @@ class SearchTab:
         if coverage.nothing_known:
             return self._empty(" ".join(notes))
         hits = self.engine.search(query, lang, int(k), display_lang)
+        thumbnails = self._thumbnail_cells(hits)
         rows = [
-            ([self.thumbnail_markdown(h.video_id, h.start, h.end)] if self.thumbnails else [])
+            ([thumbnails[i]] if self.thumbnails else [])
             + [
                 h.rank,
                 h.video_id,
@@ -298,7 +301,7 @@ class SearchTab:
                 round(h.score, 4),
                 ", ".join(h.experts),
             ]
-            for h in hits
+            for i, h in enumerate(hits)
         ]
         missing = sum(h.caption_lang != display_lang for h in hits)
         if missing:
@@ -323,6 +326,19 @@ class SearchTab:
         """The query-language field an example sets: 'auto' when detection finds its
         language (the field is then right for the next typed query too), else the language."""
         return AUTO if query_language(example.query).lang == example.lang else example.lang
+
+    def _thumbnail_cells(self, hits) -> list[str]:
+        """The thumbnail cells of ``hits``: their jobs start at once, and those done within
+        :data:`THUMBNAIL_BUDGET` seconds come with the results."""
+        if self.thumbnails is None:
+            return []
+        requests = []
+        for hit in hits:
+            path = self.collection.media_path(hit.video_id)
+            requests.append(None if path is None else
+                            self.thumbnails.request(path, hit.start, hit.end))
+        self.thumbnails.settle([r for r in requests if isinstance(r, str)], THUMBNAIL_BUDGET)
+        return [self.thumbnail_markdown(h.video_id, h.start, h.end) for h in hits]
 
     def thumbnail_markdown(self, video_id, start, end) -> str:
         """Markdown of the segment's thumbnail ('' without a decodable video file); a
@@ -551,22 +567,3 @@ class SearchTab:
         self.load_event = (open_url, [query, lang, display, k, *outputs])
         self.after_load = lambda event: self._then_fill(event, table)
 
-
-def video_html(collection, video_id, chosen=None, height: int = 220) -> str:
-    """A compact ``<video>`` of ``video_id`` from the media folder, starting at the chosen
-    caption's segment (``#t=start,end``), or a line saying why there is none."""
-    path = collection.media_path(video_id)
-    fragment = "" if chosen is None else f"#t={chosen['start']:.2f},{chosen['end']:.2f}"
-    if path is not None:
-        src = "gradio_api/file=" + quote(str(path), safe="/") + fragment
-        end = "" if chosen is None else f" data-segment-end='{float(chosen['end']):.2f}'"
-        return (
-            f"<video controls preload='metadata' playsinline src='{html_text(src)}'{end} "
-            f"style='width:100%;max-height:{height}px;background:#000'></video>"
-        )
-    if collection.media_dir is not None:
-        return f"<p>No video file for {html_text(video_id)} in the media folder.</p>"
-    return (
-        "<p>No media folder: start the app with <code>--media DIR</code> holding "
-        "<code>&lt;video_id&gt;.mp4</code> files to play videos.</p>"
-    )

@@ -158,6 +158,14 @@ class Thumbnails:
         if jobs:
             await asyncio.wait([asyncio.wrap_future(j) for j in jobs], timeout=timeout)
 
+    def settle(self, keys, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the jobs of ``keys`` (a search gives the
+        quick ones this long, so they come with its results)."""
+        with self._lock:
+            jobs = [self._jobs[k] for k in set(keys) if k in self._jobs]
+        if jobs:
+            concurrent.futures.wait(jobs, timeout)
+
     def path(self, video: Path, start: float | None, end: float | None,
              timeout: float | None = None) -> Path | None:
         """:meth:`request`, waiting for the pool up to ``timeout`` seconds (None: as long

@@ -4,7 +4,8 @@ A few kilobytes of H.264 can declare 16000x16000 frames, 384 MB each once decode
 FFmpeg's stream probe in ``av.open`` decodes a first frame. :func:`open_video` passes
 FFmpeg's ``max_pixels`` option to that probe and to the decoder, then refuses a stream
 whose header states frames of more than ``max_pixels`` pixels (default :data:`MAX_PIXELS`,
-4K UHD) before any frame is decoded. Times in a file count from the container's start time
+4K UHD) before any frame is decoded. (A decoder FFmpeg could not open within the limit
+leaves the size unknown: refused too, as over the limit or damaged.) Times in a file count from the container's start time
 (:func:`origin`), as a player shows them.
 """
 
@@ -37,6 +38,11 @@ def open_video(path, max_pixels: int = MAX_PIXELS):
     if container.streams.video:
         context = container.streams.video[0].codec_context
         try:
+            if not context.width or not context.height:
+                # FFmpeg clears a size over max_pixels when it opens the probe's decoder
+                raise FrameSizeError(
+                    f"its frame size is not known within the limit of {max_pixels:,} pixels "
+                    "(frames larger than that, or a damaged stream)")
             check_frame_size(context.width, context.height, max_pixels)
         except FrameSizeError:
             container.close()

@@ -50,9 +50,11 @@ def test_a_search_does_not_wait_for_slow_thumbnails(app_dataset, media_dir, mode
     engine = SearchEngine(model, vocab, collection, cache_dir=tmp_path / "index")
     thumbs = Thumbnails(tmp_path / "thumbs", workers=2)
     tab = SearchTab(engine, collection=collection, thumbnails=thumbs)
+    import gradio  # noqa: F401  (imported by the search: not what is timed)
+
     began = time.monotonic()
     _, table, _, _ = tab.search("fold the paper", k=10)
-    assert time.monotonic() - began < 10  # the decoders are all held
+    assert time.monotonic() - began < 10  # the decoders are all held (30 s)
     assert len(table) == 10
     cells = dict(zip(table["video"], table["thumbnail"], strict=True))
     pending = [v for v, c in cells.items() if "preparing the thumbnail" in c]
@@ -61,6 +63,7 @@ def test_a_search_does_not_wait_for_slow_thumbnails(app_dataset, media_dir, mode
     assert stats["most"] <= 2  # the pool's bound, whatever the number of results
     gate.set()
     filled = asyncio.run(tab.fill_thumbnails(table))
+    assert not isinstance(filled, dict)  # placeholders were swapped
     cells = dict(zip(filled["video"], filled["thumbnail"], strict=True))
     assert all(c.startswith(f"![segment of {v}](gradio_api/file=") and c.endswith(".jpg)")
                for v, c in cells.items() if v not in ("v002", "v004"))
