@@ -10,11 +10,8 @@ so a search can be shared; opening such a URL runs it.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import quote
 
 import pandas as pd
 
@@ -35,7 +32,6 @@ TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
 THUMBNAIL_BUDGET = 0.5  # seconds a search waits for its thumbnails (the rest come later)
 THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
-PENDING_THUMBNAIL = re.compile(r"^!\[preparing the thumbnail of (.*) · ([0-9a-f]{20})\]")
 DEFAULT_K, MAX_K = 10, 50
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
@@ -328,52 +324,29 @@ class SearchTab:
         return AUTO if query_language(example.query).lang == example.lang else example.lang
 
     def _thumbnail_cells(self, hits) -> list[str]:
-        """The thumbnail cells of ``hits``: their jobs start at once, and those done within
-        :data:`THUMBNAIL_BUDGET` seconds come with the results."""
+        """The thumbnail cells of ``hits`` (those made within :data:`THUMBNAIL_BUDGET`
+        seconds; placeholders for the rest)."""
         if self.thumbnails is None:
             return []
-        requests = []
-        for hit in hits:
-            path = self.collection.media_path(hit.video_id)
-            requests.append(None if path is None else
-                            self.thumbnails.request(path, hit.start, hit.end))
-        self.thumbnails.settle([r for r in requests if isinstance(r, str)], THUMBNAIL_BUDGET)
-        return [self.thumbnail_markdown(h.video_id, h.start, h.end) for h in hits]
+        return self.thumbnails.cells([(h.video_id, self.collection.media_path(h.video_id),
+                                       h.start, h.end) for h in hits], THUMBNAIL_BUDGET)
 
     def thumbnail_markdown(self, video_id, start, end) -> str:
-        """Markdown of the segment's thumbnail ('' without a decodable video file); a
-        placeholder while the thumbnail pool makes it (:meth:`fill_thumbnails` swaps it)."""
+        """Markdown of the segment's thumbnail ('' without a decodable video file; a
+        placeholder while the thumbnail pool makes it)."""
         path = self.collection.media_path(video_id)
-        thumb = self.thumbnails.request(path, start, end) if path is not None else None
-        if isinstance(thumb, str):
-            src = "gradio_api/file=" + quote(str(self.thumbnails.placeholder()), safe="/")
-            return f"![preparing the thumbnail of {markdown_text(video_id)} · {thumb}]({src})"
-        if thumb is None:
-            return ""
-        src = "gradio_api/file=" + quote(str(thumb), safe="/")
-        return f"![segment of {markdown_text(video_id)}]({src})"
+        return self.thumbnails.cells([(video_id, path, start, end)])[0]
 
     async def fill_thumbnails(self, table):
-        """The results table with its placeholders swapped for the thumbnails made since,
-        after waiting for them up to :data:`THUMBNAIL_WAIT` seconds (without holding a
-        thread); a placeholder still stays for a thumbnail not made by then."""
+        """The results table with its placeholders swapped for the thumbnails made within
+        :data:`THUMBNAIL_WAIT` seconds (the search's follow-up event)."""
         import gradio as gr
 
         if self.thumbnails is None or table is None or THUMBNAIL_COLUMN not in table:
             return gr.skip()
-        cells = list(table[THUMBNAIL_COLUMN])
-        pending = {i: PENDING_THUMBNAIL.match(str(c)) for i, c in enumerate(cells)}
-        pending = {i: m for i, m in pending.items() if m}
-        if not pending:
+        cells = await self.thumbnails.fill(list(table[THUMBNAIL_COLUMN]), THUMBNAIL_WAIT)
+        if cells is None:
             return gr.skip()
-        await self.thumbnails.wait([m.group(2) for m in pending.values()], THUMBNAIL_WAIT)
-        for i, match in pending.items():
-            state = self.thumbnails.state(match.group(2))
-            if isinstance(state, Path):
-                src = "gradio_api/file=" + quote(str(state), safe="/")
-                cells[i] = f"![segment of {match.group(1)}]({src})"
-            elif state is None:
-                cells[i] = ""
         table = table.copy()
         table[THUMBNAIL_COLUMN] = cells
         return table

@@ -22,20 +22,25 @@ import asyncio
 import concurrent.futures
 import hashlib
 import logging
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 from rudder.atomic import replacing
 from rudder.media import MAX_PIXELS, open_video, origin
 from rudder.paths import cache_dir
+
+from .escaping import markdown_text
 
 log = logging.getLogger(__name__)
 WIDTH = 160
 WORKERS = 2
 REMEMBERED_FAILURES = 10_000
 PLACEHOLDER = "placeholder.jpg"
+PENDING = re.compile(r"^!\[preparing the thumbnail of (.*) · ([0-9a-f]{20})\]")
 
 
 def default_thumbnail_dir() -> Path:
@@ -181,6 +186,44 @@ class Thumbnails:
                     return None
             answer = self.state(answer)
         return answer if isinstance(answer, Path) else None
+
+    def cells(self, items, budget: float = 0.0) -> list[str]:
+        """Markdown cells of ``items`` (``(video_id, file or None, start, end)``): the
+        thumbnail, '' for none, or a placeholder naming the job; the jobs start at once, and
+        those done within ``budget`` seconds come as thumbnails."""
+        answers = [None if path is None else self.request(path, start, end)
+                   for _, path, start, end in items]
+        pending = [a for a in answers if isinstance(a, str)]
+        if pending and budget > 0:
+            self.settle(pending, budget)
+            answers = [self.state(a) if isinstance(a, str) else a for a in answers]
+        return [self._cell(video_id, answer)
+                for (video_id, *_), answer in zip(items, answers, strict=True)]
+
+    async def fill(self, cells, timeout: float) -> list[str] | None:
+        """``cells`` with their placeholders swapped for the thumbnails made since, after
+        waiting for them up to ``timeout`` seconds (without holding a thread); None when
+        none was pending. A placeholder stays for a thumbnail not made by then."""
+        pending = {i: PENDING.match(str(c)) for i, c in enumerate(cells)}
+        pending = {i: m for i, m in pending.items() if m}
+        if not pending:
+            return None
+        await self.wait([m.group(2) for m in pending.values()], timeout)
+        cells = list(cells)
+        for i, match in pending.items():
+            state = self.state(match.group(2))
+            if state != match.group(2):  # made, or failed
+                cells[i] = self._cell(match.group(1), state, escaped=True)
+        return cells
+
+    def _cell(self, video_id: str, answer, escaped: bool = False) -> str:
+        name = video_id if escaped else markdown_text(video_id)
+        if isinstance(answer, Path):
+            return f"![segment of {name}](gradio_api/file={quote(str(answer), safe='/')})"
+        if isinstance(answer, str) and answer != "unknown":
+            src = quote(str(self.placeholder()), safe="/")
+            return f"![preparing the thumbnail of {name} · {answer}](gradio_api/file={src})"
+        return ""
 
     def placeholder(self) -> Path:
         """A grey image shown while a thumbnail is made (written once)."""

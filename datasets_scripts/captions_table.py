@@ -103,7 +103,7 @@ def _csv_records(path: Path, text: str, separator: str):
                                      "the header; name each column once")
                 continue
             problem = None
-            if len(fields) > len(header):
+            if any(extra.strip() for extra in fields[len(header):]):  # empty ones are harmless
                 problem = (f"{len(fields)} fields, the header has {len(header)}",
                            f"quote a text that holds a {SEPARATORS[separator]}: \"a, b\"")
             record = dict(zip(header, fields, strict=False))

@@ -103,8 +103,8 @@ def test_an_unknown_separator_is_refused_saying_which_were_tried(tmp_path):
 
 def test_extra_fields_are_reported_not_cut(tmp_path):
     rows, reporter = rows_of(tmp_path, HEADER + "a,,,en,fold the paper, then cut it\n"
-                             "b,,,en,fine\n")
-    assert [r.video_id for r in rows] == ["b"]
+                             "b,,,en,fine\nc,,,en,a trailing separator,\n")
+    assert [r.video_id for r in rows] == ["b", "c"]
     assert ("c.csv, line 2: more fields than the header: '6 fields, the header has 5' "
             "(quote a text that holds a comma") in reporter.report_text()
 
