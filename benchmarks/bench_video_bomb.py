@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -68,8 +67,21 @@ def load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def peak_of_children_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+# Runs a command and prints the peak memory of it and its descendants (KB) on the last line
+# of stderr: read in a fresh process, since a child's peak starts at its parent's memory
+# when it is forked.
+PEAK_WRAPPER = ("import resource, subprocess, sys; "
+                "done = subprocess.run(sys.argv[1:]); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+                "sys.exit(done.returncode)")
+
+
+def run_with_peak(args, env) -> tuple[subprocess.CompletedProcess, float]:
+    """``python ARGS`` and the peak memory (GB) of any process it ran."""
+    done = run(["-c", PEAK_WRAPPER, sys.executable, *args], env)
+    lines = done.stderr.rstrip().splitlines()
+    peak = int(lines[-1]) / 2**20 if lines and lines[-1].isdigit() else float("nan")
+    return done, peak
 
 
 def vm_hwm_gb(pid: int) -> float:
@@ -96,18 +108,17 @@ def measure_build(work: Path, bomb: Path, env) -> tuple[bool, Path, Path]:
     with (demo / "captions.csv").open("a", encoding="utf-8") as captions:
         captions.write("bomb,,,en,a video declaring huge frames\n")
     out = work / "own"
-    before = peak_of_children_gb()
     began = time.perf_counter()
-    done = run(["-m", "datasets_scripts", "build", "videos", "--src", str(demo / "videos"),
-                "--captions", str(demo / "captions.csv"), "--out", str(out), "--expert",
-                "object=resnet18@random", "--expert", "audio=logmel", "--fps", "0.5",
-                "--workers", "1"], env)
+    done, peak = run_with_peak(
+        ["-m", "datasets_scripts", "build", "videos", "--src", str(demo / "videos"),
+         "--captions", str(demo / "captions.csv"), "--out", str(out), "--expert",
+         "object=resnet18@random", "--expert", "audio=logmel", "--fps", "0.5",
+         "--workers", "1"], env)
     seconds = time.perf_counter() - began
-    peak = peak_of_children_gb()
     refused = "frames over the pixel limit: 1" in done.stderr
     print(f"build videos, 8 clips + a {bomb.stat().st_size / 1e3:.0f} KB bomb: exit "
-          f"{done.returncode}, {seconds:.1f} s, peak {peak:.2f} GB of any process (largest so "
-          f"far: {before:.2f} GB before it), bomb refused: {refused}; {load()}")
+          f"{done.returncode}, {seconds:.1f} s, peak {peak:.2f} GB (the build or its decoding "
+          f"process, whichever is larger), bomb refused: {refused}; {load()}")
     if done.returncode:
         print(done.stderr[-2000:], file=sys.stderr)
     ok = done.returncode == 0 and refused and peak < BUILD_PEAK_GB
@@ -183,7 +194,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bomb", type=Path, help="reuse this bomb file instead of writing one")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument("--write-bomb", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_bomb:
+        write_bomb(args.write_bomb, args.side)
+        return 0
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; {load()}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="rudder-bomb-"))
@@ -192,7 +207,13 @@ def main() -> int:
            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_DISABLE_TELEMETRY": "1",
            "HF_HUB_OFFLINE": "1"}
     try:
-        bomb = args.bomb or write_bomb(work / "bomb.mp4", args.side)
+        bomb = args.bomb
+        if bomb is None:  # in a child: writing it takes gigabytes this process should not hold
+            bomb = work / "bomb.mp4"
+            done = run([str(Path(__file__).resolve()), "--write-bomb", str(bomb), "--side",
+                        str(args.side)], env)
+            if done.returncode:
+                sys.exit(f"writing the bomb failed:\n{done.stderr[-2000:]}")
         print(f"bomb: {bomb.stat().st_size / 1e3:.0f} KB declaring {args.side}x{args.side} "
               f"frames ({args.side * args.side * 1.5 / 2**20:.0f} MB each decoded)")
         build_ok, out, demo = measure_build(work, bomb, env)
