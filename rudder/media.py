@@ -5,8 +5,8 @@ FFmpeg's stream probe in ``av.open`` decodes a first frame. :func:`open_video` p
 FFmpeg's ``max_pixels`` option to that probe and to the decoder, then refuses a stream
 whose header states frames of more than ``max_pixels`` pixels (default :data:`MAX_PIXELS`,
 4K UHD) before any frame is decoded. (A decoder FFmpeg could not open within the limit
-leaves the size unknown: refused too, as over the limit or damaged.) Times in a file count from the container's start time
-(:func:`origin`), as a player shows them.
+leaves the size unknown: refused too, as over the limit or damaged.) Times in a file count
+from the container's start time (:func:`origin`), as a player shows them.
 """
 
 from __future__ import annotations
