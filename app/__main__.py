@@ -128,7 +128,7 @@ def same_dataset(spec_a: str, spec_b: str) -> bool:
 def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
     """The run under ``runs_dir`` with the newest ``best.pt`` trained on ``dataset`` in every
     language of ``languages``."""
-    from rudder.config import DataConfig
+    from rudder.config import SAMPLE_CAPTION_LANGS
     from rudder.errors import RudderError
     from rudder.runs.layout import checkpoints_under, read_config, run_of_checkpoint
 
@@ -140,7 +140,9 @@ def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
         except (RudderError, OSError):
             continue
         data = config.get("data") or {}
-        trained = data.get("caption_langs") or DataConfig().caption_langs
+        # no list: the default, the dataset's own languages (the sample's: mr, hi, en)
+        default = SAMPLE_CAPTION_LANGS if data.get("dataset", "sample") == "sample" else languages
+        trained = data.get("caption_langs") or default
         if same_dataset(str(data.get("dataset", "")), dataset) and set(languages) <= set(trained):
             return run
     return None

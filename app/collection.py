@@ -10,7 +10,8 @@ import pandas as pd
 from rudder.data.layout import DatasetFolder, LayoutError
 from rudder.search.index_cache import present_splits
 
-VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv")
+VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv", ".avi", ".ts",
+                    ".m2ts", ".mts", ".mpg", ".mpeg", ".flv", ".3gp", ".wmv")
 
 
 class Collection:
@@ -22,13 +23,15 @@ class Collection:
     ``rudder.json`` names for a video in ``extra.media`` (``{video_id: {"file": name,
     ...}}``, written by ``python -m datasets_scripts build videos``, whose segment videos
     share their source file; caption times are times in that file), else
-    ``<video_id><ext>``.
+    ``<video_id><ext>``. ``playback`` (an :class:`app.playback.Playback`, set by the app)
+    gives the players a browser-playable source for each file.
     """
 
     def __init__(self, folder: DatasetFolder, media_dir=None):
         self.folder = folder
         self.name = folder.meta.name
         self.media_dir = Path(media_dir).resolve() if media_dir else None
+        self.playback = None
         media = folder.meta.extra.get("media") if isinstance(folder.meta.extra, dict) else None
         self.media_files = {
             str(video_id): str(entry["file"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import pandas as pd
 
@@ -23,6 +22,7 @@ from rudder.translate import TranslationUnavailable, translate_texts
 from .engine import Coverage, SearchEngine
 from .escaping import MAX_QUERY_CHARS, cap_query, html_text, markdown_text, user_error
 from .model_slot import ModelSlot
+from .playback import video_html
 from .query_language import covered_scripts_text, query_language, script_name
 
 RESULT_COLUMNS = ["rank", "video", "caption", "lang", "segment (s)", "score", "experts"]
@@ -30,6 +30,8 @@ THUMBNAIL_COLUMN = "thumbnail"
 AUTO = "auto"
 TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
+THUMBNAIL_BUDGET = 0.5  # seconds a search waits for its thumbnails (the rest come later)
+THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
 DEFAULT_K, MAX_K = 10, 50
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
@@ -285,8 +287,9 @@ class SearchTab:
         if coverage.nothing_known:
             return self._empty(" ".join(notes))
         hits = self.engine.search(query, lang, int(k), display_lang)
+        thumbnails = self._thumbnail_cells(hits)
         rows = [
-            ([self.thumbnail_markdown(h.video_id, h.start, h.end)] if self.thumbnails else [])
+            ([thumbnails[i]] if self.thumbnails else [])
             + [
                 h.rank,
                 h.video_id,
@@ -296,7 +299,7 @@ class SearchTab:
                 round(h.score, 4),
                 ", ".join(h.experts),
             ]
-            for h in hits
+            for i, h in enumerate(hits)
         ]
         missing = sum(h.caption_lang != display_lang for h in hits)
         if missing:
@@ -320,14 +323,40 @@ class SearchTab:
         language (the field is then right for the next typed query too), else the language."""
         return AUTO if query_language(example.query).lang == example.lang else example.lang
 
+    def _thumbnail_cells(self, hits) -> list[str]:
+        """The thumbnail cells of ``hits`` (those made within :data:`THUMBNAIL_BUDGET`
+        seconds; placeholders for the rest)."""
+        if self.thumbnails is None:
+            return []
+        return self.thumbnails.cells([(h.video_id, self.collection.media_path(h.video_id),
+                                       h.start, h.end) for h in hits], THUMBNAIL_BUDGET)
+
     def thumbnail_markdown(self, video_id, start, end) -> str:
-        """Markdown of the segment's thumbnail ('' without a decodable video file)."""
+        """Markdown of the segment's thumbnail ('' without a decodable video file; a
+        placeholder while the thumbnail pool makes it)."""
         path = self.collection.media_path(video_id)
-        thumb = self.thumbnails.path(path, start, end) if path is not None else None
-        if thumb is None:
-            return ""
-        src = "gradio_api/file=" + quote(str(thumb), safe="/")
-        return f"![segment of {markdown_text(video_id)}]({src})"
+        return self.thumbnails.cells([(video_id, path, start, end)])[0]
+
+    async def fill_thumbnails(self, table):
+        """The results table with its placeholders swapped for the thumbnails made within
+        :data:`THUMBNAIL_WAIT` seconds (the search's follow-up event)."""
+        import gradio as gr
+
+        if self.thumbnails is None or table is None or THUMBNAIL_COLUMN not in table:
+            return gr.skip()
+        cells = await self.thumbnails.fill(list(table[THUMBNAIL_COLUMN]), THUMBNAIL_WAIT)
+        if cells is None:
+            return gr.skip()
+        table = table.copy()
+        table[THUMBNAIL_COLUMN] = cells
+        return table
+
+    def _then_fill(self, event, table):
+        """``event`` followed by :meth:`fill_thumbnails` when the results have thumbnails."""
+        if self.thumbnails is None:
+            return event
+        return event.then(self.fill_thumbnails, table, table, api_visibility="private",
+                          concurrency_id="thumbnails", concurrency_limit=16)
 
     def play_row(self, row) -> tuple:
         """-> (result choice update, player html) for a clicked results row (its values)."""
@@ -480,19 +509,22 @@ class SearchTab:
 
         inputs = [query, lang, display, k, translate, target]
         outputs = [status, table, pick]
-        # the results first, in one light event; the player (of the chosen result) after it,
-        # outside the queue (building its HTML takes well under a millisecond)
+        # the results first, in one light event; after it the player (of the chosen result),
+        # outside the queue (building its HTML takes well under a millisecond), and the
+        # thumbnails the pool has made since
         show_player = {"fn": self.player, "inputs": pick, "outputs": player,
                        "api_visibility": "private", "queue": False}
-        button.click(self.search, inputs, outputs, api_name="search", js=URL_JS).then(
-            **show_player)
-        query.submit(self.search, inputs, outputs, api_name="search_submit", js=URL_JS).then(
-            **show_player)
+
+        def after_search(event):
+            return self._then_fill(event.then(**show_player), table)
+
+        after_search(button.click(self.search, inputs, outputs, api_name="search", js=URL_JS))
+        after_search(query.submit(self.search, inputs, outputs, api_name="search_submit",
+                                  js=URL_JS))
         # .input, not .change: a search, an example or the page's URL setting the display
         # language must not start a second search
-        display.input(
-            self.search, inputs, outputs, api_name="change_display_language", js=URL_JS
-        ).then(**show_player)
+        after_search(display.input(self.search, inputs, outputs,
+                                   api_name="change_display_language", js=URL_JS))
         pick.input(self.player, pick, player, api_name="play")
 
         def play_selected(evt):
@@ -503,37 +535,18 @@ class SearchTab:
             None, None, None, js=SHOW_PLAYER_JS, api_visibility="private"
         )
         for example, example_button in zip(self.examples, example_buttons, strict=False):
-            example_button.click(
+            after_search(example_button.click(
                 lambda e=example: (e.query, self.example_language(e), e.display),
                 None,
                 [query, lang, display],
                 api_visibility="private",
                 queue=False,
-            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private").then(
-                **show_player)
+            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private"))
 
         def open_url(request):
             return self.from_url(request)
 
         open_url.__annotations__ = {"request": gr.Request}
-        self.load_event = (open_url, [query, lang, display, k, *outputs], show_player)
+        self.load_event = (open_url, [query, lang, display, k, *outputs])
+        self.after_load = after_search
 
-
-def video_html(collection, video_id, chosen=None, height: int = 220) -> str:
-    """A compact ``<video>`` of ``video_id`` from the media folder, starting at the chosen
-    caption's segment (``#t=start,end``), or a line saying why there is none."""
-    path = collection.media_path(video_id)
-    fragment = "" if chosen is None else f"#t={chosen['start']:.2f},{chosen['end']:.2f}"
-    if path is not None:
-        src = "gradio_api/file=" + quote(str(path), safe="/") + fragment
-        end = "" if chosen is None else f" data-segment-end='{float(chosen['end']):.2f}'"
-        return (
-            f"<video controls preload='metadata' playsinline src='{html_text(src)}'{end} "
-            f"style='width:100%;max-height:{height}px;background:#000'></video>"
-        )
-    if collection.media_dir is not None:
-        return f"<p>No video file for {html_text(video_id)} in the media folder.</p>"
-    return (
-        "<p>No media folder: start the app with <code>--media DIR</code> holding "
-        "<code>&lt;video_id&gt;.mp4</code> files to play videos.</p>"
-    )

@@ -22,6 +22,7 @@ from .collection import Collection
 from .engine import SearchEngine
 from .escaping import markdown_text
 from .model_slot import ModelSlot
+from .playback import PLAYBACK_JS, Playback, register_media_types
 from .results_tab import ResultsTab
 from .search_tab import SearchTab, default_translator
 from .thumbnails import Thumbnails
@@ -113,6 +114,7 @@ def build_app(
     text_encoder: str | None = None,
     pending: ModelSlot | None = None,
     thumbnail_dir=None,
+    playback_dir=None,
 ):
     """The Gradio app over ``dataset`` searched with ``model``.
 
@@ -127,7 +129,9 @@ def build_app(
     With ``pending`` (a :class:`ModelSlot` a training thread fills later) ``model`` and
     ``vocab`` are None: the page is served at once and says that the model is training.
     ``description`` says which model searches (the header shows it); thumbnails of
-    ``--media`` videos are cached in ``thumbnail_dir`` (default ``$RUDDER_CACHE/thumbnails``).
+    ``--media`` videos are cached in ``thumbnail_dir`` (default ``$RUDDER_CACHE/thumbnails``),
+    browser-playable copies of the files browsers cannot play in ``playback_dir`` (default
+    ``$RUDDER_CACHE/playback``).
     """
     gr = require("gradio", "app")
 
@@ -159,6 +163,7 @@ def build_app(
                   file=sys.stderr)
         else:
             thumbnails = Thumbnails(thumbnail_dir)
+            collection.playback = Playback(playback_dir)
     search = SearchTab(
         pending, translator or default_translator, collection=collection, thumbnails=thumbnails
     )
@@ -175,6 +180,7 @@ def build_app(
             pending.progress_html(), elem_id="rudder-training-progress", visible=not pending.ready
         )
         gr.HTML("", js_on_load=KEYBOARD_JS, elem_id="rudder-keys")
+        gr.HTML("", js_on_load=PLAYBACK_JS, elem_id="rudder-playback")
         remembered = remembered_name()
         with gr.Tabs():
             with gr.Tab("Search", id="search"):
@@ -196,12 +202,14 @@ def build_app(
 
         timer.tick(tick, None, [header, training, bar, timer], api_visibility="private",
                    queue=False)
-        open_url, outputs, show_player = search.load_event
-        demo.load(open_url, None, outputs, api_name="open_url").then(**show_player)
+        open_url, outputs = search.load_event
+        search.after_load(demo.load(open_url, None, outputs, api_name="open_url"))
     demo.queue(**QUEUE_SETTINGS)
     demo.rudder_media_dir = collection.media_dir
+    playback = collection.playback
     demo.rudder_served_dirs = [d for d in (
-        collection.media_dir, thumbnails.folder if thumbnails else None) if d]
+        collection.media_dir, thumbnails.folder if thumbnails else None,
+        playback.folder if playback else None) if d]
     demo.rudder_slot = pending
     demo.rudder_collection = collection
     return demo
@@ -261,6 +269,7 @@ def launch_app(
     gr = require("gradio", "app")
     auth, app_kwargs = gradio_auth(auth)
     served = [str(Path(d)) for d in getattr(demo, "rudder_served_dirs", []) if d]
+    register_media_types()
     theme = gr.themes.Default(font=[gr.themes.LocalFont("IBM Plex Sans"), *FONTS])
     return demo.launch(
         server_name=host,

@@ -1,4 +1,5 @@
-"""Command line: ``python -m datasets_scripts {build,translate,publish} ...`` (see ``--help``)."""
+"""Command line: ``python -m datasets_scripts {build,translate,publish,demo-videos} ...`` (see
+``--help``)."""
 
 from __future__ import annotations
 
@@ -156,6 +157,21 @@ def run_publish(args, argv) -> int:
     return 0
 
 
+def run_demo_videos(args, argv) -> int:
+    from .demo_videos import CLIPS, write_demo
+
+    check_installed([Need("av", "videos", "writing the demo videos")])
+    out = write_demo(args.out, overwrite=args.overwrite)
+    src, captions = shlex.quote(str(out / "videos")), shlex.quote(str(out / "captions.csv"))
+    print(f"wrote {len(CLIPS)} clips to {out / 'videos'} and {3 * len(CLIPS)} captions to "
+          f"{out / 'captions.csv'}; build a dataset from them with\n"
+          f"  python -m datasets_scripts build videos --src {src} --captions {captions} "
+          f"--out {shlex.quote(str(out / 'dataset'))}\n(offline, --expert object=resnet18@random "
+          "--expert audio=logmel stands in for the published weights: a pipeline check "
+          "only)", file=sys.stderr)
+    return 0
+
+
 _positive_int = int_in(1, 100_000)
 _seconds = float_in(0, 3600, low_open=True)
 
@@ -193,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds the Hub may take to connect and to answer the first request (default 5)",
     )
     publish.set_defaults(run=run_publish)
+    demo = commands.add_parser(
+        "demo-videos", help="write short demo clips and a captions file for build videos",
+        description=importlib.import_module(".demo_videos", __package__).__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("out", type=folder, help="folder to create: OUT/videos, OUT/captions.csv")
+    demo.add_argument("--overwrite", action="store_true", help="replace a non-empty OUT")
+    demo.set_defaults(run=run_demo_videos)
     return parser
 
 

@@ -14,6 +14,15 @@ CenterCrop(112)`` for the video models, which we approximate by the shorter side
 
 Audio is decoded and resampled with :class:`av.AudioResampler` to mono float32 at the
 rate an audio expert needs.
+
+Frames of more than ``max_pixels`` pixels (default :data:`MAX_PIXELS`, 4K UHD) are refused
+from the stream's header, before any frame is decoded (:func:`rudder.media.open_video`:
+FFmpeg's own ``max_pixels`` guard on the stream probe and the decoder).
+
+The duration is the end of the last packet minus the container's start time. A container
+states its duration either from its start (MP4, MPEG-TS) or from time 0 (Matroska written
+with a timestamp offset, e.g. ``ffmpeg -output_ts_offset 7`` or a ``-copyts`` remux): when
+the start is not 0, the reading that agrees with the last packets' timestamps is taken.
 """
 
 from __future__ import annotations
@@ -25,11 +34,25 @@ from pathlib import Path
 
 import numpy as np
 
-VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ogv", ".flv")
+from rudder.media import MAX_PIXELS, FrameSizeError, open_video
+from rudder.media import origin as _origin
+
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ogv", ".flv",
+                  ".ts", ".m2ts", ".mts", ".3gp", ".wmv")
+TRUNCATED_SECONDS = 1.0  # frames ending this long before the stated duration: truncated
+UNREADABLE = "unreadable video"  # the kinds of VideoError the build report counts
+TOO_LARGE = "frames over the pixel limit"
+TRUNCATED = "truncated video"
 
 
 class VideoError(Exception):
-    """A file that cannot be decoded; ``str(error)`` is the reason, without the file name."""
+    """A file that cannot be decoded; ``str(error)`` is the reason, without the file name,
+    and ``kind`` the class of reason the build report counts (:data:`UNREADABLE`,
+    :data:`TOO_LARGE`, :data:`TRUNCATED`)."""
+
+    def __init__(self, reason: str, kind: str = UNREADABLE):
+        super().__init__(reason)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -44,8 +67,10 @@ class VideoInfo:
     video_duration: float | None = None  # the video stream's own, when the file states it
 
 
-def open_container(path):
-    """``av.open(path)`` with a :class:`VideoError` for an empty, unreadable or non-video file."""
+def open_container(path, max_pixels: int = MAX_PIXELS):
+    """``av.open(path)`` with a :class:`VideoError` for an empty, unreadable or non-video
+    file, or one whose frames have more than ``max_pixels`` pixels (checked from the
+    stream's header, before any frame is decoded)."""
     import av
 
     path = Path(path)
@@ -58,7 +83,9 @@ def open_container(path):
     if not os.access(path, os.R_OK):
         raise VideoError("cannot read it (permission denied)")
     try:
-        container = av.open(str(path))
+        container = open_video(path, max_pixels)
+    except FrameSizeError as error:
+        raise VideoError(str(error), TOO_LARGE) from None
     except (av.FFmpegError, OSError, UnicodeDecodeError) as error:
         raise VideoError(f"not a readable video ({_reason(error)})") from None
     if not container.streams.video:
@@ -71,15 +98,11 @@ def _reason(error) -> str:
     return str(getattr(error, "strerror", None) or error).strip() or type(error).__name__
 
 
-def _origin(container) -> float:
-    start = container.start_time
-    return start / 1_000_000 if start is not None else 0.0
-
-
-def probe(path) -> VideoInfo:
+def probe(path, max_pixels: int = MAX_PIXELS) -> VideoInfo:
     """Duration, audio presence and rotation of a file; demuxes (without decoding) only
-    when the container does not state its duration."""
-    with open_container(path) as container:
+    when the container does not state its duration, or its last packets when the
+    container's start time is not 0 (module docstring)."""
+    with open_container(path, max_pixels) as container:
         stream = container.streams.video[0]
         duration = None
         if container.duration is not None and container.duration > 0:
@@ -99,6 +122,9 @@ def probe(path) -> VideoInfo:
             raise VideoError("no decodable video frame") from None
         except Exception as error:  # noqa: BLE001 - any FFmpeg failure means "unreadable"
             raise VideoError(f"cannot decode its first frame ({_reason(error)})") from None
+        origin = _origin(container)
+        if origin > 0 and container.duration:
+            duration = _from_start(duration, origin, _packets_end(container))
         return VideoInfo(
             duration=float(duration),
             has_audio=bool(container.streams.audio),
@@ -107,6 +133,37 @@ def probe(path) -> VideoInfo:
             height=stream.codec_context.height,
             video_duration=video_duration,
         )
+
+
+def _packets_end(container) -> float | None:
+    """The latest end (seconds, as stored: from time 0) of the packets after the last
+    keyframe before the stated end; None when the file cannot be demuxed there."""
+    import av
+
+    end = None
+    try:
+        target = (container.start_time or 0) + (container.duration or 0)
+        container.seek(target, backward=True, any_frame=False)
+        for packet in container.demux():
+            if packet.pts is not None and packet.time_base is not None:
+                stop = float((packet.pts + (packet.duration or 0)) * packet.time_base)
+                end = stop if end is None else max(end, stop)
+    except (av.FFmpegError, OSError, ValueError):
+        return end
+    return end
+
+
+def _from_start(stated: float, origin: float, end: float | None) -> float:
+    """The duration from the start time ``origin``: ``stated - origin`` when the container
+    counted it from time 0 (it then matches the packets' ``end`` within a second, and
+    better than ``end - origin`` does), else ``stated``. A truncated file's packets end
+    early and match neither: ``stated`` stands, and decoding finds the truncation."""
+    if end is None:
+        return stated
+    from_zero, from_start = abs(end - stated), abs(end - origin - stated)
+    if from_zero <= TRUNCATED_SECONDS and from_zero < from_start:
+        return stated - origin
+    return stated
 
 
 def _demuxed_duration(container, stream) -> float:
@@ -147,10 +204,9 @@ def _upright_crop(frame, resize: int, crop: int) -> np.ndarray:
     return np.ascontiguousarray(image[top : top + crop, left : left + crop])
 
 
-TRUNCATED_SECONDS = 1.0  # frames ending this long before the stated duration: truncated
 
-
-def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
+def iter_frames(path, targets, chunk: int = 32, duration: float | None = None,
+                max_pixels: int = MAX_PIXELS):
     """Decode ``path`` once and yield ``(key, frames)`` chunks for every target.
 
     ``targets``: ``[(key, times, resize, crop), ...]`` with ``times`` ascending. ``frames``
@@ -160,6 +216,7 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
     one. With ``duration`` (the video stream's, else the container's), a file whose
     frames stop over a second before it (a truncated download) raises
     :class:`VideoError` once decoded, instead of holding its last frame to the end.
+    Frames over ``max_pixels`` pixels are refused (:func:`open_container`).
     """
     wanted = sorted(
         (float(t), index, position)
@@ -182,7 +239,7 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
                 yield key, np.stack(buffers[index])
                 buffers[index] = []
 
-    with open_container(path) as container:
+    with open_container(path, max_pixels) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         origin = _origin(container)
@@ -208,21 +265,21 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
             last < duration - TRUNCATED_SECONDS
         ):
             raise VideoError(f"truncated: its frames stop at {last:.2f} s of the "
-                             f"{duration:.2f} s it states")
+                             f"{duration:.2f} s it states", TRUNCATED)
         yield from emit(shown, math.inf)
     for index, buffer in enumerate(buffers):
         if buffer:
             yield targets[index][0], np.stack(buffer)
 
 
-def iter_audio(path, rate: int, segments, block: int):
+def iter_audio(path, rate: int, segments, block: int, max_pixels: int = MAX_PIXELS):
     """Decode the first audio stream as mono float32 at ``rate`` Hz and yield ``(key,
     samples)`` pieces of each segment (``segments``: ``[(key, start, end), ...]`` in
     seconds), at most ``block`` samples per piece, in time order per key. Nothing when the
     file has no audio stream. Memory: one decoded frame plus the open pieces."""
     import av
 
-    with open_container(path) as container:
+    with open_container(path, max_pixels) as container:
         if not container.streams.audio:
             return
         stream = container.streams.audio[0]

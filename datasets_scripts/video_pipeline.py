@@ -4,8 +4,9 @@ A task is one video file and its segments (:class:`Task`). :func:`decode_task` t
 into messages: ``("info", ...)`` (duration, audio, segments clipped to the video), then
 ``("frames", stem, group, item, uint8 array)`` chunks of at most :data:`CHUNK` frames and
 ``("patches", stem, item, float32 array)`` log-mel patches, then ``("done", stem)``; or
-``("error", stem, reason)``. Workers put messages on a bounded queue, so at most
-``workers + queue size`` chunks exist at once, whatever the videos' length.
+``("error", stem, reason, kind)`` (``kind``: :attr:`VideoError.kind`). Workers put
+messages on a bounded queue, so at most ``workers + queue size`` chunks exist at once,
+whatever the videos' length.
 
 :class:`Extractor` runs every expert of a chunk's group on it as one batch. A chunk holds
 frames of one segment of one video, and how a video is cut into chunks depends on the
@@ -23,7 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .audio_features import PATCH_HOP, PatchStream
-from .video_decode import VideoError, iter_audio, iter_frames, probe, sample_times
+from .video_decode import (
+    MAX_PIXELS,
+    UNREADABLE,
+    VideoError,
+    iter_audio,
+    iter_frames,
+    probe,
+    sample_times,
+)
 
 CHUNK = 32  # frames per inference batch; a multiple of the 16-frame clips
 QUEUE_SIZE = 8
@@ -36,6 +45,7 @@ class Task:
     items: list  # [(start, end)] with None for the whole video
     groups: list  # [(fps, resize, crop)] frame groups
     audio_rate: int | None  # None: no audio expert
+    max_pixels: int = MAX_PIXELS
 
 
 def _segments(task: Task, duration: float):
@@ -54,7 +64,7 @@ def _segments(task: Task, duration: float):
 def decode_task(task: Task):
     """The messages of one video (module docstring)."""
     try:
-        info = probe(task.path)
+        info = probe(task.path, task.max_pixels)
         segments = _segments(task, info.duration)
         yield ("info", task.stem, {"duration": info.duration, "has_audio": info.has_audio,
                                    "segments": segments})
@@ -66,12 +76,13 @@ def decode_task(task: Task):
         ]
         if targets:
             for (g, i), frames in iter_frames(task.path, targets, CHUNK,
-                                                     info.video_duration or info.duration):
+                                              info.video_duration or info.duration,
+                                              task.max_pixels):
                 yield ("frames", task.stem, g, i, frames)
         if task.audio_rate and info.has_audio and ok:
             streams = {i: PatchStream() for i, _ in ok}
             pieces = iter_audio(task.path, task.audio_rate, [(i, s, e) for i, (s, e) in ok],
-                                block=PATCH_HOP * 8)
+                                block=PATCH_HOP * 8, max_pixels=task.max_pixels)
             for i, samples in pieces:
                 out = streams[i].add(samples)
                 if len(out):
@@ -81,7 +92,7 @@ def decode_task(task: Task):
                 if len(out):
                     yield ("patches", task.stem, i, out)
     except VideoError as error:
-        yield ("error", task.stem, str(error))
+        yield ("error", task.stem, str(error), error.kind)
         return
     yield ("done", task.stem)
 
@@ -136,7 +147,8 @@ def run_tasks(tasks: list[Task], workers: int):
                     stem = current.pop(proc.pid, None)
                     if proc.exitcode and stem is not None and stem not in finished:
                         finished.add(stem)
-                        yield ("error", stem, f"the decoder crashed (exit code {proc.exitcode})")
+                        yield ("error", stem, f"the decoder crashed (exit code {proc.exitcode})",
+                               UNREADABLE)
                     if len(finished) < len(tasks):
                         procs.append(start())
                 continue
@@ -172,8 +184,8 @@ class Extractor:
         self.audio_rate = rates.pop() if rates else None
         self.frames_seen = 0
 
-    def task(self, stem, path, items) -> Task:
-        return Task(stem, str(path), items, list(self.groups), self.audio_rate)
+    def task(self, stem, path, items, max_pixels: int = MAX_PIXELS) -> Task:
+        return Task(stem, str(path), items, list(self.groups), self.audio_rate, max_pixels)
 
     def features(self, message, store: dict) -> None:
         """Add a ``frames``/``patches`` message's features to ``store``

@@ -21,8 +21,12 @@
   at ``--fps`` (default 1) and give one vector per frame; ``r2plus1d_18`` one per 16-frame
   clip at 15 fps; audio experts one per 0.96 s. All are variable-length experts. A file
   without an audio track has no audio features (the expert is missing for it).
-- Unreadable, corrupt or empty files are reported by name with the reason and skipped;
-  their captions are listed as dropped (``extra.dropped_captions``).
+- Unreadable, corrupt, truncated or empty files, and files whose frames have more than
+  ``--max-pixels`` pixels (default 3840x2160, checked from the stream's header before any
+  frame is decoded), are reported by name with the reason and skipped; their captions are
+  listed as dropped (``extra.dropped_captions``). The console shows the counts per reason
+  with the first 20 of each; ``OUT/build_report.txt`` lists every problem and every
+  dropped caption.
 - Resumable and shardable: each file's features go to ``OUT.parts/<stem>.npz`` (atomically)
   as soon as it is done; a rerun skips the files already done. ``--shard K/N`` (or
   ``RANK``/``WORLD_SIZE`` under torchrun) takes every N-th file from the K-th; when every
@@ -55,14 +59,16 @@ from rudder.data.layout_writer import DatasetWriter
 from rudder.languages import SUPPORTED
 
 from .build import LIST_TYPE, CaptionRows
-from .build_report import BuildError, Reporter
+from .build_report import BuildError, NothingToBuild, Reporter, line_ranges
 from .captions_table import read_captions
 from .cards import fields_section, make_card
-from .video_decode import VIDEO_SUFFIXES
+from .video_decode import MAX_PIXELS, TOO_LARGE, UNREADABLE, VIDEO_SUFFIXES
 
 SRC_HELP = "folder of the video files (<video_id>.mp4, .webm, .mkv, ...)"
 PARTS_VERSION = 1
 NOT_RECORDED = ("--shard", "--workers", "--work", "--overwrite", "--device")
+REPORT_NAME = "build_report.txt"  # every problem and dropped caption, in the output folder
+EXAMPLES = 20  # problems of each kind the console shows
 
 
 def add_arguments(parser) -> None:
@@ -89,6 +95,9 @@ def add_arguments(parser) -> None:
                         "no split column (default 0.1)")
     parser.add_argument("--test-fraction", type=float_in(0, 0.99), default=0.1,
                         help="share of the files in the test split (default 0.1)")
+    parser.add_argument("--max-pixels", type=int_in(1, 2**31 - 1), default=MAX_PIXELS,
+                        help="largest frame (width x height) decoded; larger videos are "
+                        f"skipped before decoding (default {MAX_PIXELS:,}: 3840x2160)")
 
 
 # ------------------------------------------------------------------------------ plan
@@ -127,6 +136,27 @@ def _pick_file(stem, paths):
     return None, " and ".join(p.name for p in paths)
 
 
+def _match_file(video_id: str, files: dict, src: Path):
+    """``(stem, path, None)`` of the file ``video_id`` names (its stem, or its whole name),
+    else ``(None, None, (problem, fix))``."""
+    paths = files.get(video_id)
+    if paths:
+        path, clash = _pick_file(video_id, paths)
+        if path is None:
+            return None, None, ("several files for one video_id",
+                                f"{clash}: write the video_id with its extension")
+        return video_id, path, None
+    named = Path(video_id)
+    if named.name == video_id and named.stem in files:
+        for path in files[named.stem]:
+            if path.name == video_id:
+                return named.stem, path, None
+        there = " or ".join(p.name for p in files[named.stem])
+        fix = f"there is {there} in {src}: write {named.stem} or the file's name"
+        return None, None, ("no video file", fix)
+    return None, None, ("no video file", f"no file {video_id}.* in {src}")
+
+
 def plan_videos(rows, src: Path, captions_path, reporter: Reporter) -> dict[str, Video]:
     """Group caption rows into files and items; rows of missing files are reported."""
     files = _files(src)
@@ -134,26 +164,26 @@ def plan_videos(rows, src: Path, captions_path, reporter: Reporter) -> dict[str,
     items: dict[tuple, Item] = {}
     for row in rows:
         where = f"line {row.line}"
-        paths = files.get(row.video_id)
-        if not paths:
-            reporter.problem("no video file", captions_path, f"{where}, field video_id",
-                             row.video_id, f"no file {row.video_id}.* in {src}")
-            continue
-        path, clash = _pick_file(row.video_id, paths)
+        stem, path, problem = _match_file(row.video_id, files, src)
         if path is None:
-            reporter.problem("several files for one video_id", captions_path,
-                             f"{where}, field video_id", row.video_id, clash)
+            reporter.problem(problem[0], captions_path, f"{where}, field video_id",
+                             row.video_id, problem[1])
             continue
-        video = videos.setdefault(row.video_id, Video(row.video_id, path, []))
+        video = videos.setdefault(stem, Video(stem, path, []))
+        if video.path != path:
+            reporter.problem("one video_id, two files", captions_path,
+                             f"{where}, field video_id", row.video_id,
+                             f"other rows name {video.path.name}")
+            continue
         if row.start is None:
-            key, item_id, start, end = (row.video_id, None), row.video_id, None, None
+            key, item_id, start, end = (stem, None), stem, None, None
         else:
             start, end = round(row.start, 2), round(row.end, 2)
             if start >= end:
                 reporter.problem("segment shorter than 0.01 s", captions_path,
                                  f"{where}, field end", f"{row.start} {row.end}")
                 continue
-            key, item_id = (row.video_id, start, end), f"{row.video_id}_{start:.2f}_{end:.2f}"
+            key, item_id = (stem, start, end), f"{stem}_{start:.2f}_{end:.2f}"
         if key not in items:
             items[key] = Item(item_id, start, end, [])
             video.items.append(items[key])
@@ -233,22 +263,28 @@ def read_part(path: Path, arrays: bool = True):
     return meta, found
 
 
-def _part_is_current(path: Path, video: Video) -> bool:
+def _part_is_current(path: Path, video: Video, max_pixels: int = MAX_PIXELS) -> bool:
+    """Whether the part of ``video`` was made from this file and these items (a file
+    refused for its frame size is retried under a higher ``max_pixels``)."""
     found = read_part(path, arrays=False) if path.is_file() else None
     if found is None:
         return False
     meta, _ = found
     stat = video.path.stat()
+    if meta.get("error_kind") == TOO_LARGE and max_pixels > meta.get("max_pixels", 0):
+        return False
     return (meta.get("items") == _item_key(video) and meta.get("size") == stat.st_size
             and meta.get("mtime_ns") == stat.st_mtime_ns)
 
 
-def write_part(path: Path, video: Video, info: dict | None, error: str | None, store) -> None:
+def write_part(path: Path, video: Video, info: dict | None, error: str | None, store,
+               error_kind: str | None = None, max_pixels: int = MAX_PIXELS) -> None:
     stat = video.path.stat()
     segments = (info or {}).get("segments") or [None] * len(video.items)
     meta = {
         "stem": video.stem, "file": video.path.name, "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns, "items": _item_key(video), "error": error,
+        "error_kind": (error_kind or UNREADABLE) if error else None, "max_pixels": max_pixels,
         "duration": (info or {}).get("duration"), "has_audio": (info or {}).get("has_audio"),
         "segments": segments,
     }
@@ -366,7 +402,7 @@ def _difference(old: dict, new: dict) -> str:
 def run_build(args, argv) -> int:
     from rudder.optional import Need, check_installed
 
-    from .video_experts import DEFAULT_EXPERTS, load_expert, parse_spec
+    from .video_experts import DEFAULT_EXPERTS, parse_spec
 
     check_installed([Need("av", "videos", "decoding video files (build videos)")])
     out = _check_out(args)
@@ -384,11 +420,27 @@ def run_build(args, argv) -> int:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise BuildError(f"--expert: a name is used twice ({names})")
-    reporter = Reporter(strict=args.strict)
+    reporter = Reporter(strict=args.strict, examples=EXAMPLES)
+    try:
+        return _build(args, argv, out, work, shard, specs, reporter)
+    except NothingToBuild:
+        if reporter.counts or reporter.warnings:
+            if work.is_dir():  # the parts stay for a rerun: the report beside them
+                atomic_write_text(work / REPORT_NAME, reporter.report_text())
+                print(reporter.summary(work / REPORT_NAME), file=sys.stderr)
+            else:
+                print(reporter.summary(everything=True), file=sys.stderr)
+        raise
+
+
+def _build(args, argv, out, work, shard, specs, reporter) -> int:
+    from .video_experts import load_expert
+
     rows = read_captions(args.captions, reporter)
     videos = plan_videos(rows, args.src, args.captions, reporter)
     if not videos:
-        raise BuildError(f"{args.captions}: no caption names a file in {args.src}")
+        raise NothingToBuild(f"{args.captions}: no caption names a file in {args.src} (see "
+                             "the problems above)")
     _check_fractions(args.validation_fraction, args.test_fraction)
     split_rule = (args.validation_fraction, args.test_fraction)
     device = _device(args.device)
@@ -402,14 +454,17 @@ def run_build(args, argv) -> int:
         raise BuildError(f"{args.out} already exists; pass --overwrite to replace it")
     _open_work(work, signature, args.overwrite)
     stems = list(videos)[shard[0]::shard[1]]
-    todo = [s for s in stems if not _part_is_current(_part_path(work, s), videos[s])]
+    max_pixels = args.max_pixels
+    todo = [s for s in stems
+            if not _part_is_current(_part_path(work, s), videos[s], max_pixels)]
     if len(todo) < len(stems):
         print(f"resuming: {len(stems) - len(todo)} of {len(stems)} file(s) already done",
               file=sys.stderr)
     workers = args.workers if args.workers is not None else max(1, min(4,
                                                                      (os.cpu_count() or 2) - 1))
-    extract(videos, todo, experts, work, workers)
-    missing = [s for s in videos if not _part_is_current(_part_path(work, s), videos[s])]
+    extract(videos, todo, experts, work, workers, max_pixels=max_pixels)
+    missing = [s for s in videos
+               if not _part_is_current(_part_path(work, s), videos[s], max_pixels)]
     if missing:
         print(f"shard {shard[0]}/{shard[1]} done; {len(missing)} file(s) of other shards are "
               f"not done yet: the last shard to finish writes {args.out}", file=sys.stderr)
@@ -430,7 +485,7 @@ def run_build(args, argv) -> int:
 def _remove_parts(work: Path) -> None:
     """Remove what the build wrote in ``work`` (parts, stamp, lock), then the folder if that
     leaves it empty: a file someone else put there stays."""
-    for path in [*work.glob("*.npz"), work / "build.json", work / LOCK_NAME]:
+    for path in [*work.glob("*.npz"), work / "build.json", work / LOCK_NAME, work / REPORT_NAME]:
         path.unlink(missing_ok=True)
     try:
         work.rmdir()
@@ -438,15 +493,16 @@ def _remove_parts(work: Path) -> None:
         print(f"left {work}: it holds files the build did not write", file=sys.stderr)
 
 
-def extract(videos, todo, experts, work: Path, workers: int, progress: bool = True) -> dict:
+def extract(videos, todo, experts, work: Path, workers: int, progress: bool = True,
+            max_pixels: int = MAX_PIXELS) -> dict:
     """Decode and encode the ``todo`` files, writing each one's part; returns timings."""
     from tqdm import tqdm
 
     from .video_pipeline import Extractor, run_tasks
 
     extractor = Extractor(experts)
-    tasks = [extractor.task(s, videos[s].path, [(i.start, i.end) for i in videos[s].items])
-             for s in todo]
+    tasks = [extractor.task(s, videos[s].path, [(i.start, i.end) for i in videos[s].items],
+                            max_pixels) for s in todo]
     stores, infos = defaultdict(dict), {}
     # on a terminal a live bar; in a log file (a scheduler's) one line every 30 s
     bar = tqdm(total=len(tasks), unit="file", file=sys.stderr, disable=not progress,
@@ -464,7 +520,7 @@ def extract(videos, todo, experts, work: Path, workers: int, progress: bool = Tr
                 store = {} if error else stores.pop(stem, {})
                 stores.pop(stem, None)
                 write_part(_part_path(work, stem), videos[stem], infos.pop(stem, None), error,
-                           store)
+                           store, message[3] if error else None, max_pixels)
                 bar.update(1)
                 seconds = time.perf_counter() - began
                 bar.set_postfix_str(f"{extractor.frames_seen / max(seconds, 1e-9):.1f} frames/s")
@@ -486,8 +542,11 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
         meta, arrays = read_part(_part_path(work, stem), arrays=False)
         if meta["error"]:
             lines = [r.line for i in video.items for r in i.rows]
-            reporter.problem("unreadable video", video.path, "file", meta["error"],
-                             f"its {len(lines)} caption(s) are dropped")
+            kind = meta.get("error_kind") or UNREADABLE
+            fix = f"its {len(lines)} caption(s) are dropped"
+            if kind == TOO_LARGE:
+                fix += "; --max-pixels raises the limit"
+            reporter.problem(kind, video.path, "file", meta["error"], fix)
             dropped += [{"line": r.line, "video_id": stem, "reason": meta["error"]}
                         for i in video.items for r in i.rows]
             continue
@@ -507,7 +566,9 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
                     available[item.item_id].append(expert.spec.name)
                     per_expert[expert.spec.name].append((item.item_id, stem, key))
     if not rows:
-        raise BuildError("no video could be read; nothing to build (see the problems above)")
+        raise NothingToBuild("no video could be read; nothing to build (see the problems "
+                             "above)")
+    report = out / REPORT_NAME
     readable = {stem: videos[stem] for stem in sorted({stem for _, stem, *_ in rows})}
     split_rule = assign_splits(readable, captions_path, reporter, *split_rule)
     rows = [r for r in rows if r[0].rows]  # rows dropped for naming a second split
@@ -518,8 +579,12 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
         for k, row in enumerate(item.rows):
             captions.add(f"{item.item_id}/{k}", item.item_id, row.lang, row.text, start, end)
     if dropped:
+        lines = [d["line"] for d in dropped]
         reporter.note(f"dropped {len(dropped)} caption(s) of unreadable files or segments: "
-                      f"{captions_path} lines {sorted(d['line'] for d in dropped)[:20]}")
+                      f"{captions_path} lines {line_ranges(lines, EXAMPLES, report)}")
+        reporter.details += [f"dropped captions ({len(dropped)}): line, video_id, reason"] + [
+            f"  {captions_path}, line {d['line']}: {d['video_id']}: {d['reason']}"
+            for d in sorted(dropped, key=lambda d: d["line"])]
     records = {e.spec.name: e.record() for e in experts}
     infos = {}
     for expert in experts:
@@ -554,12 +619,14 @@ def assemble(videos, work, out, experts, reporter, signature, split_rule, comman
             writer.write_captions(table)
             for name in sorted(infos):
                 writer.write_expert(name, _feature_batches(work, videos, per_expert[name]))
+            (writer.tmp / REPORT_NAME).write_text(reporter.report_text(), encoding="utf-8")
     except LayoutError as error:
         raise BuildError(str(error)) from None
     counts = {s: int(sum(1 for i in ids if splits[i] == s)) for s in SPLITS}
     print(f"built {out}: videos {counts}; captions {len(table)}; experts {sorted(infos)}",
           file=sys.stderr)
-    print(reporter.summary(), file=sys.stderr)
+    print(reporter.summary(report), file=sys.stderr)
+    print(f"the full report: {report}", file=sys.stderr)
     return out
 
 

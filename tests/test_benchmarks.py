@@ -35,6 +35,7 @@ SMALL = {
     "bench_subwords.py": ["--epochs", "1"],
     "bench_supervision.py": ["--n", "500", "--epoch-sizes", "500", "1500", "--repeat", "1"],
     "bench_text_encoders.py": ["--limit", "20"],
+    "bench_video_bomb.py": ["--side", "4000", "--clients", "2", "--rounds", "1"],
 }
 
 

@@ -289,7 +289,8 @@ def test_commands_are_found():
             "rudder.data.sample", "app", "heuristics label",
             "heuristics import-relations", "heuristics video-relations",
             "datasets_scripts translate", "datasets_scripts build rudder",
-            "datasets_scripts publish", "experiments.run", "experiments.tune"} <= names
+            "datasets_scripts publish", "datasets_scripts demo-videos", "experiments.run",
+            "experiments.tune"} <= names
     assert len(CASES) > 100
 
 

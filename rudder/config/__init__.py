@@ -23,6 +23,7 @@ from rudder.config.schema import (
     MAX_EPOCHS,
     MAX_SEED,
     RULES,
+    SAMPLE_CAPTION_LANGS,
     SELECTIONS,
     DataConfig,
     LossConfig,
@@ -32,12 +33,15 @@ from rudder.config.schema import (
     TrainConfig,
     resolved_config,
     to_dict,
+    with_caption_langs,
 )
 from rudder.config.validate import check_new_run, from_dict
 from rudder.config.yaml_io import MAX_CONFIG_BYTES, dump_yaml, load_yaml, parse_yaml
 from rudder.errors import ConfigError
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_EPOCHS", "MAX_SEED", "RULES", "SELECTIONS", "ConfigError",
-           "DataConfig", "LossConfig", "ModelConfig", "OptimConfig", "Rule",
+__all__ = ["MAX_CONFIG_BYTES", "MAX_EPOCHS", "MAX_SEED", "RULES", "SAMPLE_CAPTION_LANGS",
+           "SELECTIONS", "ConfigError", "DataConfig", "LossConfig", "ModelConfig", "OptimConfig",
+           "Rule",
            "SupervisionConfig", "TrainConfig", "apply_override", "check_new_run", "dump_yaml",
-           "from_dict", "load_yaml", "parse_yaml", "resolved_config", "to_dict"]
+           "from_dict", "load_yaml", "parse_yaml", "resolved_config", "to_dict",
+           "with_caption_langs"]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from rudder.config.coerce import check_section
 from rudder.config.fields import Rule, at_least, fraction, leaves, one_of, setting
 from rudder.evaluation.metric_names import SELECTION_METRICS
+from rudder.languages import SUPPORTED
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
 # ``rudder.evaluation.inference.split_metrics`` that
@@ -37,8 +38,9 @@ class DataConfig:
 
     dataset: str = setting("sample", doc="`sample`, a dataset folder, or a Hub repo id")
     caption_langs: list[str] = setting(
-        factory=lambda: ["mr", "hi", "en"], rule=Rule(languages=True, non_empty=True),
-        doc="caption languages trained and evaluated")
+        factory=list, rule=Rule(languages=True),
+        doc="caption languages trained and evaluated; `[]`: the dataset's own (its "
+        "rudder.json `languages`), for the sample `[mr, hi, en]`")
     audio_langs: list[str] = setting(
         factory=lambda: ["mr", "hi", "ta", "te"], rule=Rule(languages=True),
         doc="narration languages whose audio experts are used")
@@ -288,6 +290,23 @@ class TrainConfig:
 # The rule of every constrained key, by dotted name (from the fields above).
 RULES: dict[str, Rule] = {key: item.metadata["rule"] for key, item, _ in leaves(TrainConfig)
                           if item.metadata.get("rule") is not None}
+
+
+SAMPLE_CAPTION_LANGS = ("mr", "hi", "en")  # the sample's default: the README's table
+
+
+def with_caption_langs(config: TrainConfig, dataset_languages) -> TrainConfig:
+    """``config`` with an empty ``data.caption_langs`` (the default) filled in: ``mr, hi,
+    en`` for the sample (``data.dataset: sample``), else the dataset's own caption
+    languages (``dataset_languages``, in :data:`rudder.languages.SUPPORTED` order). A given
+    list is kept; ``config`` itself is left as it was."""
+    if config.data.caption_langs:
+        return config
+    if config.data.dataset == "sample":
+        langs = list(SAMPLE_CAPTION_LANGS)
+    else:
+        langs = [lang for lang in SUPPORTED if lang in set(dataset_languages)]
+    return copy.deepcopy(replace(config, data=replace(config.data, caption_langs=langs)))
 
 
 def to_dict(config) -> dict:

@@ -19,12 +19,13 @@ zero, so a known word starts as its pretrained vector scaled by 1 / (1 + its n-g
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from rudder.data.layout import DatasetFolder, LayoutError
+from rudder.data.layout import SPLITS, DatasetFolder, LayoutError
 from rudder.data.loader import build_vocabulary
 from rudder.text import Vocabulary, tokenize
 from rudder.text.subwords import SubwordVocabulary
@@ -74,6 +75,27 @@ def build_text_side(folder: DatasetFolder, data, seed: int = 0) -> TextSide:
         summary += (f"; character {data.subword_min_n}-{data.subword_max_n}-grams in "
                     f"{data.subword_buckets} buckets")
     return TextSide(vocab, None if table is None else torch.from_numpy(table), summary)
+
+
+def caption_langs_note(folder: DatasetFolder, langs, why: str) -> str:
+    """One line for the run's log: the caption languages it uses, ``why`` (where the list
+    comes from), and the dataset's captions in other languages it leaves out, with counts
+    over all splits."""
+    counts: Counter = Counter()
+    for split in SPLITS:
+        try:
+            counts.update(folder.captions(split, columns=["lang"]).column("lang").to_pylist())
+        except LayoutError:
+            continue  # a split the dataset does not have
+    total = sum(counts.values())
+    used = sum(counts[lang] for lang in langs)
+    line = (f"caption languages: {', '.join(langs)} ({why}): {used:,} of the dataset's "
+            f"{total:,} captions")
+    left = [lang for lang in sorted(counts) if lang not in langs]
+    if left:
+        line += "; left out: " + ", ".join(f"{lang} ({counts[lang]:,} captions)" for lang in left)
+        line += f" (set data.caption_langs=[{','.join([*langs, *left])}] to use them)"
+    return line
 
 
 def _split_tokens(folder: DatasetFolder, split: str, langs) -> list[tuple[list[str], str]]:

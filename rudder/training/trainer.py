@@ -13,10 +13,17 @@ import torch
 from tqdm import tqdm
 
 from rudder import losses, models
-from rudder.config import ConfigError, TrainConfig, check_new_run, resolved_config, to_dict
+from rudder.config import (
+    ConfigError,
+    TrainConfig,
+    check_new_run,
+    resolved_config,
+    to_dict,
+    with_caption_langs,
+)
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
-from rudder.data.text_side import build_text_side
+from rudder.data.text_side import build_text_side, caption_langs_note
 from rudder.evaluation.inference import similarity_matrix, split_metrics
 from rudder.evaluation.selection import improves, reported_value, selection_key
 from rudder.runs.folders import RunError, environment_record, resolve_dataset
@@ -69,6 +76,8 @@ class Trainer:
             raise ConfigError("sync_batchnorm needs CUDA (torch's SyncBatchNorm has no CPU kernel)")
         torch.manual_seed(config.seed)
         self.folder = resolve_dataset(config.data.dataset)
+        given = bool(config.data.caption_langs)
+        self.config = config = with_caption_langs(config, self.folder.meta.languages)
         self.fingerprint = self.folder.fingerprint()
         self.experts = select_experts(self.folder, config.data.experts, config.data.audio_langs)
         self.state: dict | None = None
@@ -129,6 +138,9 @@ class Trainer:
         if self.state is not None:
             self._restore(self.state)
         else:
+            why = ("data.caption_langs" if given else "the sample's default"
+                   if config.data.dataset == "sample" else "the dataset's own")
+            log.info(caption_langs_note(self.folder, config.data.caption_langs, why))
             log.info(text_side.summary)
 
     @property

@@ -42,3 +42,21 @@ def test_missing_release_files_are_named(tmp_path, capsys):
     code = main(["build", "rudder", "--src", str(tmp_path), "--out", str(tmp_path / "o")])
     assert code == 2 and "not a RUDDER release" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_line_ranges_say_what_they_leave_out():
+    from datasets_scripts.build_report import line_ranges
+
+    assert line_ranges([9, 3, 4, 5, 12, 11]) == "3-5, 9, 11-12"
+    assert line_ranges(range(2, 100, 2), limit=3, report="r.txt") == (
+        "2, 4, 6 and 46 more line(s): see r.txt")
+    assert line_ranges([1, 5], limit=1) == "1 and 1 more line(s)"
+
+
+def test_the_summary_says_how_many_more_and_where():
+    reporter = Reporter(examples=2)
+    for line in range(5):
+        reporter.problem("bad", "a.txt", f"line {line}", "x")
+    assert "    and 3 more: see out/report.txt" in reporter.summary("out/report.txt")
+    assert "and 3 more" not in reporter.summary(everything=True)
+    assert all(f"a.txt, line {n}: bad" in reporter.report_text() for n in range(5))

@@ -152,3 +152,42 @@ def test_long_video_is_streamed_with_bounded_memory(tmp_path):
     tracemalloc.stop()
     assert count == 1500 and total > 4_000_000
     assert peak < 1_000_000, f"peak {peak} bytes: frames were accumulated"
+
+
+@pytest.mark.parametrize("suffix", [".mkv", ".ts", ".mp4"])
+@pytest.mark.parametrize("offset", [7.0, 0.5])
+def test_a_container_starting_after_zero_lasts_end_minus_start(tmp_path, suffix, offset):
+    """Matroska written with a timestamp offset (ffmpeg -output_ts_offset, a -copyts remux)
+    states its duration from time 0: 9 s for 2 s of video starting at 7 s."""
+    path = write_video(tmp_path / f"start{suffix}", frames=24, fps=12, offset=offset)
+    info = probe(path)
+    assert info.duration == pytest.approx(2.0, abs=0.15)
+    import av
+
+    with av.open(str(path)) as container:  # times count from the container's start, which
+        stream = container.streams.video[0]  # AAC's priming puts 64 ms before the video
+        first = float(stream.start_time * stream.time_base) - container.start_time / 1e6
+    times = sample_times(0.0, info.duration, 4.0)
+    frames = [f for _, f in iter_frames(path, [("k", times, 48, 32)],
+                                        duration=info.video_duration or info.duration)]
+    expected = [min(max(0, math.floor((t - first) * 12)), 23) for t in times]
+    assert shown_index(np.concatenate(frames)) == expected
+    pieces = [p for _, p in iter_audio(path, 16000, [("all", 0.0, info.duration)], 64000)]
+    assert len(np.concatenate(pieces)) == pytest.approx(16000 * info.duration, rel=0.06)
+
+
+def test_frames_over_the_pixel_limit_are_refused_from_the_header(tmp_path):
+    from datasets_scripts.video_decode import MAX_PIXELS, TOO_LARGE, open_container
+
+    path = write_video(tmp_path / "v.mp4", size=(64, 48), audio=False)
+    with pytest.raises(VideoError, match=r"its frames are 64x48 \(0\.0 megapixels\), over the "
+                       r"limit of 3,000 pixels") as refused:
+        probe(path, max_pixels=3000)
+    assert refused.value.kind == TOO_LARGE
+    with pytest.raises(VideoError, match="64x48"):
+        list(iter_frames(path, [("k", [0.1], 48, 32)], max_pixels=64 * 48 - 1))
+    assert probe(path, max_pixels=64 * 48).width == 64  # the limit itself is allowed
+    assert MAX_PIXELS == 3840 * 2160
+    # the decoder itself refuses frames over the limit (a stream whose frames grow later)
+    with open_container(path, max_pixels=64 * 48) as container:
+        assert container.streams.video[0].codec_context.options == {"max_pixels": "3072"}

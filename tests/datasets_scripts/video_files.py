@@ -16,6 +16,7 @@ CODECS = {  # suffix -> (video codec, audio codec)
     ".mp4": ("libx264", "aac"),
     ".webm": ("libvpx-vp9", "libopus"),
     ".mkv": ("libx264", "flac"),
+    ".ts": ("libx264", "aac"),
 }
 STEP, BASE, LEVELS = 6, 20, 36
 
@@ -53,8 +54,11 @@ def write_video(
     marker: bool = False,
     tone: float = 440.0,
     audio_seconds: float | None = None,
+    offset: float = 0.0,
 ) -> Path:
-    """Write a small video; ``times`` (seconds, ascending) makes it variable-frame-rate."""
+    """Write a small video; ``times`` (seconds, ascending) makes it variable-frame-rate;
+    ``offset`` seconds are added to every timestamp (the container then starts there, as
+    after ``ffmpeg -output_ts_offset`` or a ``-copyts`` remux)."""
     import av
 
     path = Path(path)
@@ -79,16 +83,16 @@ def write_video(
             sound.layout = "mono"
         for index, time in enumerate(times):
             frame = av.VideoFrame.from_ndarray(picture(index, width, height, marker), "rgb24")
-            frame.pts = round(time * 1000)
+            frame.pts = round((time + offset) * 1000)
             frame.time_base = Fraction(1, 1000)
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
         if sound is not None:
-            _write_tone(container, sound, audio_seconds or times[-1] + 1 / fps, tone)
+            _write_tone(container, sound, audio_seconds or times[-1] + 1 / fps, tone, offset)
     return path
 
 
-def _write_tone(container, sound, seconds: float, tone: float) -> None:
+def _write_tone(container, sound, seconds: float, tone: float, offset: float = 0.0) -> None:
     import av
 
     rate = sound.codec_context.sample_rate
@@ -105,7 +109,7 @@ def _write_tone(container, sound, seconds: float, tone: float) -> None:
         else:
             data = piece[None]
         frame = av.AudioFrame.from_ndarray(data, format=fmt, layout="mono")
-        frame.sample_rate, frame.pts = rate, start
+        frame.sample_rate, frame.pts = rate, start + round(offset * rate)
         frame.time_base = Fraction(1, rate)
         container.mux(sound.encode(frame))
     container.mux(sound.encode(None))
