@@ -173,7 +173,8 @@ class Trainer:
     # -- epochs, evaluation, checkpoints ----------------------------------------------------
     def _score(self, data) -> tuple[dict, torch.Tensor]:
         """Metrics and the similarity matrix of the current model on a loaded split."""
-        sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
+        sims = similarity_matrix(self.model, data, self.device, self.config.data.max_words,
+                                 self.config.data.max_frames)
         return split_metrics(sims, data, self.config.supervision.rho), sims
 
     def fit(self) -> None:
