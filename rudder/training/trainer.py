@@ -6,9 +6,11 @@ import logging
 import math
 import sys
 import uuid
+import zipfile
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -46,6 +48,43 @@ from rudder.training.distributed import DistContext, barrier, gather_with_grad, 
 from rudder.training.optim import build_optimizer, build_scheduler
 
 log = logging.getLogger("rudder.train")
+
+
+def cache_shards(encoder) -> set[Path] | None:
+    """The files of a frozen text encoder's embedding cache now (None: it has no cache)."""
+    cache = getattr(encoder, "cache", None)
+    if cache is None:
+        return None
+    return set(Path(cache.folder).glob("*.npz")) if Path(cache.folder).is_dir() else set()
+
+
+def encoder_summary(spec: str, encoder, cached_before: set[Path] | None) -> str:
+    """The log line that names a run's frozen text side and, for a cached sentence encoder,
+    whether the embedding cache served its training and validation captions (no new shard
+    written since ``cached_before``) or they were encoded now."""
+    from rudder.text.encoders import ENCODERS
+
+    known = ENCODERS.get(spec)
+    what = known.summary if known else f"vectors of {spec}"
+    line = f"text side: data.text_encoder={spec}, {what}, {encoder.dim}-d, frozen"
+    if cached_before is None:
+        return line
+    folder = encoder.cache.folder
+    new = sorted(cache_shards(encoder) - cached_before)  # type: ignore[operator]  # a cache
+    if not new:
+        return f"{line}; training and validation captions read from the embedding cache {folder}"
+    encoded = sum(_rows(shard) for shard in new)
+    return (f"{line}; {encoded:,} training and validation captions were not in the embedding "
+            f"cache: encoded now and stored in {folder} (a later run reads them from there)")
+
+
+def _rows(shard: Path) -> int:
+    """Rows of an embedding-cache shard (its ``keys``; 0 if it cannot be read)."""
+    try:
+        with np.load(shard, allow_pickle=False) as data:
+            return len(data["keys"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return 0
 
 
 class Trainer:
@@ -92,6 +131,7 @@ class Trainer:
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
                                                   self.folder, config.data.max_words, config.data)
+        cached = cache_shards(self.text_encoder)
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
@@ -128,8 +168,18 @@ class Trainer:
         self.run_id = uuid.uuid4().hex[:8]
         if self.state is not None:
             self._restore(self.state)
+            log.info(self._resume_line())
+        elif config.data.text_encoder:
+            log.info(encoder_summary(config.data.text_encoder, self.text_encoder, cached))
         else:
             log.info(text_side.summary)
+
+    def _resume_line(self) -> str:
+        done = f"resuming {self.run_dir}: {self.epoch} of at most {self.config.epochs} epochs done"
+        if self.epoch >= self.config.epochs or self._patience_exhausted():
+            return f"{done}, training is over; testing its best epoch {self.best_epoch}"
+        return (f"{done}; resuming from epoch {self.epoch + 1} "
+                f"(best so far: epoch {self.best_epoch})")
 
     @property
     def use_amp(self) -> bool:
