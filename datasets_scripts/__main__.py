@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import shlex
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from rudder.optional import Need, check_installed
 
 from . import BUILDERS
 from .build_report import BuildError, Reporter
+from .cards import recorded_command
 
 
 def _add_build(commands) -> None:
@@ -115,7 +115,7 @@ def run_build(args, argv) -> int:
                 f"--features {args.features}; rename them with --expert-map"
             )
         raw.feature_sources += extra
-    command = "python -m datasets_scripts " + shlex.join(argv)
+    command = recorded_command(argv)
     write_dataset(
         raw,
         args.out,

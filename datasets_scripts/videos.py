@@ -37,7 +37,6 @@ import hashlib
 import io
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -57,7 +56,7 @@ from rudder.languages import SUPPORTED
 from .build import LIST_TYPE, CaptionRows
 from .build_report import BuildError, Reporter
 from .captions_table import read_captions
-from .cards import fields_section, make_card
+from .cards import fields_section, make_card, recorded_command
 from .video_decode import VIDEO_SUFFIXES
 
 SRC_HELP = "folder of the video files (<video_id>.mp4, .webm, .mkv, ...)"
@@ -295,7 +294,7 @@ def _recorded_command(argv) -> str:
             skip = "=" not in arg and name != "--overwrite"
             continue
         kept.append(arg)
-    return "python -m datasets_scripts " + shlex.join(kept)
+    return recorded_command(kept)
 
 
 def _check_out(args) -> Path:
