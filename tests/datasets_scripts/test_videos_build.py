@@ -389,9 +389,9 @@ def test_the_card_records_no_local_path_and_publishing_random_experts_warns(
     assert str(src.parent) not in json.dumps(meta["extra"]["experts"])
     publish(out, "me/own", dry_run=True)
     err = capsys.readouterr().err.splitlines()
-    assert err == ["WARNING: expert object (object=resnet18@random) has RANDOM weights: its "
-                   "features only check the pipeline and say nothing about the videos; "
-                   "rebuild with trained weights (@hub or @/path/to/weights) before sharing"]
+    assert err == [("WARNING: expert object (object=resnet18@random) has RANDOM weights: its "
+                    "features only check the pipeline and say nothing about the videos; "
+                    "rebuild with trained weights (@hub or @/path/to/weights) before sharing")]
     meta["extra"]["command"] = recorded.replace("--src src", f"--src {src}")  # an older build
     (out / "rudder.json").write_text(json.dumps(meta))
     publish(out, "me/own", dry_run=True)

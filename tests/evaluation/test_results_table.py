@@ -60,8 +60,8 @@ def test_a_dataset_without_noun_verb_classes_gets_no_relevance_columns_and_one_n
     assert "| text→video | 10.0 | 50.0 | 70.0 | 99.0 | 5.0 | 8.0 |" in text
     assert "| - " not in text  # no column of dashes
     notes = [line for line in lines if "noun/verb classes" in line]
-    assert notes == ["nDCG and mAP: n/a, the dataset has no noun/verb classes (relevance needs "
-                     "them; add them with `python -m heuristics label`); columns left out"]
+    assert notes == [("nDCG and mAP: n/a, the dataset has no noun/verb classes (relevance needs "
+                      "them; add them with `python -m heuristics label`); columns left out")]
     summary = aggregate_seeds({0: {"test": _without_classes()}, 1: {"test": _without_classes()}})
     seeds = seeds_table(summary)
     assert "| nDCG" not in seeds and "| mAP" not in seeds and notes[0] in seeds

@@ -37,7 +37,7 @@ def test_a_resume_says_which_epoch_it_continues_from(train_tiny, tmp_path, capsy
 
 def test_the_first_run_on_the_sample_says_where_it_generates_it(tmp_path, monkeypatch,
                                                                 caplog):
-    import rudder.data.sample as sample
+    from rudder.data import sample
 
     built = []
 
@@ -54,7 +54,7 @@ def test_the_first_run_on_the_sample_says_where_it_generates_it(tmp_path, monkey
         train._generate_sample(config)
         train._generate_sample(config)  # the second run reads it: silent
     assert built == [True]
-    assert [r.getMessage() for r in caplog.records][0] == (
+    assert caplog.records[0].getMessage() == (
         f"generating the simulated sample dataset into {tmp_path / 'sample-v2.0'} (once: later "
         "runs read it)")
     assert caplog.records[1].getMessage().startswith("sample dataset generated in ")
