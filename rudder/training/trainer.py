@@ -6,11 +6,9 @@ import logging
 import math
 import sys
 import uuid
-import zipfile
 from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -18,7 +16,7 @@ from rudder import losses, models
 from rudder.config import ConfigError, TrainConfig, check_new_run, resolved_config, to_dict
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
-from rudder.data.text_side import build_text_side
+from rudder.data.text_side import build_text_side, cache_shards, encoder_summary
 from rudder.evaluation.inference import similarity_matrix, split_metrics
 from rudder.evaluation.selection import improves, reported_value, selection_key
 from rudder.runs.folders import RunError, environment_record, resolve_dataset
@@ -48,43 +46,6 @@ from rudder.training.distributed import DistContext, barrier, gather_with_grad, 
 from rudder.training.optim import build_optimizer, build_scheduler
 
 log = logging.getLogger("rudder.train")
-
-
-def cache_shards(encoder) -> set[Path] | None:
-    """The files of a frozen text encoder's embedding cache now (None: it has no cache)."""
-    cache = getattr(encoder, "cache", None)
-    if cache is None:
-        return None
-    return set(Path(cache.folder).glob("*.npz")) if Path(cache.folder).is_dir() else set()
-
-
-def encoder_summary(spec: str, encoder, cached_before: set[Path] | None) -> str:
-    """The log line that names a run's frozen text side and, for a cached sentence encoder,
-    whether the embedding cache served its training and validation captions (no new shard
-    written since ``cached_before``) or they were encoded now."""
-    from rudder.text.encoders import ENCODERS
-
-    known = ENCODERS.get(spec)
-    what = known.summary if known else f"vectors of {spec}"
-    line = f"text side: data.text_encoder={spec}, {what}, {encoder.dim}-d, frozen"
-    if cached_before is None:
-        return line
-    folder = encoder.cache.folder
-    new = sorted(cache_shards(encoder) - cached_before)  # type: ignore[operator]  # a cache
-    if not new:
-        return f"{line}; training and validation captions read from the embedding cache {folder}"
-    encoded = sum(_rows(shard) for shard in new)
-    return (f"{line}; {encoded:,} training and validation captions were not in the embedding "
-            f"cache: encoded now and stored in {folder} (a later run reads them from there)")
-
-
-def _rows(shard: Path) -> int:
-    """Rows of an embedding-cache shard (its ``keys``; 0 if it cannot be read)."""
-    try:
-        with np.load(shard, allow_pickle=False) as data:
-            return len(data["keys"])
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return 0
 
 
 class Trainer:

@@ -9,7 +9,7 @@ import pytest
 
 from rudder import train
 from rudder.config import from_dict
-from rudder.training.trainer import encoder_summary
+from rudder.data.text_side import encoder_summary
 
 
 def test_a_new_run_names_its_folder_before_it_trains(train_tiny, tmp_path, capsys):
