@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from rudder.evaluation.inference import embed_texts, similarities
 from rudder.languages import SUPPORTED, check_language
 from rudder.search.index import VideoIndex, mixture_query
 from rudder.search.index_cache import load_or_build
@@ -118,11 +119,23 @@ class SearchEngine:
         unknown = [w for w in words if w not in self.vocab] if self.check_words else []
         return Coverage(lang in self.train_langs, words, unknown)
 
-    @torch.no_grad()
     def embed_texts(self, texts, langs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-expert embeddings ``(n, E, D)`` and mixture logits ``(n, E)`` of texts."""
+        """Per-expert embeddings ``(n, E, D)`` and mixture logits ``(n, E)`` of texts, as
+        evaluation embeds captions (:func:`rudder.evaluation.inference.embed_texts`)."""
         tokens, mask = self.encode(list(texts), list(langs))
-        return self.model.encode_text(tokens, mask)
+        device = next(self.model.parameters()).device
+        return embed_texts(self.model, lambda rows: (tokens[rows], mask[rows]), len(tokens),
+                           device, self.max_words)
+
+    def rank(self, text_emb: torch.Tensor, logits: torch.Tensor, k: int):
+        """Positions in the index ``(k,)`` and scores of the ``k`` best videos for one
+        embedded query: its similarity to every video, computed as evaluation computes a
+        caption's (:func:`rudder.evaluation.inference.similarities`), so a caption searched
+        here scores what ``rudder.evaluate`` gives it; ties: the lower index first."""
+        scores = similarities(self.model, text_emb, logits, self.index.embeddings,
+                              self.index.available)[0]
+        order = torch.sort(scores, descending=True, stable=True).indices[:k]
+        return order, scores[order]
 
     @torch.no_grad()
     def caption_vectors(self, video_ids) -> torch.Tensor:
@@ -160,17 +173,17 @@ class SearchEngine:
     def search(self, query: str, lang: str, k: int = 10, display_lang: str = "en") -> list[Hit]:
         """The top-``k`` videos for ``query`` written in ``lang``.
 
-        Scores are the model's similarity (:meth:`VideoIndex.search`). Each hit shows the
-        caption chosen by :meth:`_best_captions`.
+        Scores are the model's similarity (:meth:`rank`). Each hit shows the caption chosen
+        by :meth:`_best_captions`.
         """
         check_language(lang, "the query language")
         check_language(display_lang, "the display language")
         text_emb, logits = self.embed_texts([query], [lang])
-        found = self.index.search(text_emb, logits, k=min(k, len(self.index)))
-        video_ids = [self.index.video_ids[i] for i in found.indices[0].tolist()]
+        order, top = self.rank(text_emb, logits, k)
+        video_ids = [self.index.video_ids[i] for i in order.tolist()]
         best = self._best_captions(query, lang, text_emb, logits, video_ids, display_lang)
         hits = []
-        scores = found.scores[0].tolist()
+        scores = top.tolist()
         for rank, (video_id, score) in enumerate(zip(video_ids, scores, strict=False), start=1):
             row = best.get(video_id)
             caption = self.collection.record(row) if row is not None else None

@@ -154,9 +154,12 @@ def segment_text(start, end) -> str:
     return f"{start:.1f}–{end:.1f}"
 
 
-def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=None) -> str:
+def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=None,
+                     translation_failed: bool = False) -> str:
     """A warning when the model was not trained on ``lang`` or knows few of the words;
-    a multilingual ``text_encoder`` (the run's ``data.text_encoder``) covers ``lang``."""
+    a multilingual ``text_encoder`` (the run's ``data.text_encoder``) covers ``lang``;
+    ``translation_failed``: the query was to be translated and could not be (no advice to
+    translate it then)."""
     if not coverage.lang_trained:
         trained = ", ".join(NAMES[code] for code in train_langs)
         if text_encoder in MULTILINGUAL:
@@ -166,11 +169,11 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=No
                 "the query is matched across languages, usually less precisely than in a "
                 "trained language."
             )
+        translate = "" if translation_failed else "Tick “Translate the query”, or use"
         return (
             f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}): "
-            "its ranking does not reflect this query. Tick “Translate the query”, or use a "
-            f"model trained on {NAMES[lang]} (`python -m app` without `--checkpoint` "
-            "trains one)."
+            f"its ranking does not reflect this query. {translate or 'Use'} a model trained "
+            f"on {NAMES[lang]} (`python -m app` without `--checkpoint` trains one)."
         )
     if coverage.nothing_known:
         return (
@@ -272,6 +275,7 @@ class SearchTab:
             return self._empty(" ".join(notes + [self.slot.progress_markdown()]))
         how = detection_note(guess) if lang_choice == AUTO else "chosen"
         notes.insert(0, f"Query language: **{NAMES[lang]}** ({how}).")
+        failed = False
         if translate and target != lang:
             try:
                 translated = self.translator(query, lang, target)
@@ -279,9 +283,10 @@ class SearchTab:
                 query, lang = cap_query(translated), target
             except (TranslationUnavailable, ValueError) as error:
                 notes.append(f"⚠ Translation unavailable: {markdown_text(error)}")
+                failed = True
         coverage = self.engine.coverage(query, lang)
         warning = coverage_warning(coverage, lang, self.engine.train_langs,
-                                   getattr(self.engine, "text_encoder", None))
+                                   getattr(self.engine, "text_encoder", None), failed)
         if warning:
             notes.append(warning)
         if coverage.nothing_known:

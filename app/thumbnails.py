@@ -136,10 +136,12 @@ class Thumbnails:
         if state != "unknown":
             return state
         with self._lock:
+            job = None
             if key not in self._jobs:
                 job = self._pool.submit(self._make, key, video, middle)
                 self._jobs[key] = job
-                job.add_done_callback(lambda done, key=key: self._finish(key, done))
+        if job is not None:  # outside the lock: a job already done runs _finish right here
+            job.add_done_callback(lambda done, key=key: self._finish(key, done))
         return self.state(key)
 
     def state(self, key: str) -> Path | str | None:

@@ -77,7 +77,7 @@ def evaluate(run_dir: Path) -> dict[str, dict]:
     results = {"queries": len(lists), "videos": data.num_videos}
     for name, split, queries in (("unperturbed", data, chosen),
                                  ("unseen forms", perturbed, chosen)):
-        sims = similarity_matrix(run.model, split, torch.device("cpu"))
+        sims = similarity_matrix(run.model, split, "cpu", cfg.max_words, cfg.max_frames)
         results[name] = metrics.retrieval_metrics(sims, query_masks=queries, direction="t2v")
     return results
 

@@ -17,6 +17,7 @@ from rudder.optional import Need, check_installed
 
 from . import BUILDERS
 from .build_report import BuildError, Reporter
+from .cards import recorded_command
 
 
 def _add_build(commands) -> None:
@@ -116,7 +117,7 @@ def run_build(args, argv) -> int:
                 f"--features {args.features}; rename them with --expert-map"
             )
         raw.feature_sources += extra
-    command = "python -m datasets_scripts " + shlex.join(argv)
+    command = recorded_command(argv)
     write_dataset(
         raw,
         args.out,

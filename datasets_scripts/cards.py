@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from rudder.data.card import Card
 from rudder.data.layout import RELATIONS_SCHEMA, VIDEOS_SCHEMA, expert_config
 from rudder.labels import PAIR_LABELS
+
+# An absolute path in an argument: the whole argument, after "--flag=", or after "@" (an
+# expert's weights file, NAME=ARCH@/path/weights.pth).
+_ABSOLUTE = re.compile(r"(^|=|@)(/.*)$")
+
+
+def portable(arg: str) -> str:
+    """``arg`` with an absolute path in it cut to its last component, for what a card and
+    ``rudder.json`` record (a card goes to the Hub; folder and file names say what was
+    built, and the SHA-256 of weights files is recorded beside them)."""
+    return _ABSOLUTE.sub(lambda m: m.group(1) + (PurePath(m.group(2)).name or "/"), arg)
+
+
+def recorded_command(argv) -> str:
+    """The build command a card and ``rudder.json`` record, every argument :func:`portable`."""
+    return "python -m datasets_scripts " + shlex.join(portable(arg) for arg in argv)
+
+
+def local_paths(command: str) -> list[str]:
+    """The absolute paths a recorded command holds (a folder built before commands were
+    recorded without them)."""
+    try:
+        args = shlex.split(command)
+    except ValueError:
+        args = command.split()
+    return [m.group(2) for arg in args if (m := _ABSOLUTE.search(arg))]
+
 
 CE_BIBTEX = """@inproceedings{liu2019use,
   title     = {Use What You Have: Video Retrieval Using Representations From Collaborative Experts},

@@ -26,6 +26,8 @@ import yaml
 from rudder.data.layout import DatasetFolder
 from rudder.hub.offline import bounded_session, hub_offline
 
+from .cards import local_paths
+
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 IGNORED = (".*", "*.tmp", "*/.*")
 
@@ -134,6 +136,27 @@ def check_parquet_files(root: Path, relatives: list[str]) -> None:
             )
 
 
+def sharing_warnings(folder: DatasetFolder) -> list[str]:
+    """What to know before sharing a built folder: experts with random weights (``build
+    videos --expert NAME=ARCH@random``), and local paths its recorded build command holds
+    (folders built before commands were recorded without them)."""
+    extra = folder.meta.extra if isinstance(folder.meta.extra, dict) else {}
+    experts = extra.get("experts") if isinstance(extra.get("experts"), dict) else {}
+    warnings = [
+        f"expert {name} ({record.get('spec', name)}) has RANDOM weights: its features only "
+        "check the pipeline and say nothing about the videos; rebuild with trained weights "
+        "(@hub or @/path/to/weights) before sharing"
+        for name, record in sorted(experts.items())
+        if isinstance(record, dict) and str(record.get("weights", "")).startswith("random")]
+    paths = local_paths(str(extra.get("command", "")))
+    if paths:
+        warnings.append(
+            f"the build command in README.md and rudder.json names local paths ({paths[0]}"
+            f"{f' and {len(paths) - 1} more' if len(paths) > 1 else ''}) that the upload "
+            "would publish; edit them out of both files first (a new build records names only)")
+    return warnings
+
+
 def list_files(root: Path) -> list[tuple[str, int]]:
     """The files an upload sends (hidden and temporary files left out), with sizes."""
     files = []
@@ -185,6 +208,8 @@ def publish(
     folder = DatasetFolder(root)  # a rudder dataset (rudder.json present and valid)
     configs = validate_card(root)
     folder.check_splits_agree()
+    for warning in sharing_warnings(folder):
+        print(f"WARNING: {warning}", file=sys.stderr)
     files = list_files(root)
     total = sum(size for _, size in files)
     if dry_run:

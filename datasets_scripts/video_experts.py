@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from .build_report import BuildError
+from .cards import portable
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 KINETICS = ((0.43216, 0.394666, 0.37645), (0.22803, 0.22145, 0.216989))
@@ -127,8 +128,9 @@ def _offline_reason(url: str, timeout: float = 3.0) -> str | None:
     return None
 
 
-def hub_weights(arch: str, url: str) -> Path:
-    """The cached file of ``url`` (downloaded when missing and online)."""
+def hub_weights(spec: str, url: str) -> Path:
+    """The cached file of ``url`` (downloaded when missing and online) for the expert
+    ``spec`` (``object=resnet50@hub``, named in the errors)."""
     import torch.hub
 
     target = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(urlparse(url).path)
@@ -137,7 +139,7 @@ def hub_weights(arch: str, url: str) -> Path:
     reason = _offline_reason(url)
     if reason:
         raise BuildError(
-            f"{arch}@hub: the weights are not in the cache ({target}) and cannot be "
+            f"{spec}: the weights are not in the cache ({target}) and cannot be "
             f"downloaded ({reason}). Fetch {url} on a machine that is online, then pass "
             f"@/path/to/{target.name} (or copy it to {target}); @random checks the pipeline "
             "without weights"
@@ -149,7 +151,7 @@ def hub_weights(arch: str, url: str) -> Path:
     try:
         torch.hub.download_url_to_file(url, str(target), hash_prefix=prefix, progress=True)
     except (OSError, RuntimeError) as error:
-        raise BuildError(f"{arch}@hub: downloading {url} failed ({error})") from None
+        raise BuildError(f"{spec}: downloading {url} failed ({error})") from None
     return target
 
 
@@ -222,7 +224,7 @@ class LoadedExpert:
         """What ``rudder.json`` and the card say about this expert."""
         weights = self.spec.weights
         out = {
-            "spec": self.spec.text,
+            "spec": portable(self.spec.text),
             "architecture": self.spec.arch,
             "kind": self.arch.kind,
             "dim": self.dim,

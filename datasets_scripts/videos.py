@@ -41,7 +41,6 @@ import hashlib
 import io
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -61,7 +60,7 @@ from rudder.languages import SUPPORTED
 from .build import LIST_TYPE, CaptionRows
 from .build_report import BuildError, NothingToBuild, Reporter, line_ranges
 from .captions_table import read_captions
-from .cards import fields_section, make_card
+from .cards import fields_section, make_card, recorded_command
 from .video_decode import MAX_PIXELS, TOO_LARGE, UNREADABLE, VIDEO_SUFFIXES
 
 SRC_HELP = "folder of the video files (<video_id>.mp4, .webm, .mkv, ...)"
@@ -331,7 +330,7 @@ def _recorded_command(argv) -> str:
             skip = "=" not in arg and name != "--overwrite"
             continue
         kept.append(arg)
-    return "python -m datasets_scripts " + shlex.join(kept)
+    return recorded_command(kept)
 
 
 def _check_out(args) -> Path:

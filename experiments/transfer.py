@@ -160,7 +160,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
     if rounds is not None:
         run.config.data.sentence_alignment = rounds
     videos = load_videos(run.dataset, "test", run.experts, run.config.data.max_frames)
-    video_emb = embed_videos(run.model, videos, "cpu")
+    video_emb = embed_videos(run.model, videos, "cpu", run.config.data.max_frames)
     captions = run.dataset.captions("test", columns=["video_id", "lang", "text", "start",
                                                      "end"]).to_pylist()
     rows = ["| query (lang) | rank | English source (rank) | Marathi, same segment (rank) |",

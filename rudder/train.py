@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,8 @@ from rudder.runs.layout import (
     write_config,
     write_metrics,
 )
+
+log = logging.getLogger("rudder.train")
 
 # rudder.losses.names(), spelled out so that --help imports no torch (tests check they agree).
 LOSS_NAMES = ("mm", "triplet", "hn", "dw", "ot", "po", "ran", "ranp", "relevance_margin",
@@ -130,6 +133,23 @@ def resumed_config(args, run_dir: Path) -> TrainConfig:
     return config
 
 
+def _generate_sample(config: TrainConfig) -> None:
+    """On the first run on the sample: say where its dataset goes, generate it and say how
+    long it took (later runs read it)."""
+    if config.data.dataset != "sample":
+        return
+    from rudder.data.sample import SAMPLE_VERSION, cache_root, sample_dataset_path
+
+    target = cache_root() / f"sample-v{SAMPLE_VERSION}"
+    if (target / "rudder.json").is_file():
+        return
+    log.info("generating the simulated sample dataset into %s (once: later runs read it)",
+             target)
+    started = time.monotonic()
+    sample_dataset_path()
+    log.info("sample dataset generated in %.0f s", time.monotonic() - started)
+
+
 def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
     """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
     from rudder.training.devices import pick_device
@@ -144,8 +164,12 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
         if ctx.is_main:
             created = prepare_run_dir(run_dir, resume, overwrite)
             _log_to(log_file(run_dir))
+            _generate_sample(config)
         barrier(ctx)
         trainer = Trainer(config, run_dir, ctx, resume=resume)
+        if ctx.is_main and not resume:  # named once its data and config passed their checks
+            log.info("run folder: %s (train.log, checkpoints/, metrics.json when done)",
+                     run_dir)
         trainer.fit()
         trainer.test()
     except BaseException:

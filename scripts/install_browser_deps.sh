@@ -20,7 +20,16 @@ if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
+echo "install_browser_deps.sh: installing ${missing[*]} with apt-get (package lists first)"
 $SUDO apt-get update
+# What apt would do, said before it does it: the packages it adds and those it upgrades (a
+# dependency of Chromium may need a newer systemd or libc, for instance).
+plan=$($SUDO apt-get install -s -y "${missing[@]}" | awk '/^Inst / {
+    if ($3 ~ /^\[/) print $2, "(upgrade from " substr($3, 2, length($3) - 2) ")"
+    else print $2, "(new)" }')
+echo "apt-get will install $(grep -c "(new)" <<<"$plan" || true) new package(s) and upgrade" \
+     "$(grep -c "(upgrade" <<<"$plan" || true):"
+sed 's/^/  /' <<<"$plan"
 $SUDO apt-get install -y "${missing[@]}"
 command -v chromium >/dev/null || { echo "chromium not on PATH after install" >&2; exit 1; }
 echo "installed: ${missing[*]}"

@@ -60,7 +60,9 @@ class DataConfig:
     min_word_count: int = setting(
         1, rule=at_least(1), doc="training occurrences a word needs to enter the vocabulary")
     eval_batch_size: int = setting(
-        512, rule=at_least(1), doc="captions or videos embedded at once in evaluation")
+        512, rule=at_least(1), doc="no effect: evaluation embeds 256 captions or videos at a "
+        "time on every path, so that the numbers never depend on it; read so that older "
+        "configs load")
     val_split: str = setting(
         "validation", rule=one_of("validation", "test"),
         doc="the model-selection split (`test` for MSR-VTT 1k-A, which has none, as CE)")

@@ -1,5 +1,6 @@
 """The word-level text side of a run: its vocabulary (optionally with character n-gram
-hashing) and the initial embedding table from pretrained word vectors.
+hashing) and the initial embedding table from pretrained word vectors; and the log line of
+a run on a frozen text encoder instead (:func:`encoder_summary`).
 
 Vocabulary: the training captions' tokens in ``data.caption_langs`` (``min_word_count``).
 With ``data.word_vectors``, the words of the validation and test captions that the vectors
@@ -19,8 +20,10 @@ zero, so a known word starts as its pretrained vector scaled by 1 / (1 + its n-g
 
 from __future__ import annotations
 
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -142,3 +145,40 @@ def _table(words, token_langs, sources, seed) -> tuple[np.ndarray, int]:
     rng = np.random.default_rng(seed)
     table[missing] = rng.normal(0.0, 1.0, (int(missing.sum()), dim)).astype(np.float32) * std
     return table, int(found.sum())
+
+
+def cache_shards(encoder) -> set[Path] | None:
+    """The files of a frozen text encoder's embedding cache now (None: it has no cache)."""
+    cache = getattr(encoder, "cache", None)
+    if cache is None:
+        return None
+    return set(Path(cache.folder).glob("*.npz")) if Path(cache.folder).is_dir() else set()
+
+
+def encoder_summary(spec: str, encoder, cached_before: set[Path] | None) -> str:
+    """The log line that names a run's frozen text side and, for a cached sentence encoder,
+    whether the embedding cache served its training and validation captions (no new shard
+    written since ``cached_before``) or they were encoded now."""
+    from rudder.text.encoders import ENCODERS
+
+    known = ENCODERS.get(spec)
+    what = known.summary if known else f"vectors of {spec}"
+    line = f"text side: data.text_encoder={spec}, {what}, {encoder.dim}-d, frozen"
+    if cached_before is None:
+        return line
+    folder = encoder.cache.folder
+    new = sorted(cache_shards(encoder) - cached_before)  # type: ignore[operator]  # a cache
+    if not new:
+        return f"{line}; training and validation captions read from the embedding cache {folder}"
+    encoded = sum(_rows(shard) for shard in new)
+    return (f"{line}; {encoded:,} training and validation captions were not in the embedding "
+            f"cache: encoded now and stored in {folder} (a later run reads them from there)")
+
+
+def _rows(shard: Path) -> int:
+    """Rows of an embedding-cache shard (its ``keys``; 0 if it cannot be read)."""
+    try:
+        with np.load(shard, allow_pickle=False) as data:
+            return len(data["keys"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return 0

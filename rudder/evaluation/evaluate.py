@@ -109,8 +109,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
             encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words, cfg)
         data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, encoder)
-        matrices.append(similarity_matrix(run.model, data, torch.device(device),
-                                          cfg.eval_batch_size))
+        matrices.append(similarity_matrix(run.model, data, device, cfg.max_words,
+                                          cfg.max_frames))
     sims, sims_v2t = matrices[0], None
     if len(matrices) > 1:
         q = hybrid_q if how == "hybrid" else None

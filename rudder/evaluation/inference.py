@@ -1,7 +1,23 @@
-"""Similarity matrices and metrics of a model on a loaded split (video-major rows; see
-docs/architecture.md)."""
+"""Embedding and scoring, with the same numbers on every path; relevance and split metrics.
+
+The trainer's validation and test passes, ``rudder.evaluate`` (of a run or a published
+folder) and the app's search all compute similarities through :func:`embed_texts`,
+:func:`embed_videos` and :func:`similarities` (:func:`similarity_matrix` composes them for a
+split, rows video-major; see docs/architecture.md). float32 results depend on how the work is
+cut: torch's CPU matrix products take other code paths for a few rows than for many, and
+MKL's split of a product between threads changes with the thread count. So every forward
+pass and every similarity product here has one shape, ``BLOCK`` rows (a short last block is
+padded with copies of its last row and cut off again), captions are padded to ``max_words``
+tokens and variable-length experts to ``max_frames`` frames, and on the CPU the work runs on
+one intra-op thread. A caption's similarity to a video is then the same bits whatever else
+is in its batch, in whichever order, on whichever of these paths (on one machine: another
+CPU or a GPU rounds differently).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -10,38 +26,131 @@ from rudder.data.loader import SplitData, VideoData
 from rudder.evaluation import metrics
 from rudder.supervision import relevance
 
+BLOCK = 256  # rows (captions or videos) of every forward pass and similarity product
+
+TextInput = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # rows -> model input
+
+
+@contextmanager
+def scoring(model: torch.nn.Module, device):
+    """The model in eval mode and, on the CPU, one intra-op thread; both restored after."""
+    was_training, threads = model.training, torch.get_num_threads()
+    on_cpu = torch.device(device).type == "cpu"
+    model.eval()
+    if on_cpu:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if on_cpu:
+            torch.set_num_threads(threads)
+        model.train(was_training)
+
+
+def blocks(count: int) -> Iterator[tuple[int, int, torch.Tensor]]:
+    """``(start, stop, rows)`` covering ``range(count)`` in blocks of ``BLOCK``: ``rows`` always
+    holds ``BLOCK`` indices, the last block's tail repeating ``stop - 1``."""
+    for start in range(0, count, BLOCK):
+        stop = min(start + BLOCK, count)
+        yield start, stop, torch.arange(start, start + BLOCK).clamp_max(stop - 1)
+
+
+def pad_steps(values: torch.Tensor, mask: torch.Tensor,
+              steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``values`` (B, L, ...) and ``mask`` (B, L) padded with zeros / False to ``steps``
+    along L (tokens or frames); longer inputs are returned as they are."""
+    missing = steps - mask.shape[1]
+    if missing <= 0:
+        return values, mask
+    return (torch.cat([values, values.new_zeros(len(values), missing, *values.shape[2:])], 1),
+            torch.cat([mask, mask.new_zeros(len(mask), missing)], 1))
+
 
 @torch.no_grad()
-def embed_videos(model: torch.nn.Module, data: VideoData, device, batch_size=512) -> torch.Tensor:
-    """Per-expert video embeddings ``(V, E, D)`` of the whole split."""
-    out = []
-    for start in range(0, data.num_videos, batch_size):
-        index = torch.arange(start, min(start + batch_size, data.num_videos))
-        features, masks, available = data.video_batch(index, device)
-        out.append(model.encode_video(features, masks, available))  # type: ignore[operator]  # a MODEL_INTERFACE method
+def embed_videos(model: torch.nn.Module, data: VideoData, device,
+                 max_frames: int) -> torch.Tensor:
+    """Per-expert video embeddings ``(V, E, D)`` of every video of ``data``, on ``device``."""
+    device, out = torch.device(device), []
+    with scoring(model, device):
+        for start, stop, rows in blocks(data.num_videos):
+            features, masks, available = data.video_batch(rows, device)
+            for expert, mask in masks.items():
+                features[expert], masks[expert] = pad_steps(features[expert], mask, max_frames)
+            video = model.encode_video(features, masks, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
+            out.append(video[: stop - start])
     return torch.cat(out)
 
 
+def _text_blocks(model: torch.nn.Module, text_input: TextInput, count: int, device,
+                 max_words: int) -> Iterator[tuple[int, int, torch.Tensor, torch.Tensor]]:
+    """``(start, stop, text, logits)`` of the texts ``0..count-1`` in padded blocks (the model
+    already in :func:`scoring` mode)."""
+    for start, stop, rows in blocks(count):
+        tokens, mask = pad_steps(*text_input(rows), max_words)
+        text, logits = model.encode_text(tokens.to(device), mask.to(device))  # type: ignore[operator]  # a MODEL_INTERFACE method
+        yield start, stop, text, logits
+
+
 @torch.no_grad()
-def similarity_matrix(model: torch.nn.Module, data: SplitData, device,
-                      batch_size=512) -> torch.Tensor:
-    """Caption-by-video similarities ``(V*K, V)``, rows video-major; empty slots score 0."""
-    was_training = model.training
-    model.eval()
-    videos = embed_videos(model, data, device, batch_size)
-    available = data.available.to(device)
+def embed_texts(model: torch.nn.Module, text_input: TextInput, count: int, device,
+                max_words: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-expert embeddings ``(count, E, D)`` and mixture logits ``(count, E)`` of ``count``
+    texts; ``text_input(rows)`` gives the model's input (tokens or features, mask) of ``rows``."""
+    device = torch.device(device)
+    with scoring(model, device):
+        parts = [(text[: stop - start], logits[: stop - start]) for start, stop, text, logits
+                 in _text_blocks(model, text_input, count, device, max_words)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+class _VideoBlocks:
+    """The embedded videos cut into padded blocks once, for many text blocks."""
+
+    def __init__(self, videos: torch.Tensor, available: torch.Tensor, device):
+        videos, available = videos.to(device), available.to(device)
+        self.count = len(videos)
+        self.blocks = [(videos[rows], available[rows]) for _, _, rows in blocks(self.count)]
+
+    def score(self, model: torch.nn.Module, text: torch.Tensor, logits: torch.Tensor,
+              rows: int) -> torch.Tensor:
+        """Similarities ``(rows, V)`` on the host of a padded text block's first ``rows``."""
+        out = torch.cat([model.similarity(text, logits, video, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
+                         for video, available in self.blocks], 1)
+        return out[:rows, : self.count].float().cpu()
+
+
+@torch.no_grad()
+def similarities(model: torch.nn.Module, text: torch.Tensor, logits: torch.Tensor,
+                 videos: torch.Tensor, available: torch.Tensor) -> torch.Tensor:
+    """Similarities ``(T, V)`` (float32, on the host) of embedded texts (:func:`embed_texts`)
+    to embedded videos (:func:`embed_videos`) with availability ``(V, E)``."""
+    device = text.device
+    video_blocks = _VideoBlocks(videos, available, device)
+    out = torch.empty(len(text), len(videos))
+    with scoring(model, device):
+        for start, stop, rows in blocks(len(text)):
+            out[start:stop] = video_blocks.score(model, text[rows].to(device),
+                                                 logits[rows].to(device), stop - start)
+    return out
+
+
+@torch.no_grad()
+def similarity_matrix(model: torch.nn.Module, data: SplitData, device, max_words: int,
+                      max_frames: int) -> torch.Tensor:
+    """Embed a split and score it: caption-by-video similarities ``(V*K, V)``, rows
+    video-major; empty slots score 0. ``max_words`` and ``max_frames`` are the run's."""
+    device = torch.device(device)
+    video_blocks = _VideoBlocks(embed_videos(model, data, device, max_frames), data.available,
+                                device)
     valid = data.caption_mask.flatten()
-    videos_of, slots_of = torch.nonzero(data.caption_mask, as_tuple=True)  # row-major = video-major
+    videos_of, slots_of = torch.nonzero(data.caption_mask, as_tuple=True)  # video-major
     rows_of = torch.nonzero(valid).squeeze(1)
     sims = torch.zeros(len(valid), data.num_videos)
-    for start in range(0, len(videos_of), batch_size):
-        chunk = slice(start, start + batch_size)
-        # Per chunk: the features stay ragged.
-        tokens, mask = data.text_input(videos_of[chunk], slots_of[chunk])
-        text, logits = model.encode_text(tokens.to(device), mask.to(device))  # type: ignore[operator]  # a MODEL_INTERFACE method
-        sims[rows_of[chunk]] = (model.similarity(text, logits, videos, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
-                                .float().cpu())
-    model.train(was_training)
+    with scoring(model, device):
+        for start, stop, text, logits in _text_blocks(
+                model, lambda rows: data.text_input(videos_of[rows], slots_of[rows]),
+                len(rows_of), device, max_words):
+            sims[rows_of[start:stop]] = video_blocks.score(model, text, logits, stop - start)
     return sims
 
 

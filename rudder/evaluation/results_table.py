@@ -1,7 +1,8 @@
 """Plain-text result tables for the console and the README.
 
 A metric that is n/a (``None`` in metrics.json: e.g. mAP when no query has a fully relevant
-item) prints ``n/a``; a column that is n/a in every row is left out, with a one-line note.
+item) prints ``n/a``; a column that is n/a in every row is left out, with a one-line note, and
+so are nDCG and mAP on a dataset without noun/verb classes (no row has them).
 """
 
 from __future__ import annotations
@@ -18,20 +19,30 @@ def _is_na(value) -> bool:
 
 
 def _columns(rows: list[dict]) -> tuple[list[str], list[str]]:
-    """(columns shown, columns left out because every row that has them is n/a)."""
+    """(columns shown, columns left out because every row is n/a or, for the relevance
+    metrics, no row has them: the dataset has no noun/verb classes)."""
     shown: list[str] = []
     dropped: list[str] = []
     for c in COLUMNS:
         present = [r[c] for r in rows if c in r]
-        (dropped if present and all(_is_na(v) for v in present) else shown).append(c)
+        absent = c in RELEVANCE_METRICS and not present
+        all_na = bool(present) and all(_is_na(v) for v in present)
+        (dropped if absent or all_na else shown).append(c)
     return shown, dropped
 
 
 def _notes(rows: list[dict], dropped: list[str]) -> list[str]:
-    """One line per left-out column, and the query counts of the relevance metrics (rows:
-    t2v, then v2t)."""
+    """One line per left-out column (one for the relevance metrics of a dataset without
+    noun/verb classes), and the query counts of the relevance metrics (rows: t2v, then
+    v2t)."""
+    unlabelled = [c for c in dropped if not any(c in r for r in rows)]
     notes = [f"{c}: n/a, no query has a relevant item (R {RELEVANT[c]}) at this rho; column "
-             "left out (docs/fidelity.md, 'nDCG and mAP')" for c in dropped]
+             "left out (docs/fidelity.md, 'nDCG and mAP')" for c in dropped
+             if c not in unlabelled]
+    if unlabelled:
+        notes.append(f"{' and '.join(unlabelled)}: n/a, the dataset has no noun/verb classes "
+                     "(relevance needs them; add them with `python -m heuristics label`); "
+                     f"column{'s' if len(unlabelled) > 1 else ''} left out")
     for c in RELEVANCE_METRICS:
         counts = [f"{d} {int(r[f'{c}_queries'])}" for d, r in zip(("t2v", "v2t"), rows, strict=True)
                   if c not in dropped and not _is_na(r.get(c)) and f"{c}_queries" in r]

@@ -65,6 +65,17 @@ def stage_files(run: Path, out: Path, repo_id: str, license: str | None = None
     return [(name, (out / name).stat().st_size) for name in names]
 
 
+def hub_token() -> str:
+    """The Hugging Face token huggingface_hub would use (``HF_TOKEN``, ``hf auth login``)."""
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a "
+                           "token with write access), or use --dry-run")
+    return token
+
+
 def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None,
            token: str | None = None, timeout: float = 5.0, transfer_timeout: float = 300.0,
            ) -> str:
@@ -73,13 +84,10 @@ def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str |
         raise PublishError("HF_HUB_OFFLINE is set: nothing can be uploaded in offline mode; "
                            "unset it, or use --dry-run")
     import httpx2
-    from huggingface_hub import HfApi, constants, get_token
+    from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError
 
-    token = token or get_token()
-    if not token:
-        raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a "
-                           "token with write access), or use --dry-run")
+    token = token or hub_token()
     api = HfApi(endpoint=constants.ENDPOINT, token=token)
     step = ("accept the token", f"reach {constants.ENDPOINT}")  # (refused, failed) wording
     try:
@@ -125,6 +133,7 @@ def publish(run, repo_id: str, *, private=False, dry_run=False, revision=None, l
     if not dry_run and hub_offline():  # before the staging work
         raise PublishError("HF_HUB_OFFLINE is set: nothing can be uploaded in offline mode; "
                            "unset it, or use --dry-run")
+    token = None if dry_run else hub_token()  # before the staging work too
     work = Path(tempfile.mkdtemp(prefix="rudder-publish-"))
     try:
         files = stage_files(Path(run), work, repo_id, license)
@@ -142,7 +151,8 @@ def publish(run, repo_id: str, *, private=False, dry_run=False, revision=None, l
             print(f"{len(files)} files, {total:,d} bytes; model rebuilt from them; would upload "
                   f"to {target}{' (private)' if private else ''}", file=stream)
             return files
-        commit = upload(work, repo_id, private=private, revision=revision, timeout=timeout)
+        commit = upload(work, repo_id, private=private, revision=revision, token=token,
+                        timeout=timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     pin = f"hf://{repo_id}@{commit}" if commit else f"hf://{repo_id}"

@@ -37,7 +37,7 @@ from rudder.errors import RudderError
 from rudder.search.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
 from rudder.training.checkpoints import read_plain
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: videos embedded in the fixed blocks of rudder.evaluation.inference
 
 
 class SearchIndexError(RudderError):

@@ -54,7 +54,6 @@ def build_index(
     dataset: DatasetFolder,
     splits=None,
     max_frames: int = 32,
-    batch_size: int = 256,
     key: str = "",
 ) -> VideoIndex:
     """Embed every video of ``splits`` (default: all present) with ``model`` (eval mode)."""
@@ -79,7 +78,7 @@ def build_index(
     for split in splits:
         data = load_videos(dataset, split, model.experts, max_frames=max_frames)
         video_ids += data.video_ids
-        embeddings.append(embed_videos(model, data, device, batch_size).float().cpu())
+        embeddings.append(embed_videos(model, data, device, max_frames).float().cpu())
         available.append(data.available)
     model.train(was_training)
     return VideoIndex(video_ids, model.experts, torch.cat(embeddings), torch.cat(available), key)
@@ -92,7 +91,6 @@ def load_or_build(
     cache_dir=None,
     splits=None,
     max_frames: int = 32,
-    batch_size: int = 256,
 ) -> VideoIndex:
     """The cached index of ``dataset`` for ``model``, built and saved on a cache miss.
 
@@ -111,6 +109,6 @@ def load_or_build(
         else:
             if index.key == key:
                 return index
-    index = build_index(model, dataset, splits, max_frames, batch_size, key)
+    index = build_index(model, dataset, splits, max_frames, key)
     index.save(path)
     return index

@@ -23,7 +23,12 @@ from rudder.config import (
 )
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
-from rudder.data.text_side import build_text_side, caption_langs_note
+from rudder.data.text_side import (
+    build_text_side,
+    cache_shards,
+    caption_langs_note,
+    encoder_summary,
+)
 from rudder.evaluation.inference import similarity_matrix, split_metrics
 from rudder.evaluation.selection import improves, reported_value, selection_key
 from rudder.runs.folders import RunError, environment_record, resolve_dataset
@@ -101,6 +106,7 @@ class Trainer:
 
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
                                                   self.folder, config.data.max_words, config.data)
+        cached = cache_shards(self.text_encoder)
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
@@ -137,11 +143,20 @@ class Trainer:
         self.run_id = uuid.uuid4().hex[:8]
         if self.state is not None:
             self._restore(self.state)
+            log.info(self._resume_line())
         else:
             why = ("data.caption_langs" if given else "the sample's default"
                    if config.data.dataset == "sample" else "the dataset's own")
             log.info(caption_langs_note(self.folder, config.data.caption_langs, why))
-            log.info(text_side.summary)
+            log.info(encoder_summary(config.data.text_encoder, self.text_encoder, cached)
+                     if config.data.text_encoder else text_side.summary)
+
+    def _resume_line(self) -> str:
+        done = f"resuming {self.run_dir}: {self.epoch} of at most {self.config.epochs} epochs done"
+        if self.epoch >= self.config.epochs or self._patience_exhausted():
+            return f"{done}, training is over; testing its best epoch {self.best_epoch}"
+        return (f"{done}; resuming from epoch {self.epoch + 1} "
+                f"(best so far: epoch {self.best_epoch})")
 
     @property
     def use_amp(self) -> bool:
@@ -185,7 +200,8 @@ class Trainer:
     # -- epochs, evaluation, checkpoints ----------------------------------------------------
     def _score(self, data) -> tuple[dict, torch.Tensor]:
         """Metrics and the similarity matrix of the current model on a loaded split."""
-        sims = similarity_matrix(self.model, data, self.device, self.config.data.eval_batch_size)
+        sims = similarity_matrix(self.model, data, self.device, self.config.data.max_words,
+                                 self.config.data.max_frames)
         return split_metrics(sims, data, self.config.supervision.rho), sims
 
     def fit(self) -> None:

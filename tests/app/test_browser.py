@@ -2,8 +2,14 @@
 
 Needs ``scripts/install_browser_deps.sh`` (chromium, chromium-driver, Lohit fonts); run with
 ``pytest -m browser``. Screenshots go to each test's tmp_path (printed).
+
+Every wait is on a condition the page signals (an element, a value, a text, no request in
+flight), never a fixed pause; on a loaded machine a step may take minutes, so the only
+time limit is ``TIMEOUT_MS`` (``RUDDER_BROWSER_TIMEOUT_S``, default 300 s), after which a
+test gives up waiting for a condition that is not coming.
 """
 
+import os
 import re
 import shutil
 import sqlite3
@@ -26,6 +32,22 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+TIMEOUT_MS = 1000 * int(os.environ.get("RUDDER_BROWSER_TIMEOUT_S", "300"))
+
+
+def new_page(browser, width=1280, height=1000):
+    """A page in a fresh browser context whose waits give up after ``TIMEOUT_MS``."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(TIMEOUT_MS)
+    return context.new_page()
+
+
+def settled(page):
+    """Wait until no request of the page is in flight (Gradio's events are requests, their
+    results streamed): what an event would change has changed. Before typing an annotator
+    name: the page's load event fills that field with the browser's remembered name (empty
+    in a fresh context), and a late answer would erase what the test typed."""
+    page.wait_for_load_state("networkidle")
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +66,8 @@ def browser():
 def page(browser, served):
     """A fresh page on the served app; fails the test on any request leaving the machine."""
     url = served[0]
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
+    page = new_page(browser)
+    context = page.context
     outside, dialogs = [], []
     page.on(
         "request",
@@ -57,7 +79,7 @@ def page(browser, served):
     )
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(url, wait_until="domcontentloaded")
-    page.wait_for_selector("#search-query textarea", timeout=60_000)
+    page.wait_for_selector("#search-query textarea")
     yield page
     context.close()
     assert outside == [], f"the app reached outside the machine: {outside[:3]}"
@@ -97,7 +119,7 @@ def table_rows(page, elem_id="search-results") -> list[list[str]]:
 
 
 def wait_rows(page, count, elem_id="search-results"):
-    page.wait_for_function(f"({ROWS_JS})({elem_id!r}).length >= {count}", timeout=60_000)
+    page.wait_for_function(f"({ROWS_JS})({elem_id!r}).length >= {count}")
     return table_rows(page, elem_id)
 
 
@@ -106,14 +128,16 @@ def scroll_rows(page, count, elem_id="search-results"):
     wait_rows(page, 1, elem_id)
     seen = {}
     viewport = page.locator(f"#{elem_id} .virtual-table-viewport")
-    for step in range(60):
+    while True:
         for row in table_rows(page, elem_id):
             seen[int(row[0])] = row
         if len(seen) >= count:
-            break
-        viewport.evaluate("(e, step) => { e.scrollTop = step * 200; }", step + 1)
-        page.wait_for_timeout(100)
-    return [seen[r] for r in sorted(seen)]
+            return [seen[r] for r in sorted(seen)]
+        viewport.evaluate("(e) => { e.scrollTop += Math.max(100, e.clientHeight / 2); }")
+        page.wait_for_function(  # the rows after the last one seen are drawn
+            f"(last) => ({ROWS_JS})({elem_id!r}).some((row) => Number(row[0]) > last)",
+            arg=max(seen),
+        )
 
 
 def search(page, query, k=None):
@@ -138,7 +162,7 @@ def test_marathi_query_ranked_then_display_language_switched(page, tmp_path):
 
     choose(page, "search-display", "Tamil (ta)")
     page.wait_for_function(
-        f"({ROWS_JS})('search-results').every((row) => row[3] === 'ta')", timeout=60_000
+        f"({ROWS_JS})('search-results').every((row) => row[3] === 'ta')"
     )
     tamil_rows = table_rows(page)
     assert [row[1] for row in tamil_rows] == [row[1] for row in rows]  # the same videos
@@ -171,6 +195,7 @@ def test_script_caption_renders_as_text(page, tmp_path, script_caption):
 def test_three_labels_reach_sqlite(page, tmp_path, served):
     db_path = served[1]
     page.locator("button[role=tab]", has_text="Annotate").click()
+    settled(page)
     page.locator("#ann-annotator textarea").fill("browser-annotator")
     page.locator("#ann-next").click()
     candidate = page.locator("#ann-candidate-id textarea")
@@ -185,8 +210,7 @@ def test_three_labels_reach_sqlite(page, tmp_path, served):
         else:
             page.locator(f"#{action[7:]}").click()
         page.wait_for_function(
-            f"document.querySelector('#ann-candidate-id textarea').value !== {current!r}",
-            timeout=30_000,
+            f"document.querySelector('#ann-candidate-id textarea').value !== {current!r}"
         )
         labelled.append((query_id, current, code))
     page.wait_for_function("document.querySelector('#ann-progress').innerText.includes('3 of')")
@@ -201,6 +225,7 @@ def test_three_labels_reach_sqlite(page, tmp_path, served):
 
 def open_annotation(page, annotator="browser-layout"):
     page.locator("button[role=tab]", has_text="Annotate").click()
+    settled(page)
     if annotator:
         page.locator("#ann-annotator textarea").fill(annotator)
     page.locator("#ann-next" if annotator else "#ann-random").click()
@@ -244,7 +269,7 @@ def test_a_missing_annotator_name_is_one_message(page, tmp_path):
     page.wait_for_function(
         f"document.querySelector('#ann-progress').innerText.trim() === {message!r}"
     )
-    page.wait_for_timeout(500)
+    settled(page)  # both events answered: one message, no error toast
     body = page.locator("body").inner_text()
     assert body.count(message) == 1 and "Error" not in body
     assert page.locator("[data-testid=toast-body]").count() == 0
@@ -256,16 +281,16 @@ def test_error_toast_shows_typed_html_as_text(page, tmp_path):
     page.locator("#search-pick input").fill(typed)
     page.locator("#search-pick input").press("Enter")
     toast = page.locator("[data-testid=toast-body]")
-    toast.wait_for(timeout=30_000)
+    toast.wait_for()
     assert typed in toast.inner_text() and "unknown caption or video id" in toast.inner_text()
     assert toast.locator("img, a").count() == 0
     shot(page, tmp_path, "toast")
 
 
 def test_two_tabs_of_one_annotator_show_different_pairs(page, browser, served):
-    second = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    second = new_page(browser)
     second.goto(served[0], wait_until="domcontentloaded")
-    second.wait_for_selector("#search-query textarea", timeout=60_000)
+    second.wait_for_selector("#search-query textarea")
     try:
         pairs = []
         for tab in (page, second):

@@ -94,3 +94,28 @@ def test_the_follow_up_skips_when_nothing_is_pending(tmp_path):
     tab.thumbnails = Thumbnails(tmp_path / "thumbs")
     table = pd.DataFrame({"thumbnail": ["", "![segment of a](x.jpg)"], "video": ["a", "b"]})
     assert asyncio.run(tab.fill_thumbnails(table)) == gr.skip()  # the table is left alone
+
+
+def test_a_job_done_before_its_callback_is_added_does_not_deadlock(tmp_path, monkeypatch):
+    """A pool job can end before ``request`` adds its done-callback (a file refused at once);
+    the callback then runs in the requesting thread and must not wait for a lock it holds."""
+    from concurrent.futures import Future
+
+    video = write_video(tmp_path / "clip.mp4")
+    thumbs = Thumbnails(tmp_path / "thumbs", workers=1)
+    monkeypatch.setattr(thumbnails_module, "frame_at", lambda *args, **kwargs: None)
+
+    def done_at_once(fn, *args):
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+    monkeypatch.setattr(thumbs._pool, "submit", done_at_once)
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(thumbs.request(video, 0.0, 1.0)),
+                              daemon=True)
+    asking.start()
+    asking.join(10)
+    assert not asking.is_alive(), "request() waited for its own lock"
+    assert answers == [None]  # no thumbnail, remembered as failed
+    thumbs.close()

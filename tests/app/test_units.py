@@ -266,6 +266,24 @@ def test_page_says_when_the_model_cannot_read_the_query(
     assert "**Marathi** (chosen)" in status  # the manual choice wins
 
 
+def test_a_failed_translation_is_not_followed_by_the_advice_to_translate(
+    collection, trilingual_model, tmp_path
+):
+    from .conftest import FakeTranslator
+
+    model, vocab = trilingual_model
+    engine = SearchEngine(
+        model, vocab, collection, cache_dir=tmp_path, train_langs=("mr", "hi", "en")
+    )
+    tab = SearchTab(engine, translator=FakeTranslator({}))  # offline: every call fails
+    status, _, _ = tab.search("காகிதம் மடியுங்கள்", k=5)
+    assert "Tick “Translate the query”, or use a model trained on Tamil" in status
+    status, _, _ = tab.search("காகிதம் மடியுங்கள்", k=5, translate=True, target="en")
+    assert "⚠ Translation unavailable: cannot reach Google Translate" in status
+    assert "Translate the query" not in status
+    assert "its ranking does not reflect this query. Use a model trained on Tamil" in status
+
+
 def test_detection_note_gives_the_confidence_and_the_way_out():
     from rudder.languages import LanguageGuess, identify_language
 

@@ -364,3 +364,38 @@ def test_a_work_folder_keeps_what_the_build_did_not_write(source, tmp_path, caps
     assert build(src, captions, tmp_path / "out", *FAST, "--workers", "0", "--work",
                  str(work)) == 0
     assert not work.exists()  # the build's own parts folder is gone after the build
+
+
+def test_the_card_records_no_local_path_and_publishing_random_experts_warns(
+        source, tmp_path, capsys):
+    """The card and rudder.json go to the Hub: the build command they record names the
+    folders and files, not where they were on the building machine; publishing a folder of
+    random-weight features says so on the command line (and names the local paths of a
+    folder built before)."""
+    from datasets_scripts.publish import publish
+
+    src, captions = source
+    out = tmp_path / "out"
+    assert build(src, captions, out, *FAST, "--workers", "0") == 0
+    capsys.readouterr()
+    meta = json.loads((out / "rudder.json").read_text())
+    recorded = meta["extra"]["command"]
+    assert recorded == ("python -m datasets_scripts build videos --src src --captions "
+                        "captions.csv --out out --expert object=resnet18@random --expert "
+                        "audio=logmel --fps 0.5")
+    card = (out / "README.md").read_text()
+    assert str(tmp_path) not in card and str(src.parent) not in card
+    assert str(src.parent) not in json.dumps(meta["extra"]["card"])  # the card's copy
+    assert str(src.parent) not in json.dumps(meta["extra"]["experts"])
+    publish(out, "me/own", dry_run=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [("WARNING: expert object (object=resnet18@random) has RANDOM weights: its "
+                    "features only check the pipeline and say nothing about the videos; "
+                    "rebuild with trained weights (@hub or @/path/to/weights) before sharing")]
+    meta["extra"]["command"] = recorded.replace("--src src", f"--src {src}")  # an older build
+    (out / "rudder.json").write_text(json.dumps(meta))
+    publish(out, "me/own", dry_run=True)
+    assert capsys.readouterr().err.splitlines()[1] == (
+        f"WARNING: the build command in README.md and rudder.json names local paths ({src}) "
+        "that the upload would publish; edit them out of both files first (a new build "
+        "records names only)")

