@@ -275,7 +275,10 @@ def sentence_transforms(data) -> dict | None:
         return None
     return {"centering": bool(data.sentence_centering),
             "whitening": bool(data.sentence_whitening),
-            "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots)}
+            "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots),
+            "language_removal": int(data.sentence_language_removal),
+            "fit_langs": list(data.sentence_fit_langs if data.sentence_fit_langs is not None
+                              else data.caption_langs)}
 
 
 def _bundled() -> Path:

@@ -23,8 +23,14 @@ def test_the_quick_model_uses_the_multilingual_encoder_when_installed(monkeypatc
 def test_an_untrained_language_covered_by_the_encoder_is_said_so():
     untrained = Coverage(False, ["காகிதம்"], [])
     note = coverage_warning(untrained, "ta", ("mr",), "multilingual-e5")
-    assert "not trained on Tamil captions (only on Marathi)" in note
-    assert "multilingual text encoder (multilingual-e5) covers Tamil" in note and "⚠" not in note
+    assert note.startswith("ⓘ No training captions in Tamil: zero-shot.") and "⚠" not in note
+    assert "trained on Marathi captions" in note
+    assert "multilingual text encoder (multilingual-e5) reads Tamil" in note
+    bengali = coverage_warning(Coverage(False, ["কাগজ"], []), "bn", ("mr",), "multilingual-e5")
+    assert bengali.startswith("ⓘ No training captions in Bengali: zero-shot.")
+    fitted = coverage_warning(untrained, "ta", ("mr",), "multilingual-e5", ("mr", "ta"))
+    assert "No training captions in Tamil: its captions fitted the text statistics" in fitted
+    assert "zero-shot" not in fitted
     plain = coverage_warning(untrained, "ta", ("mr",), None)
     assert plain.startswith("⚠") and "Translate the query" in plain
 
