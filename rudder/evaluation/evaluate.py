@@ -25,6 +25,7 @@ from rudder.evaluation.inference import similarity_matrix, split_metrics
 from rudder.evaluation.query_langs import (
     check_pivots,
     check_query_langs,
+    text_langs,
     training_langs,
     transfer_table,
 )
@@ -183,8 +184,10 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
 def query_language_metrics(paths, args, device: str, how: str = "sum",
                            trained: list[str] | None = None) -> dict:
     """``per_language`` (t2v metrics of the split's captions of each ``--query-langs``
-    language as queries, ranked over all the split's videos), ``query_langs`` and
-    ``training_langs`` for metrics.json."""
+    language as queries, ranked over all the split's videos), ``query_langs``,
+    ``training_langs``, ``text_langs`` (whose text the runs read: training captions and
+    fitting text) and ``zero_shot_langs`` (the query languages among none of those) for
+    metrics.json."""
     langs = check_query_langs(args.query_langs)
     result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                        args.hybrid_q, langs=langs, pivots=args.sentence_pivots,
@@ -194,8 +197,11 @@ def query_language_metrics(paths, args, device: str, how: str = "sum",
     if missing:
         raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
     trained = trained if trained is not None else training_langs(paths[0])
+    read = set().union(*(text_langs(path) for path in paths))
     return {"per_language": result["per_language"], "query_langs": langs,
-            "training_langs": trained, "sentence_pivots": args.sentence_pivots,
+            "training_langs": trained, "text_langs": sorted(read),
+            "zero_shot_langs": [lang for lang in langs if lang not in read],
+            "sentence_pivots": args.sentence_pivots,
             "sentence_alignment": args.sentence_alignment}
 
 

