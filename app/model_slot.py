@@ -113,13 +113,14 @@ class ModelSlot:
         left = ""
         if 0 < done < self.epochs and self.stage != "indexing":
             seen_done, seen_at = self._last_epoch
-            per_epoch = (seen_at - (self.training_started or self.started)) / seen_done
+            began = self.training_started or self.started
+            per_epoch = (seen_at - began) / seen_done
             remaining = per_epoch * (self.epochs - seen_done) - (now - seen_at)
             left = f", at most about {max(remaining, 1):.0f} s of training left"
         return (f"**A first model is training on this dataset** ({step}; {done} of at most "
                 f"{self.epochs} epochs done, {seconds:.0f} s so far{left}; it stops early once "
-                "validation stops improving). Search works as soon as it is ready, on this page without "
-                "reloading; the Annotate and Results tabs work now.")
+                "validation stops improving). Search works as soon as it is ready, on this page "
+                "without reloading; the Annotate and Results tabs work now.")
 
     def progress_html(self) -> str:
         """A ``<progress>`` bar of :meth:`progress` ('' once ready); while the sentence
