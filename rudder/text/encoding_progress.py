@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Self
 
 from rudder.progress import is_terminal, progress
 
@@ -74,7 +73,7 @@ def remove_listener(listener: Callable[[EncodingStatus], None]) -> None:
 class EncodingProgress:
     """Reports one pass over ``total`` new texts (module docstring); a context manager."""
 
-    def __init__(self, total: int, model: str, cache: str, stream=None, every: float = 30.0,
+    def __init__(self, total: int, model: str, cache, stream=None, every: float = 30.0,
                  clock: Callable[[], float] | None = None):
         self.total, self.model, self.cache = int(total), model, str(cache)
         self.stream = sys.stderr if stream is None else stream
@@ -84,7 +83,7 @@ class EncodingProgress:
         self.started = self.last_line = self.clock()
         self._bar = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> EncodingProgress:  # noqa: PYI034 (no subclasses)
         if self.on:
             self._print(f"encoding {self.total:,} captions with {self.model}: once, then "
                         f"cached in {self.cache}")
