@@ -336,6 +336,7 @@ class Row:
     pivots: int
     test: dict
     validation: dict
+    seeds: list[int] = field(default_factory=list)
 
 
 def choose(rows: list[Row]) -> Row | None:
@@ -374,9 +375,9 @@ def report(rows: list[Row], header: dict, chosen: Row | None, proxies: dict) -> 
               + "; pairs with a Marathi caption of the same segment: "
               + ", ".join(f"{lang} {header['pairs'][lang]}" for lang in LANGS
                           if lang != SOURCE) + "."),
-             "", "| setting | pivots | source | " + " | ".join(
+             "", "| setting | pivots | seeds | source | " + " | ".join(
                  f"{lang} R@10 (× mr; paired)" for lang in LANGS) + " | mr val R@10 |",
-             "|---" * (len(LANGS) + 4) + "|"]
+             "|---" * (len(LANGS) + 5) + "|"]
     for row in rows:
         spec = TRAININGS[row.training]
         cells = []
@@ -394,7 +395,8 @@ def report(rows: list[Row], header: dict, chosen: Row | None, proxies: dict) -> 
                 text += f"; ×{fmt(cell['paired_ratio'], 2)})" if "paired_ratio" in cell else ")"
             cells.append(text)
         pick = " **(chosen)**" if row is chosen else ""
-        lines.append(f"| {row.training}{pick} | {row.pivots} | {spec.source} | "
+        seeds = ", ".join(map(str, row.seeds)) or "-"
+        lines.append(f"| {row.training}{pick} | {row.pivots} | {seeds} | {spec.source} | "
                      + " | ".join(cells) + f" | {fmt(row.validation[SOURCE]['R10'])} |")
     lines += ["", "Pivots of the zero-shot path chosen on Marathi validation "
               "(`pivot_proxy`: Marathi validation queries answered through their k nearest "
@@ -432,29 +434,42 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load}"
 
 
-def study(out: Path, dataset_spec: str, seeds, names, command: str) -> tuple[list[Row],
-                                                                             dict, Row | None,
-                                                                             dict]:
-    """Train and evaluate every row (resuming); returns the rows, the header, the chosen
-    row and the pivot proxies."""
+def finished_runs(name: str, out: Path, seeds) -> list[Path]:
+    """The runs of training ``name`` under ``out`` whose test metrics are written."""
+    runs = [out / "runs" / f"{name}-seed{seed}" for seed in seeds]
+    return [run for run in runs if metrics_file(run).is_file()]
+
+
+def study(out: Path, dataset_spec: str, seeds, names, command: str,
+          train_missing: bool = True) -> tuple[list[Row], dict, Row | None, dict]:
+    """Train and evaluate every row (resuming; with ``train_missing=False`` only the runs
+    already finished are used, and each row says its seeds); returns the rows, the header,
+    the chosen row and the pivot proxies. Marathi validation R@10 does not depend on the
+    pivots (Marathi is trained on), so each run is evaluated on validation once."""
     dataset = resolve_dataset(dataset_spec)
     source = dataset.root
     rows: list[Row] = []
     proxies: dict[str, dict[int, float]] = {}
     for name in names:
-        runs = [train(name, out, source, seed) for seed in seeds]
+        if train_missing:
+            for seed in seeds:
+                train(name, out, source, seed)
+        runs = finished_runs(name, out, seeds)
+        if not runs:
+            continue
         pivot_options = [0]
         if TRAININGS[name].fraction is None:
             per_k = [pivot_proxy_cached(run_dir, out) for run_dir in runs]
             proxies[name] = {k: float(np.mean([p[k] for p in per_k])) for k in PIVOT_KS}
             best_k = max(PIVOT_KS, key=lambda k: (proxies[name][k], -k))
             pivot_options.append(best_k)
+        validation = summarise([evaluated(f"{run_dir.name}-pivots0", run_dir, out,
+                                          "validation", 0) for run_dir in runs])
         for pivots in pivot_options:
-            results = {split: [evaluated(f"{run_dir.name}-pivots{pivots}", run_dir, out, split,
-                                         pivots) for run_dir in runs]
-                       for split in ("validation", "test")}
-            rows.append(Row(name, name, pivots, summarise(results["test"]),
-                            summarise(results["validation"])))
+            test = summarise([evaluated(f"{run_dir.name}-pivots{pivots}", run_dir, out, "test",
+                                        pivots) for run_dir in runs])
+            rows.append(Row(name, name, pivots, test, validation,
+                            [int(run.name.rsplit("seed", 1)[1]) for run in runs]))
     zero = resolve_dataset(str(zero_shot_dataset(source, out / "data")))
     test = dataset.captions("test", columns=["caption_id", "video_id", "lang", "start",
                                              "end"]).to_pydict()
@@ -489,11 +504,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--only", nargs="+", choices=sorted(TRAININGS), help="these rows only")
     parser.add_argument("--report", type=Path, help="also write the Markdown report here")
+    parser.add_argument("--no-training", action="store_true",
+                        help="report the runs already finished under --out; train nothing")
     args = parser.parse_args(argv)
     command = "python -m experiments.transfer " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
     rows, header, chosen, proxies = study(args.out, args.dataset, args.seeds,
-                                          args.only or list(TRAININGS), command.strip())
+                                          args.only or list(TRAININGS), command.strip(),
+                                          train_missing=not args.no_training)
     text = report(rows, header, chosen, proxies)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "transfer.md", text)

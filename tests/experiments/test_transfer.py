@@ -101,7 +101,7 @@ def row(training, pivots, mr_validation):
     cell = {"R10": (mr_validation, 0.0), "queries": 3}
     test = {lang: {"R10": (50.0, 1.0), "ratio": (0.6, 0.1), "paired_ratio": (0.4, 0.1),
                    "queries": 3, "pairs": 2} for lang in LANGS}
-    return Row(training, training, pivots, test, {"mr": cell})
+    return Row(training, training, pivots, test, {"mr": cell}, [0, 1])
 
 
 def test_the_choice_reads_marathi_validation_only():
@@ -114,7 +114,7 @@ def test_the_choice_reads_marathi_validation_only():
               "machine": "m", "test_videos": 160, "queries": dict.fromkeys(LANGS, 3),
               "pairs": dict.fromkeys(LANGS, 2)}
     text = report(rows, header, rows[2], {"e5-mr": {1: 60.0, 5: 65.0, 20: 50.0}})
-    assert "| e5-mr-whiten **(chosen)** | 5 |" in text
+    assert "| e5-mr-whiten **(chosen)** | 5 | 0, 1 |" in text
     assert "50.0 ± 1.0 ZS (×0.60 ± 0.10; ×0.40 ± 0.10)" in text  # ta in a Marathi-only row
     assert "50.0 ± 1.0 few (×0.60" in text  # ta in the few-shot row
     assert "True zero-shot target (ta and te ≥ 0.5 × mr" in text and ": missed (" in text
