@@ -308,8 +308,7 @@ def model_description(run) -> str:
         when = ""
     with_loss = f" with the {loss} loss" if loss else ""
     name = getattr(run, "source", None) or run.run_dir.name  # a Hub model: pinned to its commit
-    reads = f"; {reads_text(run)}"
-    return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name}){reads}"
+    return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name})"
 
 
 def engine_for(run, collection):

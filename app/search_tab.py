@@ -180,8 +180,8 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=No
         return (
             f"⚠ The model was not trained on {name} captions (only on {trained}): "
             "its ranking does not reflect this query. Tick “Translate the query”, or use a "
-            f"model trained on {name} (`python -m app` without `--checkpoint` "
-            "trains one)."
+            f"model trained on {name} (`python -m app --quick-model` serves one that reads "
+            "every language of the dataset)."
         )
     if coverage.nothing_known:
         return (

@@ -496,6 +496,61 @@ def pivot_proxy_cached(run_dir: Path, out: Path) -> dict[int, float]:
     return result
 
 
+# Hand-written Bengali (bn) and Kannada (kn) translations of English test captions of the
+# sample (video id, English caption): languages the sample has no caption in.
+UNSEEN = [
+    ("bn", "v0000", "Next, paint the paper cup.", "এরপর কাগজের কাপটি রং করুন।"),
+    ("bn", "v0000", "Pierce the paper cup with the nail.", "পেরেক দিয়ে কাগজের কাপটি ফুটো করুন।"),
+    ("bn", "v0019", "Next, tie the thread to the paper.", "এরপর কাগজে সুতো বাঁধুন।"),
+    ("bn", "v0029", "Insert the wire into the straw.", "স্ট্রের মধ্যে তারটি ঢোকান।"),
+    ("kn", "v0000", "Next, paint the paper cup.", "ನಂತರ ಕಾಗದದ ಕಪ್‌ಗೆ ಬಣ್ಣ ಹಚ್ಚಿ."),
+    ("kn", "v0020", "Next, cut the paper with the scissors.",
+     "ನಂತರ ಕತ್ತರಿಯಿಂದ ಕಾಗದವನ್ನು ಕತ್ತರಿಸಿ."),
+    ("kn", "v0029", "Cut the straw with the scissors.", "ಕತ್ತರಿಯಿಂದ ಸ್ಟ್ರಾವನ್ನು ಕತ್ತರಿಸಿ."),
+    ("kn", "v0029", "Insert the wire into the straw.", "ಸ್ಟ್ರಾದೊಳಗೆ ತಂತಿಯನ್ನು ತೂರಿಸಿ."),
+]
+
+
+def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = None) -> str:
+    """Markdown: the rank of the right test video (of all test videos, 1 is best; ties
+    averaged) for each
+    hand-written Bengali/Kannada query, beside its English source caption and the Marathi
+    caption of the same segment. ``pivots`` / ``rounds`` override the run's
+    ``data.sentence_pivots`` / ``data.sentence_alignment``."""
+    import torch
+
+    from rudder.data.loader import load_videos
+    from rudder.evaluation.inference import embed_videos
+    from rudder.runs.folders import encode_queries, load_run
+
+    run = load_run(run_dir)
+    if pivots is not None:
+        run.config.data.sentence_pivots = pivots
+    if rounds is not None:
+        run.config.data.sentence_alignment = rounds
+    videos = load_videos(run.dataset, "test", run.experts, run.config.data.max_frames)
+    video_emb = embed_videos(run.model, videos, "cpu")
+    captions = run.dataset.captions("test", columns=["video_id", "lang", "text", "start",
+                                                     "end"]).to_pylist()
+    rows = ["| query (lang) | rank | English source (rank) | Marathi, same segment (rank) |",
+            "|---|---|---|---|"]
+    for lang, video, english, text in UNSEEN:
+        source = next(c for c in captions if c["video_id"] == video and c["text"] == english)
+        marathi = next(c["text"] for c in captions if c["video_id"] == video and c["lang"] ==
+                       "mr" and (c["start"], c["end"]) == (source["start"], source["end"]))
+        with torch.no_grad():
+            inputs, mask = encode_queries(run, [text, english, marathi], [lang, "en", "mr"])
+            emb, logits = run.model.encode_text(inputs, mask)
+            sims = run.model.similarity(emb, logits, video_emb, videos.available)
+        target = videos.video_ids.index(video)
+        # tie-averaged ranks, as rudder.evaluation.metrics
+        ranks = [float((row > row[target]).sum() + ((row == row[target]).sum() + 1) / 2)
+                 for row in sims]
+        rows.append(f"| {text} ({lang}) | {ranks[0]:g} | {english} ({ranks[1]:g}) | {marathi} "
+                    f"({ranks[2]:g}) |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m experiments.transfer",
                                      description=__doc__.split("\n\n")[0])
@@ -506,7 +561,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--report", type=Path, help="also write the Markdown report here")
     parser.add_argument("--no-training", action="store_true",
                         help="report the runs already finished under --out; train nothing")
+    parser.add_argument("--illustrate", type=Path, metavar="RUN",
+                        help="only rank the hand-written Bengali and Kannada queries with RUN")
+    parser.add_argument("--sentence-pivots", type=int, help="with --illustrate: override")
+    parser.add_argument("--sentence-alignment", type=int, help="with --illustrate: override")
     args = parser.parse_args(argv)
+    if args.illustrate:
+        print(illustrate(args.illustrate, args.sentence_pivots, args.sentence_alignment))
+        return {}
     command = "python -m experiments.transfer " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
     rows, header, chosen, proxies = study(args.out, args.dataset, args.seeds,
