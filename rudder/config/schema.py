@@ -77,6 +77,10 @@ class DataConfig:
     sentence_pivots: int = setting(
         0, rule=at_least(0), doc=SENTENCE + "answer a query in a language outside "
         "`data.caption_langs` through its k nearest training captions (0: off)")
+    sentence_pivot_langs: list[str] | None = setting(
+        None, doc=SENTENCE + "the languages whose training captions the pivots are searched "
+        "in, each standing for the training-language captions of its segment (null: the "
+        "training languages)")
     sentence_alignment: int = setting(
         0, rule=at_least(0), doc=SENTENCE + "rounds of self-learning Procrustes that rotate a "
         "language outside `data.caption_langs` onto the trained ones, learnt from unpaired "

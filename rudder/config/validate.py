@@ -86,6 +86,8 @@ def _check_text_side(data: DataConfig) -> None:
                               "replaces them")
     if data.sentence_fit_langs is not None:
         check_languages(data.sentence_fit_langs, where="data.sentence_fit_langs")
+    if data.sentence_pivot_langs is not None:
+        check_languages(data.sentence_pivot_langs, where="data.sentence_pivot_langs")
     if data.sentence_fit_text is not None:
         from rudder.languages import SUPPORTED
         from rudder.text.encoders import XLMR_LANGUAGES

@@ -78,10 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
-                  langs=None, pivots=None, alignment=None):
+                  langs=None, pivots=None, alignment=None, pivot_langs=None):
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
     default: the runs' training caption languages); ``pivots`` and ``alignment`` override
-    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment`` (query-time settings).
+    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment``, ``pivot_langs``
+    their ``data.sentence_pivot_langs`` (query-time settings).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -102,6 +103,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         if alignment is not None:
             cfg.sentence_alignment = check_pivots(alignment, cfg.text_encoder,
                                                   "--sentence-alignment")
+        if pivot_langs is not None:
+            cfg.sentence_pivot_langs = list(pivot_langs)
         encoder = None
         if cfg.text_encoder:
             from rudder.text.encoders import load_text_encoder

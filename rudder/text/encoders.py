@@ -219,7 +219,13 @@ class SentenceFeatures:
       captions in ``trained_langs`` (cosine in the encoder's own space, or after a kept
       rotation; ties: the earlier caption): the query is answered through the captions it
       paraphrases, in the form the model was trained on (caption-to-caption retrieval as a
-      pivot; symmetric use, "query: " prompt both sides).
+      pivot; symmetric use, "query: " prompt both sides). With ``pivot_langs`` the
+      captions searched are the training captions in those languages, each standing for
+      the trained-language captions of its segment (same video, start and end): a query is
+      matched in a language the encoder aligns it with better (English, the hub of its
+      training data), and answered through the Marathi captions of the segments found
+      (pivot-language transfer, as in pivot-based translation: Utiyama & Isahara, NAACL
+      2007).
     """
 
     kind = "sentence"
@@ -232,6 +238,7 @@ class SentenceFeatures:
         self.folder: DatasetFolder | None = None
         self.whitening, self.alignment, self.language_removal = False, 0, 0
         self.fit_langs: tuple[str, ...] = ()
+        self.pivot_langs: tuple[str, ...] = ()
         self.fit_text: dict[str, str] = {}
         self._maps: dict[str, np.ndarray | None] = {}
         self.alignment_fits: dict[str, AlignmentFit] = {}
@@ -249,13 +256,14 @@ class SentenceFeatures:
 
     def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0,
                   whitening: bool = False, alignment: int = 0, fit_langs=None, fit_text=None,
-                  language_removal: int = 0):
+                  language_removal: int = 0, pivot_langs=None):
         """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``;
         ``fit_langs`` (default ``trained_langs``) and ``fit_text`` choose the fitting text."""
         self.folder, self.trained_langs = folder, tuple(trained_langs)
         self.centering, self.pivots = bool(centering) or bool(whitening), int(pivots)
         self.whitening, self.alignment = bool(whitening), int(alignment)
         self.language_removal = int(language_removal)
+        self.pivot_langs = tuple(pivot_langs or ())
         self.fit_langs = tuple(self.trained_langs if fit_langs is None else fit_langs)
         self.fit_text = {str(lang): str(path) for lang, path in (fit_text or {}).items()}
         self._maps, self.alignment_fits, self._fitting = {}, {}, None
@@ -435,15 +443,41 @@ class SentenceFeatures:
         return np.stack([self._means.get(lang, fallback) for lang in langs])
 
     def _pivot_pool(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct training captions of the trained languages: their encoder vectors
-        and their transformed ones."""
+        """The pivots: the encoder vectors of the distinct training captions searched (in
+        ``pivot_langs``, default the trained languages) and, per caption, the transformed
+        vector it stands for: its own, or for a caption in another language the mean of
+        the trained-language captions of the same segment (same video, start and end)."""
         if self._pool is None:
             texts, langs = self._train_captions()
-            pairs = list(dict.fromkeys((t, lang) for t, lang in zip(texts, langs, strict=True)
-                                       if lang in self.trained_langs))
-            raw = self.vectors([t for t, _ in pairs])
-            self._pool = (raw, self._normalise(raw.copy(), np.asarray([g for _, g in pairs],
-                                                                       object)))
+            trained = list(dict.fromkeys((t, g) for t, g in zip(texts, langs, strict=True)
+                                         if g in self.trained_langs))
+            index = {pair: i for i, pair in enumerate(trained)}
+            vectors = self._normalise(self.vectors([t for t, _ in trained]),
+                                      np.asarray([g for _, g in trained], object))
+            searched = tuple(self.pivot_langs or self.trained_langs)
+            if set(searched) <= set(self.trained_langs):
+                keep = [pair for pair in trained if pair[1] in searched]
+                raw = self.vectors([t for t, _ in keep])
+                self._pool = (raw, vectors[[index[pair] for pair in keep]])
+                return self._pool
+            assert self.folder is not None  # _train_captions checked it
+            table = self.folder.captions("train", columns=["text", "lang", "video_id", "start",
+                                                           "end"]).to_pydict()
+            rows = list(zip(table["text"], table["lang"], table["video_id"], table["start"],
+                            table["end"], strict=True))
+            segment: dict[tuple, list[int]] = {}
+            for t, g, video, start, end in rows:
+                if g in self.trained_langs:
+                    segment.setdefault((video, start, end), []).append(index[(t, g)])
+            stands: dict[tuple, set[int]] = {}
+            for t, g, video, start, end in rows:
+                if g in searched and (video, start, end) in segment:
+                    stands.setdefault((t, g), set()).update(segment[(video, start, end)])
+            keys = list(stands)
+            raw = self.vectors([t for t, _ in keys])
+            replacement = np.stack([_unit(vectors[sorted(stands[key])].mean(axis=0))
+                                    for key in keys]) if keys else vectors[:0]
+            self._pool = (raw, replacement)
         return self._pool
 
     def __call__(self, texts, video_ids=None, ordinals=None,
@@ -574,7 +608,8 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: in
             features.configure(folder, data.caption_langs, data.sentence_centering,
                                data.sentence_pivots, data.sentence_whitening,
                                data.sentence_alignment, data.sentence_fit_langs,
-                               data.sentence_fit_text, data.sentence_language_removal)
+                               data.sentence_fit_text, data.sentence_language_removal,
+                               data.sentence_pivot_langs)
         return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures

@@ -97,11 +97,11 @@ def test_ratios_are_computed_per_seed_then_averaged():
     assert summary["mr"]["R10"][0] == 60 and summary["ta"]["pairs"] == 2
 
 
-def row(training, pivots, mr_validation):
+def row(training, pivots, mr_validation, via=()):
     cell = {"R10": (mr_validation, 0.0), "queries": 3}
     test = {lang: {"R10": (50.0, 1.0), "ratio": (0.6, 0.1), "paired_ratio": (0.4, 0.1),
                    "queries": 3, "pairs": 2} for lang in LANGS}
-    return Row(training, training, pivots, test, {"mr": cell}, [0, 1])
+    return Row(training, training, pivots, test, {"mr": cell}, [0, 1], via)
 
 
 def test_the_choice_reads_marathi_validation_only():
@@ -109,6 +109,8 @@ def test_the_choice_reads_marathi_validation_only():
             row("e5-mr+hi+en-whiten", 5, 95.0), row("e5-mr+tate25-whiten", 0, 99.0)]
     # trained on Marathi only, zero-shot path (pivots on): the best Marathi validation
     assert choose(rows) is rows[2]
+    hub = [*rows, row("e5-mr", 5, 95.0, ("en",))]
+    assert choose(hub) is rows[2]  # pivots through English are reported, never chosen
     header = {"dataset_note": "sample", "command": "c", "commit": "abc", "dataset": "sample",
               "fingerprint": "f", "zero_shot_fingerprint": "z", "seeds": "0, 1",
               "machine": "m", "test_videos": 160, "queries": dict.fromkeys(LANGS, 3),
