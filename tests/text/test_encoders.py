@@ -419,3 +419,24 @@ def test_the_alignment_guard_on_real_text(shared_data, tmp_path):
                                                    fit_langs=["mr", "ta"])
     parallel.transformed(queries, ["ta", "ta"])
     assert parallel.alignment_fits["ta"].parallel
+
+
+class SegmentFolder:
+    """Marathi and English training captions of two segments."""
+
+    def captions(self, split, columns=None):
+        table = {"text": ["1 0", "0 1", "0.6 0.8", "0.8 -0.6"],
+                 "lang": ["mr", "mr", "en", "en"], "video_id": ["v1", "v2", "v1", "v2"],
+                 "start": [0.0, 0.0, 0.0, 0.0], "end": [5.0, 5.0, 5.0, 5.0]}
+        return Table({key: table[key] for key in (columns or table)})
+
+
+def test_pivots_through_another_language_stand_for_the_same_segment(cache_root):
+    direct = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1)
+    np.testing.assert_allclose(direct.transformed(["0.6 0.8"], ["ta"]), [[0, 1]])
+    # through English: the nearest English caption (0.6, 0.8) is v1's, whose Marathi
+    # caption is (1, 0)
+    via = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1,
+                                                pivot_langs=["en"])
+    np.testing.assert_allclose(via.transformed(["0.6 0.8", "1 0"], ["ta", "mr"]),
+                               [[1, 0], [1, 0]])
