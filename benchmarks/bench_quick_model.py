@@ -68,22 +68,27 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, help="measure this run instead of training one")
     parser.add_argument("--runs", type=Path, help="train the quick model under this folder")
+    parser.add_argument("--epochs", type=int, help="at most this many epochs (default: the "
+                        "app's; fewer for a smoke test)")
     args = parser.parse_args(argv)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load {', '.join(f'{v:.1f}' for v in os.getloadavg())}, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS', 'unset')}", flush=True)
-    run_dir = args.run
+    run_dir, scratch = args.run, None
     if run_dir is None:
         from app.__main__ import QUICK_EPOCHS, train_quick
         from rudder.runs.folders import resolve_dataset
 
-        runs = args.runs or Path(tempfile.mkdtemp(prefix="bench-quick-"))
+        scratch = None if args.runs else tempfile.TemporaryDirectory(prefix="bench-quick-")
+        runs = args.runs or Path(scratch.name)
         started, cpu = time.monotonic(), time.process_time()
-        run_dir = train_quick(runs, "sample", QUICK_EPOCHS,
+        run_dir = train_quick(runs, "sample", args.epochs or QUICK_EPOCHS,
                               resolve_dataset("sample").meta.languages)
         print(f"trained {run_dir} in {time.monotonic() - started:.0f} s wall, "
               f"{time.process_time() - cpu:.0f} s CPU", flush=True)
     result = measure(run_dir)
+    if run_dir != args.run and scratch is not None:
+        scratch.cleanup()
     videos = result.pop("_videos")
     chance = 100 * K / videos
     print(f"\nown video in the top {K} of {videos} (chance {chance:.2f}%), test captions:")

@@ -34,16 +34,20 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--no-training", action="store_true",
                         help="check the runs already finished under --out; train nothing")
+    parser.add_argument("--only", nargs="+", help="these zero-shot rows only")
+    parser.add_argument("--epochs", type=int, help="cap each training's epochs (a smoke test)")
     args = parser.parse_args(argv)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load {', '.join(f'{v:.1f}' for v in os.getloadavg())}, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS', 'unset')}", flush=True)
-    names = [name for name, spec in transfer.TRAININGS.items() if spec.fraction is None]
+    names = [name for name, spec in transfer.TRAININGS.items()
+             if spec.fraction is None and (not args.only or name in args.only)]
     command = "python benchmarks/bench_zero_shot.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
     rows, header, chosen, proxies = transfer.study(args.out, "sample", args.seeds, names,
                                                    command.strip(),
-                                                   train_missing=not args.no_training)
+                                                   train_missing=not args.no_training,
+                                                   epochs=args.epochs)
     print(transfer.report(rows, header, chosen, proxies))
     if chosen is None:
         print("no zero-shot row trained on Marathi only: nothing to check")

@@ -161,7 +161,9 @@ def run(command: list[str]) -> None:
     subprocess.run(command, check=True)
 
 
-def train(name: str, out: Path, dataset: Path, seed: int) -> Path:
+def train(name: str, out: Path, dataset: Path, seed: int, epochs: int | None = None) -> Path:
+    """Train row ``name`` with ``seed`` into ``out/runs`` (reused when finished); ``epochs``
+    caps the epochs (default: rudder's, with early stopping)."""
     spec = TRAININGS[name]
     data = (zero_shot_dataset(dataset, out / "data") if spec.fraction is None
             else few_shot_dataset(dataset, out / "data", spec.fraction, seed))
@@ -170,7 +172,8 @@ def train(name: str, out: Path, dataset: Path, seed: int) -> Path:
         run([sys.executable, "-m", "rudder.train", "--dataset", str(data), "--seed", str(seed),
              "--output-dir", str(run_dir), "--overwrite", "--set",
              f"data.caption_langs=[{','.join(spec.langs)}]",
-             *[arg for value in spec.settings for arg in ("--set", value)]])
+             *[arg for value in spec.settings for arg in ("--set", value)],
+             *(["--epochs", str(epochs)] if epochs else [])])
     return run_dir
 
 
@@ -453,7 +456,8 @@ def finished_runs(name: str, out: Path, seeds) -> list[Path]:
 
 
 def study(out: Path, dataset_spec: str, seeds, names, command: str,
-          train_missing: bool = True) -> tuple[list[Row], dict, Row | None, dict]:
+          train_missing: bool = True, epochs: int | None = None
+          ) -> tuple[list[Row], dict, Row | None, dict]:
     """Train and evaluate every row (resuming; with ``train_missing=False`` only the runs
     already finished are used, and each row says its seeds); returns the rows, the header,
     the chosen row and the pivot proxies. Marathi validation R@10 does not depend on the
@@ -465,7 +469,7 @@ def study(out: Path, dataset_spec: str, seeds, names, command: str,
     for name in names:
         if train_missing:
             for seed in seeds:
-                train(name, out, source, seed)
+                train(name, out, source, seed, epochs)
         runs = finished_runs(name, out, seeds)
         if not runs:
             continue
@@ -576,6 +580,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--report", type=Path, help="also write the Markdown report here")
     parser.add_argument("--no-training", action="store_true",
                         help="report the runs already finished under --out; train nothing")
+    parser.add_argument("--epochs", type=int, help="cap each training's epochs (a smoke test)")
     parser.add_argument("--illustrate", type=Path, metavar="RUN",
                         help="only rank the hand-written Bengali and Kannada queries with RUN")
     parser.add_argument("--sentence-pivots", type=int, help="with --illustrate: override")
@@ -588,7 +593,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                             else sys.argv[1:])
     rows, header, chosen, proxies = study(args.out, args.dataset, args.seeds,
                                           args.only or list(TRAININGS), command.strip(),
-                                          train_missing=not args.no_training)
+                                          train_missing=not args.no_training,
+                                          epochs=args.epochs)
     text = report(rows, header, chosen, proxies)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "transfer.md", text)
