@@ -382,7 +382,8 @@ def report(rows: list[Row], header: dict, chosen: Row | None, proxies: dict) -> 
               "to Marathi overall / paired on the same segments. **ZS** marks a language "
               "whose text the row used nowhere (training or any fitted statistic): true "
               "zero-shot. `*` marks a training language; `fit` a language whose captions "
-              "fitted statistics only; `few` a few-shot language."), "",
+              "fitted statistics only; `piv` one whose training captions were the pivots; "
+              "`few` a few-shot language."), "",
              ("Queries per language (test): "
               + ", ".join(f"{lang} {header['queries'][lang]}" for lang in LANGS)
               + "; pairs with a Marathi caption of the same segment: "
@@ -401,7 +402,8 @@ def report(rows: list[Row], header: dict, chosen: Row | None, proxies: dict) -> 
                 continue
             mark = ("*" if lang in spec.langs and not (spec.fraction and lang in TARGETS)
                     else "few" if spec.fraction and lang in TARGETS
-                    else "fit" if lang in spec.fitted else "ZS")
+                    else "fit" if lang in spec.fitted
+                    else "piv" if lang in row.via else "ZS")
             text = f"{fmt(cell['R10'])} {mark}"
             if lang != SOURCE:
                 text += f" (×{fmt(cell['ratio'], 2)}"

@@ -119,6 +119,8 @@ def test_the_choice_reads_marathi_validation_only():
     assert "| e5-mr-whiten **(chosen)** | 5 | 0, 1 |" in text
     assert "50.0 ± 1.0 ZS (×0.60 ± 0.10; ×0.40 ± 0.10)" in text  # ta in a Marathi-only row
     assert "50.0 ± 1.0 few (×0.60" in text  # ta in the few-shot row
+    through = report([row("e5-mr", 5, 70.0, ("en",))], header, None, {})
+    assert "| e5-mr | 5 via en |" in through and "50.0 ± 1.0 piv (" in through
     assert "True zero-shot target (ta and te ≥ 0.5 × mr" in text and ": missed (" in text
     assert "k=5 65.0" in text and "commit abc" in text
 
