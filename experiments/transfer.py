@@ -303,12 +303,13 @@ T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 
          9: 2.262}
 
 
-def interval(values) -> tuple[float, float]:
-    """Mean and the half-width of its 95% Student-t interval over ``values`` (0 for one)."""
+def interval(values) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95% Student-t interval over ``values`` (None for one
+    value: no spread to estimate)."""
     values = [v for v in values if v is not None and not math.isnan(v)]
     mean = float(np.mean(values))
     if len(values) < 2:
-        return mean, 0.0
+        return mean, None
     sem = float(np.std(values, ddof=1)) / math.sqrt(len(values))
     return mean, T_975.get(len(values) - 1, 1.96) * sem
 
@@ -365,8 +366,9 @@ def choose(rows: list[Row]) -> Row | None:
 
 
 def fmt(pair, digits: int = 1) -> str:
+    """'80.9 ± 1.6', or '80.9 ± n/a' for one seed."""
     mean, half = pair
-    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+    return f"{mean:.{digits}f} ± " + ("n/a" if half is None else f"{half:.{digits}f}")
 
 
 def report(rows: list[Row], header: dict, chosen: Row | None, proxies: dict) -> str:

@@ -81,7 +81,8 @@ def test_hits_and_paired_hits_worked_by_hand():
 def test_interval_is_students_t_over_seeds():
     mean, half = interval([1.0, 2.0, 3.0])
     assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / math.sqrt(3))
-    assert interval([5.0]) == (5.0, 0.0)
+    assert interval([5.0]) == (5.0, None)  # one seed: no spread, printed n/a
+    assert transfer.fmt((5.0, None)) == "5.0 ± n/a" and transfer.fmt((5.0, 0.25)) == "5.0 ± 0.2"
 
 
 def seed_result(mr, ta, ta_paired, partner):
