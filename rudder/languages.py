@@ -1,9 +1,12 @@
 """Supported languages (ISO 639-1), script detection and language identification.
 
-:func:`identify_language` finds the dominant script of a text and, where several supported
-languages share it (Hindi and Marathi in Devanagari), tells them apart by their words with a
-multinomial naive Bayes model over words and character n-grams (``hi_mr_ngrams.tsv``,
-written by ``scripts/language_ngrams.py``).
+:data:`SUPPORTED` are the caption languages of a dataset. :func:`identify_language` names
+more: every language of :data:`SCRIPT_LANGUAGES`, which a sentence encoder such as
+multilingual-e5 can read without training captions. It finds the dominant script of a text
+and, where several languages share it, tells them apart: Hindi and Marathi (Devanagari) by
+their words with a multinomial naive Bayes model over words and character n-grams
+(``hi_mr_ngrams.tsv``, written by ``scripts/language_ngrams.py``); Bengali and Assamese,
+and Urdu, Arabic and Persian, by the letters only one of them uses (:data:`MARKER_LETTERS`).
 """
 
 from __future__ import annotations
@@ -17,14 +20,56 @@ from pathlib import Path
 from rudder.errors import RudderError
 
 SUPPORTED = ("mr", "hi", "ta", "te", "en")
-NAMES = {"mr": "Marathi", "hi": "Hindi", "ta": "Tamil", "te": "Telugu", "en": "English"}
-# The supported languages written in each script (Unicode script names, title case).
+NAMES = {"mr": "Marathi", "hi": "Hindi", "ta": "Tamil", "te": "Telugu", "en": "English",
+         "bn": "Bengali", "as": "Assamese", "pa": "Punjabi", "gu": "Gujarati", "or": "Odia",
+         "kn": "Kannada", "ml": "Malayalam", "ur": "Urdu", "ar": "Arabic", "fa": "Persian",
+         "si": "Sinhala", "th": "Thai", "lo": "Lao", "km": "Khmer", "my": "Burmese",
+         "el": "Greek", "ka": "Georgian", "hy": "Armenian", "he": "Hebrew", "am": "Amharic",
+         "ko": "Korean", "zh": "Chinese", "ja": "Japanese"}
+# The languages identify_language names in each script (Unicode script names, title case),
+# the most used first. Latin reads as English (romanised Hindi too); scripts of many
+# languages that letters alone do not tell apart (Cyrillic) are not listed.
 SCRIPT_LANGUAGES = {
     "Devanagari": ("hi", "mr"),
     "Tamil": ("ta",),
     "Telugu": ("te",),
     "Latin": ("en",),
+    "Bengali": ("bn", "as"),
+    "Gurmukhi": ("pa",),
+    "Gujarati": ("gu",),
+    "Oriya": ("or",),
+    "Kannada": ("kn",),
+    "Malayalam": ("ml",),
+    "Arabic": ("ur", "ar", "fa"),
+    "Sinhala": ("si",),
+    "Thai": ("th",),
+    "Lao": ("lo",),
+    "Khmer": ("km",),
+    "Myanmar": ("my",),
+    "Greek": ("el",),
+    "Georgian": ("ka",),
+    "Armenian": ("hy",),
+    "Hebrew": ("he",),
+    "Ethiopic": ("am",),
+    "Hangul": ("ko",),
+    "Han": ("zh",),
+    "Hiragana": ("ja",),
+    "Katakana": ("ja",),
 }
+# Letters that, within their script, only one of its languages uses (the orthographies'
+# alphabets as Unicode encodes them): Bengali RA and Assamese RA / WA; the Urdu retroflexes,
+# noon ghunna, heh doachashmee / goal and yeh barree; Arabic teh marbuta, alef maksura, kaf
+# and yeh (Urdu and Persian write keheh and Farsi yeh); Persian peh, tcheh, jeh, gaf, keheh
+# and Farsi yeh, which Urdu shares (so they count for Persian only without an Urdu letter).
+MARKER_LETTERS = {
+    "bn": "\u09b0",
+    "as": "\u09f0\u09f1",
+    "ur": "\u0679\u0688\u0691\u06ba\u06be\u06c1\u06c2\u06d2\u06d3",
+    "ar": "\u0629\u0649\u0643\u064a",
+    "fa": "\u067e\u0686\u0698\u06af\u06a9\u06cc",
+}
+# Japanese text mixes Han with kana: any kana letter makes a Han text Japanese.
+_KANA = ("Hiragana", "Katakana")
 NGRAM_FILE = Path(__file__).resolve().parent / "data" / "hi_mr_ngrams.tsv"
 MAX_NGRAM = 4
 
@@ -35,7 +80,8 @@ _SCRIPT_RANGES = {
     "telugu": (0x0C00, 0x0C7F),
 }
 # First words of Unicode character names that are not the script's name.
-_NAME_ALIASES = {"CJK": "Han", "VEDIC": "Devanagari", "HANGUL": "Hangul"}
+_NAME_ALIASES = {"CJK": "Han", "VEDIC": "Devanagari", "HANGUL": "Hangul",
+                 "KATAKANA-HIRAGANA": "Katakana"}
 _JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners, inside Indic words
 
 
@@ -43,12 +89,17 @@ class UnsupportedLanguageError(RudderError):
     """A language code outside :data:`SUPPORTED`."""
 
 
+def language_name(code: str) -> str:
+    """The English name of a language code ("bn" -> "Bengali"; an unnamed code as given)."""
+    return NAMES.get(code, code)
+
+
 @dataclass(frozen=True)
 class LanguageGuess:
     """What :func:`identify_language` found.
 
     ``lang`` is None when the text has no letters (emoji, punctuation, digits) or its script
-    is one no supported language uses (``script`` then says which, e.g. "Han");
+    is not in :data:`SCRIPT_LANGUAGES` (``script`` then says which, e.g. "Cyrillic");
     ``candidates`` are the supported languages of the script with their probabilities, best
     first, and ``confidence`` is the first one's (0.0 when ``lang`` is None).
     """
@@ -67,6 +118,14 @@ def check_language(code: str, where: str | None = None) -> str:
     raise UnsupportedLanguageError(
         f"unsupported language {code!r}{place}; supported codes: {', '.join(SUPPORTED)}"
     )
+
+
+def check_query_language(code: str, where: str | None = None) -> str:
+    """Return ``code`` if it is a language :func:`identify_language` can name (a query may be
+    in one without training captions), else raise an error listing the supported codes."""
+    if code in NAMES:
+        return code
+    return check_language(code, where)
 
 
 def check_languages(codes, where: str | None = None) -> list[str]:
@@ -210,21 +269,42 @@ def devanagari_model() -> NgramModel:
     return parse_ngram_file(NGRAM_FILE.read_text(encoding="utf-8"))
 
 
+def marker_posteriors(text: str, langs) -> list[float]:
+    """Per language of ``langs``, its share of the letters of ``text`` that only one of
+    ``langs`` uses (:data:`MARKER_LETTERS`), with add-one-half (Jeffreys) smoothing, so a
+    text with no marker gets the uniform ``1 / len(langs)``. Persian's letters count only
+    when no Urdu letter is present (Urdu writes them too)."""
+    counts = {lang: sum(text.count(letter) for letter in MARKER_LETTERS.get(lang, ""))
+              for lang in langs}
+    if counts.get("ur") and "fa" in counts:
+        counts["fa"] = 0
+    total = sum(counts.values()) + 0.5 * len(langs)
+    return [(counts[lang] + 0.5) / total for lang in langs]
+
+
 def identify_language(text: str) -> LanguageGuess:
-    """Identify the supported language of ``text`` from its script and its words.
+    """Identify the language of ``text`` from its script and its words or letters.
 
     The dominant script (the one most letters are in) picks the candidate languages
-    (:data:`SCRIPT_LANGUAGES`); a script with one supported language gives it with
-    confidence 1.0 (so romanised Hindi reads as English). Devanagari words go through
-    :func:`devanagari_model`; Devanagari text without any word the model knows gets the
-    model's uniform prior (0.5 each, Hindi first).
+    (:data:`SCRIPT_LANGUAGES`); Han text with any kana is Japanese. A script with one
+    language gives it with confidence 1.0 (so romanised Hindi reads as English). Devanagari
+    words go through :func:`devanagari_model` (text without any word the model knows gets
+    its uniform prior, 0.5 each, Hindi first); the other shared scripts go through
+    :func:`marker_posteriors` (ties: the language listed first).
     """
     script, _share = dominant_script(text)
+    if script == "Han" and any(char_script(char) in _KANA for char in text):
+        script = "Hiragana"
     if script is None or script not in SCRIPT_LANGUAGES:
         return LanguageGuess(None, 0.0, script, ())
     langs = SCRIPT_LANGUAGES[script]
     if len(langs) == 1:
         return LanguageGuess(langs[0], 1.0, script, ((langs[0], 1.0),))
+    if script != "Devanagari":
+        probs = marker_posteriors(unicodedata.normalize("NFC", text), langs)
+        ranked = sorted(zip(langs, probs, strict=True), key=lambda pair: -pair[1])
+        candidates = tuple((lang, round(prob, 4)) for lang, prob in ranked)
+        return LanguageGuess(candidates[0][0], candidates[0][1], script, candidates)
     model = devanagari_model()
     probs = model.posteriors(words_in_script(text, script))
     ranked = sorted(zip(model.langs, probs, strict=True), key=lambda pair: -pair[1])

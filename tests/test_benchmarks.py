@@ -32,10 +32,13 @@ SMALL = {
     "bench_scale.py": ["--videos", "150"],
     "bench_startup.py": ["--repeat", "1"],
     "bench_step.py": ["--batch-sizes", "4", "--steps", "1", "--threads", "1", "--device", "cpu"],
+    "bench_quick_model.py": ["--runs", "{tmp}/runs", "--epochs", "1"],
     "bench_subwords.py": ["--epochs", "1"],
     "bench_supervision.py": ["--n", "500", "--epoch-sizes", "500", "1500", "--repeat", "1"],
     "bench_text_encoders.py": ["--limit", "20"],
     "bench_video_bomb.py": ["--side", "4000", "--clients", "2", "--rounds", "1"],
+    "bench_zero_shot.py": ["--out", "{tmp}/zero-shot", "--seeds", "0", "--only", "e5-mr",
+                           "--epochs", "1"],
 }
 
 

@@ -49,7 +49,8 @@ def test_guess_is_a_frozen_dataclass_with_the_agreed_fields():
         ("😀🎉 !!! ...", None, None),
         ("", None, None),
         ("12 345", None, None),
-        ("中文视频", None, "Han"),
+        ("中文视频", "zh", "Han"),
+        ("Ελληνικά", "el", "Greek"),
         ("Привет мир", None, "Cyrillic"),
         ("cut the straw", "en", "Latin"),
         ("ＦＵＬＬ", "en", "Latin"),
@@ -71,7 +72,8 @@ def test_scripts_and_languages(text, lang, script):
 
 def test_detect_language_keeps_its_english_fallback():
     assert detect_language("😀") == "en"
-    assert detect_language("中文") == "en"
+    assert detect_language("Привет") == "en"  # Cyrillic: not identified
+    assert detect_language("中文") == "zh"
     assert detect_language("कैंची से धागा काटो") == "hi"
     assert detect_language("कात्रीने दोरा कापा") == "mr"
 
@@ -139,3 +141,76 @@ def test_confidence_is_lower_for_one_ambiguous_word_than_for_a_sentence():
     sentence = identify_language("गिलास में पानी भरिए और फिर उसे मेज़ पर रखिए")
     assert sentence.lang == "hi" and sentence.confidence > 0.99
     assert word.confidence < sentence.confidence
+
+
+# Hand-written sentences (no treebank of these languages is in ../shared/data), each a
+# toy-making instruction or an everyday sentence as a user would type it.
+HAND_WRITTEN = [
+    ("এরপর কাগজের কাপটি রং করুন।", "bn", "Bengali"),
+    ("আমি প্রতিদিন সকালে বাজারে যাই", "bn", "Bengali"),
+    ("মই প্ৰতিদিনে ৰাতিপুৱা বজাৰলৈ যাওঁ।", "as", "Bengali"),
+    ("ਕਾਗਜ਼ ਨੂੰ ਕੈਂਚੀ ਨਾਲ ਕੱਟੋ।", "pa", "Gurmukhi"),
+    ("કાગળને કાતરથી કાપો.", "gu", "Gujarati"),
+    ("କାଗଜକୁ କଞ୍ଚିରେ କାଟନ୍ତୁ।", "or", "Oriya"),
+    ("ನಂತರ ಕಾಗದದ ಕಪ್‌ಗೆ ಬಣ್ಣ ಹಚ್ಚಿ.", "kn", "Kannada"),
+    ("ಕತ್ತರಿಯಿಂದ ಸ್ಟ್ರಾವನ್ನು ಕತ್ತರಿಸಿ", "kn", "Kannada"),
+    ("കടലാസ് കത്രിക കൊണ്ട് മുറിക്കുക.", "ml", "Malayalam"),
+    ("کاغذ کو قینچی سے کاٹیں۔", "ur", "Arabic"),
+    ("پھر بوتل میں پانی ڈالیے", "ur", "Arabic"),
+    ("قص الورقة بالمقص.", "ar", "Arabic"),
+    ("کاغذ را با قیچی ببرید.", "fa", "Arabic"),
+    ("用剪刀剪纸", "zh", "Han"),
+    ("紙をはさみで切ってください", "ja", "Hiragana"),
+    ("가위로 종이를 자르세요", "ko", "Hangul"),
+    ("කඩදාසිය කපන්න", "si", "Sinhala"),
+]
+
+
+@pytest.mark.parametrize("text, lang, script", HAND_WRITTEN)
+def test_the_scripts_of_languages_without_training_captions(text, lang, script):
+    guess = identify_language(text)
+    assert (guess.lang, guess.script) == (lang, script)
+    assert guess.confidence > 0.5 and guess.candidates[0] == (lang, guess.confidence)
+    assert math.isclose(sum(p for _, p in guess.candidates), 1.0, abs_tol=1e-3)
+
+
+def test_marker_letters_worked_by_hand():
+    from rudder.languages import marker_posteriors
+
+    # One Bengali RA, no Assamese letter: (1 + 0.5) / (1 + 1) = 0.75 and 0.25.
+    assert marker_posteriors("র", ("bn", "as")) == pytest.approx([0.75, 0.25])
+    assert marker_posteriors("abc", ("bn", "as")) == pytest.approx([0.5, 0.5])
+    # Urdu's yeh barree silences Persian's keheh: ur 1, ar 0, fa 0 -> 1.5 / 2.5.
+    assert marker_posteriors("کے", ("ur", "ar", "fa")) == pytest.approx([0.6, 0.2, 0.2])
+    assert marker_posteriors("ک", ("ur", "ar", "fa")) == pytest.approx([0.2, 0.2, 0.6])
+
+
+def ud_sentences(path):
+    return [line.split("=", 1)[1].strip() for line in path.read_text(encoding="utf-8")
+            .splitlines() if line.startswith("# text =")]
+
+
+@pytest.mark.parametrize("name, lang", [("ta_ttb-ud-test", "ta"), ("te_mtg-ud-test", "te"),
+                                        ("en_ewt-ud-test", "en")])
+def test_every_ud_sentence_of_a_one_language_script(shared_data, name, lang):
+    """Real sentences: every UD test sentence with letters of Tamil, Telugu and English
+    (English: those whose letters are Latin) reads as its language."""
+    sentences = [s for s in ud_sentences(shared_data / "ud" / f"{name}.conllu")
+                 if dominant_script(s)[0] is not None]
+    assert len(sentences) > 100
+    wrong = [s for s in sentences if identify_language(s).lang != lang]
+    assert not wrong, wrong[:5]
+
+
+def test_hindi_and_marathi_stay_told_apart_by_their_words(shared_data):
+    for name, lang in (("hi_pud-ud-test", "hi"), ("mr_ufal-ud-test", "mr")):
+        sentences = ud_sentences(shared_data / "ud" / f"{name}.conllu")
+        right = sum(identify_language(s).lang == lang for s in sentences)
+        assert right / len(sentences) >= 0.95, (name, right, len(sentences))
+
+
+def test_names_cover_every_language_identified():
+    from rudder.languages import NAMES, SCRIPT_LANGUAGES, language_name
+
+    assert {code for langs in SCRIPT_LANGUAGES.values() for code in langs} <= set(NAMES)
+    assert language_name("bn") == "Bengali" and language_name("xx") == "xx"

@@ -81,10 +81,24 @@ class DataConfig:
     sentence_pivots: int = setting(
         0, rule=at_least(0), doc=SENTENCE + "answer a query in a language outside "
         "`data.caption_langs` through its k nearest training captions (0: off)")
+    sentence_pivot_langs: list[str] | None = setting(
+        None, doc=SENTENCE + "the languages whose training captions the pivots are searched "
+        "in, each standing for the training-language captions of its segment (null: the "
+        "training languages)")
     sentence_alignment: int = setting(
         0, rule=at_least(0), doc=SENTENCE + "rounds of self-learning Procrustes that rotate a "
         "language outside `data.caption_langs` onto the trained ones, learnt from unpaired "
         "training captions (0: off)")
+    sentence_fit_langs: list[str] | None = setting(
+        None, doc=SENTENCE + "the languages whose training "
+        "captions fit the statistics of the sentence transforms (null: `data.caption_langs`; "
+        "a language without fitting text gets the shared zero-shot statistics)")
+    sentence_fit_text: dict[str, str] | None = setting(
+        None, doc=SENTENCE + "more fitting text, `{lang: FILE}` (UTF-8, one sentence a line): "
+        "fits that language's statistics and alignment from other text than the captions")
+    sentence_language_removal: int = setting(
+        0, rule=at_least(0), doc=SENTENCE + "remove the r top singular directions of each "
+        "language's fitting text (LIR) from its vectors (0: off)")
     word_vectors: dict[str, str] | None = setting(
         None, doc="pretrained vectors initialising the word embeddings: `{lang or all: file}` "
         "(fastText .vec/.bin, GloVe .txt, word2vec binary; `rudder.text.word_vectors`, "

@@ -84,12 +84,25 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError("data.word_vectors and data.text_encoder exclude each other: "
                               "word vectors initialise trainable embeddings, an encoder "
                               "replaces them")
+    if data.sentence_fit_langs is not None:
+        check_languages(data.sentence_fit_langs, where="data.sentence_fit_langs")
+    if data.sentence_pivot_langs is not None:
+        check_languages(data.sentence_pivot_langs, where="data.sentence_pivot_langs")
+    if data.sentence_fit_text is not None:
+        from rudder.languages import SUPPORTED
+        from rudder.text.encoders import XLMR_LANGUAGES
+
+        unknown = sorted(set(data.sentence_fit_text) - set(SUPPORTED) - XLMR_LANGUAGES)
+        if unknown:
+            raise ConfigError(f"data.sentence_fit_text: unknown language code(s) {unknown}; "
+                              "use ISO 639-1 codes (e.g. bn, kn)")
     if (data.sentence_centering or data.sentence_whitening or data.sentence_pivots
-            or data.sentence_alignment):
+            or data.sentence_alignment or data.sentence_language_removal):
         from rudder.text.encoders import encoder_kind
 
         if encoder_kind(data.text_encoder) != "sentence":
-            raise ConfigError("data.sentence_centering, _whitening, _pivots and _alignment need a "
+            raise ConfigError("data.sentence_centering, _whitening, _pivots, _alignment and "
+                              "_language_removal need a "
                               "sentence encoder (data.text_encoder: multilingual-e5 or "
                               f"sentence:FOLDER), got data.text_encoder={data.text_encoder!r}")
     if data.subword_min_n > data.subword_max_n:

@@ -26,6 +26,7 @@ from rudder.evaluation.query_langs import (
     check_pivots,
     check_query_langs,
     check_split_has,
+    text_langs,
     training_langs,
     transfer_table,
 )
@@ -78,10 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
-                  langs=None, pivots=None, alignment=None):
+                  langs=None, pivots=None, alignment=None, pivot_langs=None):
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
     default: the runs' training caption languages); ``pivots`` and ``alignment`` override
-    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment`` (query-time settings).
+    the runs' ``data.sentence_pivots`` and ``data.sentence_alignment``, ``pivot_langs``
+    their ``data.sentence_pivot_langs`` (query-time settings).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -102,6 +104,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
         if alignment is not None:
             cfg.sentence_alignment = check_pivots(alignment, cfg.text_encoder,
                                                   "--sentence-alignment")
+        if pivot_langs is not None:
+            cfg.sentence_pivot_langs = list(pivot_langs)
         encoder = None
         if cfg.text_encoder:
             from rudder.text.encoders import load_text_encoder
@@ -188,8 +192,10 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
 def query_language_metrics(paths, args, device: str, how: str = "sum",
                            trained: list[str] | None = None) -> dict:
     """``per_language`` (t2v metrics of the split's captions of each ``--query-langs``
-    language as queries, ranked over all the split's videos), ``query_langs`` and
-    ``training_langs`` for metrics.json."""
+    language as queries, ranked over all the split's videos), ``query_langs``,
+    ``training_langs``, ``text_langs`` (whose text the runs read: training captions and
+    fitting text) and ``zero_shot_langs`` (the query languages among none of those) for
+    metrics.json."""
     langs = check_query_langs(args.query_langs)
     result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                        args.hybrid_q, langs=langs, pivots=args.sentence_pivots,
@@ -199,8 +205,11 @@ def query_language_metrics(paths, args, device: str, how: str = "sum",
     if missing:
         raise RunError(f"--query-langs: the {args.split} split has no caption in {missing}")
     trained = trained if trained is not None else training_langs(paths[0])
+    read = set().union(*(text_langs(path) for path in paths))
     return {"per_language": result["per_language"], "query_langs": langs,
-            "training_langs": trained, "sentence_pivots": args.sentence_pivots,
+            "training_langs": trained, "text_langs": sorted(read),
+            "zero_shot_langs": [lang for lang in langs if lang not in read],
+            "sentence_pivots": args.sentence_pivots,
             "sentence_alignment": args.sentence_alignment}
 
 

@@ -56,16 +56,22 @@ def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> 
     return pivots
 
 
+def _published_text_side(path) -> dict:
+    from rudder.hub import models as model_hub
+
+    folder = model_hub.resolve(path).path
+    return model_hub.read_json_file(folder / model_hub.TEXT_SIDE)
+
+
 def training_langs(path) -> list[str]:
     """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
     published model (folder or ``hf://`` id: its ``text_side.json``)."""
     from rudder.hub import models as model_hub
 
     if model_hub.is_model_reference(path):
-        folder = model_hub.resolve(path).path
-        langs = model_hub.read_json_file(folder / model_hub.TEXT_SIDE).get("caption_langs")
+        langs = _published_text_side(path).get("caption_langs")
         if not langs:
-            raise RunError(f"{folder / model_hub.TEXT_SIDE}: no 'caption_langs'")
+            raise RunError(f"{path}: its text_side.json has no 'caption_langs'")
         return list(langs)
     return list(run_data_config(path)["caption_langs"])
 
@@ -93,17 +99,41 @@ def run_data_config(path) -> dict:
     return data
 
 
+def text_langs(path) -> list[str]:
+    """The languages whose text the run at ``path`` read: its training captions and, for a
+    sentence encoder with transforms, the text its statistics were fitted on
+    (``data.sentence_fit_langs``, default the training languages, and
+    ``data.sentence_fit_text``). A query in any other language is zero-shot."""
+    from rudder.hub import models as model_hub
+
+    if model_hub.is_model_reference(path):
+        side = _published_text_side(path)
+        transforms = side.get("sentence_transforms") or {}
+        return sorted(set(side.get("caption_langs") or []) | set(transforms.get("fit_langs")
+                                                                  or []))
+    data = run_data_config(path)
+    langs = set(data["caption_langs"])
+    if any(data.get(key) for key in ("sentence_centering", "sentence_whitening",
+                                     "sentence_alignment", "sentence_language_removal")):
+        langs |= set(data.get("sentence_fit_langs") or [])
+        langs |= set(data.get("sentence_fit_text") or {})
+    return sorted(langs)
+
+
 def transfer_table(summaries: dict, metric: str = "R10") -> str:
     """Markdown table: one row per query language, one column per run (headed by its
     training languages), cells the t2v ``metric`` of that language's queries; ``*`` marks a
-    language the run was trained on, ``(x0.NN)`` the ratio to the mean over those."""
+    language the run was trained on, ``ZS`` one whose text it read nowhere (zero-shot, from
+    a summary's ``zero_shot_langs``), ``(x0.NN)`` the ratio to the mean over the trained
+    languages."""
     runs = [(name, s) for name, s in summaries.items() if "per_language" in s]
     langs = sorted({lang for _, s in runs for lang in s["per_language"]},
                    key=lambda c: SUPPORTED.index(c) if c in SUPPORTED else len(SUPPORTED))
     heads = [f"{'+'.join(s['training_langs'])} ({name.rstrip('/').rsplit('/', 1)[-1]})"
              for name, s in runs]
     lines = [(f"t2v {metric} by query language (rows) and training languages (columns; "
-              "* = trained on it, ratio to the mean over the trained languages)"), "",
+              "* = trained on it, ZS = no text of it read anywhere: zero-shot; ratio to the "
+              "mean over the trained languages)"), "",
              "| query | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     for lang in langs:
         cells = []
@@ -116,7 +146,8 @@ def transfer_table(summaries: dict, metric: str = "R10") -> str:
             value = per[lang][metric]
             ratio = f" (x{value / (sum(trained) / len(trained)):.2f})" if trained and sum(
                 trained) > 0 else ""
-            mark = "*" if lang in s["training_langs"] else ""
+            mark = ("*" if lang in s["training_langs"] else
+                    " ZS" if lang in s.get("zero_shot_langs", ()) else "")
             cells.append(f"{value:.1f}{mark}{ratio}")
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

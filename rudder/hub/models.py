@@ -303,15 +303,20 @@ def text_encoder_identity(spec: str | None, text_input_dim: int | None) -> dict 
 
 def sentence_transforms(data) -> dict | None:
     """The run's sentence-vector transforms (``data.sentence_centering``,
-    ``sentence_whitening``, ``sentence_alignment``, ``sentence_pivots``) for a sentence
-    encoder; None for any other text side."""
+    ``sentence_whitening``, ``sentence_alignment``, ``sentence_pivots``; and
+    ``sentence_language_removal`` and ``sentence_fit_langs`` when not their defaults) for a
+    sentence encoder; None for any other text side."""
     from rudder.text.encoders import encoder_kind
 
     if encoder_kind(data.text_encoder) != "sentence":
         return None
     return {"centering": bool(data.sentence_centering),
             "whitening": bool(data.sentence_whitening),
-            "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots)}
+            "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots),
+            **({"language_removal": int(data.sentence_language_removal)}
+               if data.sentence_language_removal else {}),
+            **({"fit_langs": list(data.sentence_fit_langs)}
+               if data.sentence_fit_langs not in (None, data.caption_langs) else {})}
 
 
 def _bundled() -> Path:

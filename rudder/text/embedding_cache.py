@@ -291,6 +291,13 @@ class EmbeddingCache:
                     "s" if count > 1 else "", reasons)
 
     # -- the interface --------------------------------------------------------------------------
+    def count_missing(self, texts) -> int:
+        """How many distinct ``texts`` are not cached yet: what :meth:`get` would encode
+        (for the progress report of a pass)."""
+        with self._lock:
+            self._refresh()
+            return len({key for key in map(text_key, texts) if key not in self._vectors})
+
     def get(self, texts: list[str], encode: Callable[[list[str]], np.ndarray],
             chunk: int = 2048) -> np.ndarray:
         """Vectors ``(len(texts), dim)`` of ``texts``: cached ones read, the others encoded

@@ -27,7 +27,7 @@ import re
 import unicodedata
 from functools import cache
 
-from rudder.languages import check_language
+from rudder.languages import check_query_language
 
 INDIC = ("mr", "hi", "ta", "te")
 
@@ -63,14 +63,16 @@ def _is_word(token: str) -> bool:
 def tokenize(text: str, lang: str) -> list[str]:
     """Split ``text`` in language ``lang`` into word tokens (punctuation dropped).
 
-    ``lang`` must be one of :data:`rudder.languages.SUPPORTED`; anything else raises
+    ``lang`` is one of :data:`rudder.languages.SUPPORTED`, or another language that
+    :func:`rudder.languages.identify_language` names (a query without training captions: split
+    into words as English is, by the regular expression above); anything else raises
     :class:`rudder.languages.UnsupportedLanguageError`.
     """
-    check_language(lang, "rudder.text.tokenize")
+    check_query_language(lang, "rudder.text.tokenize")
     if not isinstance(text, str):
         raise TypeError(f"rudder.text.tokenize: expected a str, got {type(text).__name__}")
     text = unicodedata.normalize("NFC", text).lower()
-    if lang == "en":
+    if lang not in INDIC:
         return _ENGLISH_WORD.findall(text.translate(_ENGLISH_FOLDING))
     from indicnlp.tokenize.indic_tokenize import trivial_tokenize
 

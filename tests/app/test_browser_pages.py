@@ -454,7 +454,8 @@ def test_first_start_serves_the_page_says_a_model_is_training_then_searches(
         assert page.locator("#rudder-training-bar").get_attribute("max") == "3"
         (run_dir / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "t2v": {}}) + "\n")
         page.wait_for_function(
-            "document.querySelector('#rudder-training').innerText.includes('1 of 2 epochs')"
+            "document.querySelector('#rudder-training').innerText"
+            ".includes('1 of at most 2 epochs')"
         )
         assert page.locator("#rudder-training-bar").get_attribute("value") == "1"
         tb.search(page, "fold the paper")

@@ -35,9 +35,12 @@ def test_a_user_error_is_one_line_and_exit_code_2(argv, capsys):
 FIVE = ["mr", "hi", "ta", "te", "en"]
 
 
-def fake_run(root: Path, name: str, dataset: str, age: float, langs=FIVE) -> Path:
+def fake_run(root: Path, name: str, dataset: str, age: float, langs=FIVE,
+             finished: bool = True) -> Path:
     run = root / name
     (run / "checkpoints").mkdir(parents=True)
+    if finished:
+        (run / "metrics.json").write_text("{}")
     config = f"data:\n  dataset: {dataset}\n"
     if langs is not None:
         config += f"  caption_langs: [{', '.join(langs)}]\n"
@@ -149,6 +152,84 @@ def test_no_checkpoint_serves_the_page_then_trains_a_quick_one(patched, monkeypa
         "port": 7860,
         "auth": None,
     }
+
+
+def test_unfinished_runs_are_not_served(tmp_path):
+    fake_run(tmp_path, "done", "sample", age=300)
+    fake_run(tmp_path, "interrupted", "sample", age=10, finished=False)
+    assert cli.newest_run_for(tmp_path, "sample").name == "done"
+
+
+def test_after_the_main_job_the_app_serves_its_run_and_says_what_it_reads(
+        patched, monkeypatch, tmp_path, capsys):
+    """The main job trains Marathi, Hindi and English: the app serves that run (no second
+    training), names the languages it reads and how to get the others."""
+    import rudder.runs.folders
+
+    main_job = fake_run(tmp_path / "runs", "20260101-000000-ce", "sample", age=0,
+                        langs=["mr", "hi", "en"])
+    run = rudder.runs.folders.load_run()  # the patched loader's run, trained on three
+    patched.calls.clear()
+    run.config.data.caption_langs = ["mr", "hi", "en"]
+    run.dataset.meta = type("Meta", (), {"languages": FIVE})()
+    monkeypatch.setattr(rudder.runs.folders, "load_run", patched("load", run))
+    cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite")])
+    assert [name for name, *_ in patched.calls] == ["load", "build", "launch"]
+    assert patched.calls[0][1] == (main_job,)
+    err = capsys.readouterr().err
+    assert "it reads Marathi, Hindi, English (its training captions)" in err
+    assert "Tamil, Telugu queries get a warning" in err and "--quick-model" in err
+    patched.calls.clear()
+    cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite"),
+              "--quick-model"])
+    assert [name for name, *_ in patched.calls][:2] == ["build", "train"]  # the quick model
+
+
+def quick_leftover(runs: Path, stamp: str, checkpoint: bool) -> Path:
+    """What a Ctrl-C during the app's first training leaves: the run folder with its saved
+    config, an empty log and (before the first epoch) empty checkpoint folders."""
+    from rudder import train
+    from rudder.runs.layout import config_file, write_config
+
+    run = runs / f"{stamp}-{cli.QUICK_NAME}"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "train.log").write_text("")
+    args = train.build_parser().parse_args(cli.quick_train_args("sample", cli.QUICK_EPOCHS,
+                                                                FIVE, run))
+    write_config(run, train.resolve_config(args))
+    assert config_file(run).is_file()
+    if checkpoint:
+        (run / "checkpoints" / "last.pt").write_bytes(b"")
+    return run
+
+
+def wait_for(slot):
+    deadline = time.monotonic() + 30
+    while not (slot.ready or slot.error) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_an_interrupted_first_training_is_cleaned_up_or_resumed(patched, monkeypatch,
+                                                                 tmp_path):
+    demo = type("Demo", (), {"rudder_collection": "collection"})()
+    monkeypatch.setattr(app.ui, "build_app", patched("build", demo))
+    monkeypatch.setattr(cli, "engine_for", patched("engine", "engine"))
+    runs = tmp_path / "runs"
+    empty_old = quick_leftover(runs, "20260101-000000", checkpoint=False)
+    empty_new = quick_leftover(runs, "20260103-000000", checkpoint=False)
+    cli.main(["--runs", str(runs), "--db", str(tmp_path / "l.sqlite")])
+    wait_for(patched.calls[0][2]["pending"])
+    assert not empty_old.exists() and not empty_new.exists()  # nothing to resume: removed
+    train_call = next(c for c in patched.calls if c[0] == "train")
+    assert train_call[2]["resume"] is False and train_call[2]["out"].parent == runs
+
+    patched.calls.clear()
+    started = quick_leftover(runs, "20260102-000000", checkpoint=True)
+    cli.main(["--runs", str(runs), "--db", str(tmp_path / "l.sqlite")])
+    wait_for(patched.calls[0][2]["pending"])
+    train_call = next(c for c in patched.calls if c[0] == "train")
+    assert train_call[2] == {"out": started, "resume": True}  # resumed where it stopped
+    assert patched.calls[0][2]["pending"].run_dir == started
 
 
 def test_a_failed_first_training_is_shown_on_the_page(patched, monkeypatch, tmp_path):

