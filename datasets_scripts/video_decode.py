@@ -150,7 +150,8 @@ def _upright_crop(frame, resize: int, crop: int) -> np.ndarray:
 TRUNCATED_SECONDS = 1.0  # frames ending this long before the stated duration: truncated
 
 
-def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
+def iter_frames(path, targets, chunk: int = 32, duration: float | None = None,
+                decoding: str = "auto"):
     """Decode ``path`` once and yield ``(key, frames)`` chunks for every target.
 
     ``targets``: ``[(key, times, resize, crop), ...]`` with ``times`` ascending. ``frames``
@@ -160,7 +161,14 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
     one. With ``duration`` (the video stream's, else the container's), a file whose
     frames stop over a second before it (a truncated download) raises
     :class:`VideoError` once decoded, instead of holding its last frame to the end.
+    ``decoding``: which frames are decoded (:mod:`datasets_scripts.video_sparse`: ``"auto"``
+    picks dense or sparse per file; the frames given are the same).
     """
+    from .video_sparse import DECODINGS, decoded_frames
+
+    if decoding not in DECODINGS:
+        raise ValueError(f"decoding {decoding!r}: use one of {DECODINGS}")
+
     wanted = sorted(
         (float(t), index, position)
         for index, (_, times, _, _) in enumerate(targets)
@@ -187,7 +195,8 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None):
         stream.thread_type = "AUTO"
         origin = _origin(container)
         try:
-            for frame in container.decode(stream):
+            for frame in decoded_frames(path, container, stream, [w[0] for w in wanted],
+                                        origin, decoding):
                 if frame.pts is None or frame.time_base is None:
                     continue
                 time = float(frame.pts * frame.time_base) - origin
