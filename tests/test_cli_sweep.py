@@ -289,6 +289,7 @@ def test_commands_are_found():
             "datasets_scripts translate", "datasets_scripts build rudder",
             "datasets_scripts publish", "experiments.run", "experiments.tune"} <= names
     assert len(CASES) > 100
+    assert "datasets_scripts build videos --engine" in {case[0] for case in CASES}
 
 
 @pytest.mark.parametrize("name", [name for name, _, _, parser in commands() if _leaf(parser)])
