@@ -181,3 +181,22 @@ def test_unknown_decoding_is_refused(files):
     with pytest.raises(ValueError, match="decoding 'fast'"):
         list(iter_frames(files["mjpeg-intra.mkv"], [("k", np.array([0.5]), 48, 32)],
                          decoding="fast"))
+
+
+def test_a_kept_scaler_gives_the_pixels_of_a_fresh_one(files):
+    """iter_frames keeps one scaler per frame size across frames: the same arrays as a
+    scaler set up for each frame, including when two sizes alternate."""
+    from av.video.reformatter import VideoReformatter
+
+    from datasets_scripts.video_decode import _upright_crop
+
+    with av.open(str(files["h264-vfr.mp4"])) as container:
+        frames = [f for _, f in zip(range(12), container.decode(video=0), strict=False)]
+    kept = VideoReformatter()
+    for k, frame in enumerate(frames):
+        size = (48, 32) if k % 2 else (64, 48)
+        fresh = frame.to_ndarray(width=size[0] * 4 // 3, height=size[0], format="rgb24",
+                                 interpolation="BILINEAR")
+        top, left = (fresh.shape[0] - size[1]) // 2, (fresh.shape[1] - size[1]) // 2
+        expected = fresh[top : top + size[1], left : left + size[1]]
+        assert np.array_equal(_upright_crop(frame, *size, kept), expected)
