@@ -120,12 +120,11 @@ class Encoder:
 def _start_ray(ray) -> bool:
     """Connect to (or start) Ray, shipping this package's code with the job; True when this
     call did (a caller that started Ray itself ships the code its own way)."""
-    import datasets_scripts
     import rudder
 
     if ray.is_initialized():
         return False
-    code = [str(Path(module.__file__).parent) for module in (datasets_scripts, rudder)]
+    code = [str(Path(__file__).resolve().parent), str(Path(rudder.__file__).resolve().parent)]
     ray.init(runtime_env={"py_modules": code}, logging_level="warning", log_to_driver=False,
              include_dashboard=False)
     return True
@@ -145,16 +144,16 @@ def _model_stage(ray, device: str) -> tuple[str, dict]:
                    "num_cpus": 1}
 
 
-def extract_ray(videos, todo, experts, work: Path, device: str, workers: int | None,
+def extract_ray(videos, todo, experts, write, device: str, workers: int | None,
                 progress: bool = True) -> dict:
-    """Decode and encode the ``todo`` files on Ray, writing each one's part; returns
-    timings as :func:`~.videos.extract` does. ``workers``: at most this many decoding
-    tasks at once (None: as many as the cluster runs)."""
+    """Decode and encode the ``todo`` files on Ray, calling ``write(stem, info, error,
+    store)`` as each is done (the part's contents, as :func:`~.videos.extract` writes
+    them); returns the timings ``extract`` returns. ``workers``: at most this many decoding
+    tasks at once (None or 0: as many as the cluster runs)."""
     ray = require("ray", "ray", "--engine ray")
     require("ray.data", "ray", "--engine ray")
 
     from .video_pipeline import Extractor
-    from .videos import _part_path, write_part
 
     extractor = Extractor(experts)
     tasks = [dataclasses.asdict(extractor.task(s, Path(videos[s].path).resolve(),
@@ -176,14 +175,19 @@ def extract_ray(videos, todo, experts, work: Path, device: str, workers: int | N
             .map_batches(Encoder, batch_size=1, fn_constructor_kwargs={
                 "experts": experts, "device": model_device}, **model_options)
         )
-        stats = _collect(dataset, videos, work, len(tasks), progress, _part_path, write_part)
+        try:
+            stats = _collect(dataset, write, len(tasks), progress)
+        except ray.exceptions.RayError as error:  # a worker lost, a task failed past retries
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise BuildError(f"the Ray job failed ({type(error).__name__}: {first}); the "
+                             "files done so far are kept: rerun to resume") from None
     finally:
         if started:
             ray.shutdown()
     return stats
 
 
-def _collect(dataset, videos, work, total, progress, part_path, write_part) -> dict:
+def _collect(dataset, write, total: int, progress: bool) -> dict:
     """Write each file's part once all its rows are in (rows of different files, and of
     one file on several actors, come in any order): ``info``, the features in ``seq``
     order, then ``done`` or ``error``."""
@@ -214,7 +218,7 @@ def _collect(dataset, videos, work, total, progress, part_path, write_part) -> d
                     for key in arrays.files:
                         expert, item = key.rsplit("|", 1)
                         store.setdefault((expert, int(item)), []).append(arrays[key])
-            write_part(part_path(work, stem), videos[stem], info, error, {} if error else store)
+            write(stem, info, error, {} if error else store)
             bar.update(1)
             bar.set_postfix_str(f"{frames / max(time.perf_counter() - began, 1e-9):.1f} frames/s")
     finally:

@@ -420,7 +420,10 @@ def run_build(args, argv) -> int:
     if args.engine == "ray":
         from .video_ray import extract_ray
 
-        extract_ray(videos, todo, experts, work, args.device, args.workers)
+        def write(stem, info, error, store):
+            write_part(_part_path(work, stem), videos[stem], info, error, store)
+
+        extract_ray(videos, todo, experts, write, args.device, args.workers)
     else:
         extract(videos, todo, experts, work, workers)
     missing = [s for s in videos if not _part_is_current(_part_path(work, s), videos[s])]
