@@ -65,8 +65,8 @@ def decoded_frames(path, container, stream, times, origin: float, decoding: str 
     frames shown at ``times`` (ascending seconds from ``origin``; sparse). ``decoding``:
     ``"auto"`` (the module's rule), ``"dense"``, or ``"sparse"`` (whenever a plan holds)."""
     distinct = len(np.unique(np.asarray(times, dtype=np.float64)))
-    if decoding == "dense" or (decoding == "auto" and distinct >= SPARSE_SHARE * _header_frames(
-            container, stream)):
+    if not distinct or decoding == "dense" or (
+            decoding == "auto" and distinct >= SPARSE_SHARE * _header_frames(container, stream)):
         return container.decode(stream)
     plan = make_plan(path, times, origin)
     if plan is None or (decoding == "auto" and distinct >= SPARSE_SHARE * len(plan.pts)):
