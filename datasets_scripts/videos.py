@@ -1,7 +1,7 @@
 """Your own videos: a folder of video files and a captions file -> features and a dataset.
 
 ``python -m datasets_scripts build videos --src VIDEO_DIR --captions CAPTIONS.csv --out OUT
-[--expert NAME=SPEC ...] [--fps F] [--device auto|cpu|cuda] [--shard K/N]``
+[--expert NAME=SPEC ...] [--fps F] [--device auto|cpu|cuda] [--shard K/N] [--engine local|ray]``
 
 - ``--captions``: CSV (or ``.jsonl``) rows ``video_id,start,end,lang,text[,split]``
   (:mod:`datasets_scripts.captions_table`); ``video_id`` is a file name in ``--src``
@@ -32,6 +32,8 @@
   ``RANK``/``WORLD_SIZE`` under torchrun) takes every N-th file from the K-th; when every
   file's part exists the run that finds it so writes ``OUT`` (same bytes whichever shards
   computed the parts). A parts folder made with other experts or weights is refused.
+- Engines: ``--engine local`` decodes in processes of this machine; ``--engine ray`` on a
+  Ray cluster (:mod:`datasets_scripts.video_ray`), writing the same parts.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from .video_decode import MAX_PIXELS, TOO_LARGE, UNREADABLE, VIDEO_SUFFIXES
 
 SRC_HELP = "folder of the video files (<video_id>.mp4, .webm, .mkv, ...)"
 PARTS_VERSION = 1
-NOT_RECORDED = ("--shard", "--workers", "--work", "--overwrite", "--device")
+NOT_RECORDED = ("--shard", "--workers", "--work", "--overwrite", "--device", "--engine")
 REPORT_NAME = "build_report.txt"  # every problem and dropped caption, in the output folder
 EXAMPLES = 20  # problems of each kind the console shows
 
@@ -86,7 +88,12 @@ def add_arguments(parser) -> None:
                         "(default: RANK/WORLD_SIZE when set, else all)")
     parser.add_argument("--workers", type=int_in(0, 64), default=None,
                         help="decoding processes (default: CPU cores - 1, at most 4; "
-                        "0 decodes in the main process)")
+                        "0 decodes in the main process); with --engine ray, decoding tasks "
+                        "at once (default: as many as the cluster runs)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: decoding processes on this machine (default); ray: a "
+                        "Ray cluster (Ray Data), see datasets_scripts/video_ray.py; needs the "
+                        "ray extra")
     parser.add_argument("--work", type=folder, default=None,
                         help="folder of the per-file parts (default: OUT.parts)")
     parser.add_argument("--validation-fraction", type=float_in(0, 0.99), default=0.1,
@@ -403,7 +410,8 @@ def run_build(args, argv) -> int:
 
     from .video_experts import DEFAULT_EXPERTS, parse_spec
 
-    check_installed([Need("av", "videos", "decoding video files (build videos)")])
+    check_installed([Need("av", "videos", "decoding video files (build videos)")] + (
+        [Need("ray", "ray", "--engine ray")] if args.engine == "ray" else []))
     out = _check_out(args)
     work = (args.work or out.with_name(out.name + ".parts")).resolve()
     if work.is_dir() and not (work / "build.json").is_file() and any(work.iterdir()):
@@ -442,7 +450,8 @@ def _build(args, argv, out, work, shard, specs, reporter) -> int:
                              "the problems above)")
     _check_fractions(args.validation_fraction, args.test_fraction)
     split_rule = (args.validation_fraction, args.test_fraction)
-    device = _device(args.device)
+    # with Ray the experts are loaded here on the CPU and run where the cluster has room
+    device = "cpu" if args.engine == "ray" else _device(args.device)
     experts = [load_expert(spec, args.fps, device) for spec in specs]
     for expert in experts:
         if expert.spec.weights == "random":
@@ -461,7 +470,17 @@ def _build(args, argv, out, work, shard, specs, reporter) -> int:
               file=sys.stderr)
     workers = args.workers if args.workers is not None else max(1, min(4,
                                                                      (os.cpu_count() or 2) - 1))
-    extract(videos, todo, experts, work, workers, max_pixels=max_pixels)
+    if args.engine == "ray":
+        from .video_ray import extract_ray
+
+        def write(stem, info, error, store, error_kind):
+            write_part(_part_path(work, stem), videos[stem], info, error, store, error_kind,
+                       max_pixels)
+
+        extract_ray(videos, todo, experts, write, args.device, args.workers,
+                    max_pixels=max_pixels)
+    else:
+        extract(videos, todo, experts, work, workers, max_pixels=max_pixels)
     missing = [s for s in videos
                if not _part_is_current(_part_path(work, s), videos[s], max_pixels)]
     if missing:

@@ -23,7 +23,8 @@ SMALL = {
                             "--clients", "2", "--per-client", "1", "--queries", "3"],
     "bench_build.py": ["--videos", "200"],
     "bench_default_run.py": [],  # the README's main job, full size (about a minute)
-    "bench_extract.py": ["--videos", "2", "--seconds", "2", "--rounds", "1"],
+    "bench_extract.py": ["--videos", "2", "--seconds", "2", "--rounds", "1", "--long-seconds",
+                         "4", "--memory-videos", "12"],
     "bench_feature_loading.py": ["--videos", "50", "--repeat", "1"],
     "bench_index.py": ["--videos", "3000", "--queries", "2", "--batch", "4", "--rounds", "1"],
     "bench_login_flood.py": ["--runs", "{tmp}/runs", "--searches", "2", "--rounds", "1"],

@@ -292,6 +292,7 @@ def test_commands_are_found():
             "datasets_scripts publish", "datasets_scripts demo-videos", "experiments.run",
             "experiments.tune"} <= names
     assert len(CASES) > 100
+    assert "datasets_scripts build videos --engine" in {case[0] for case in CASES}
 
 
 @pytest.mark.parametrize("name", [name for name, _, _, parser in commands() if _leaf(parser)])
