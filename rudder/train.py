@@ -130,8 +130,12 @@ def resumed_config(args, run_dir: Path) -> TrainConfig:
     return config
 
 
-def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
-    """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
+def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False,
+        files: dict | None = None) -> dict:
+    """Train, select on validation, test the best checkpoint; returns metrics.json's content.
+
+    ``files`` (name -> path) are copied into a new run folder before training starts, so the
+    run keeps what it reads from there (``supervision.relations_file``'s relative path)."""
     from rudder.training.devices import pick_device
     from rudder.training.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.training.trainer import Trainer
@@ -143,6 +147,8 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
     try:
         if ctx.is_main:
             created = prepare_run_dir(run_dir, resume, overwrite)
+            for name, source in (files or {}).items():
+                shutil.copyfile(source, run_dir / name)
             _log_to(log_file(run_dir))
         barrier(ctx)
         trainer = Trainer(config, run_dir, ctx, resume=resume)

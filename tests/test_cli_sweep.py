@@ -61,6 +61,11 @@ FREE_TEXT = {
     "heuristics import-relations --resolve": "refuse, majority or annotator:NAME, checked by "
                                              "heuristics.relations (tests/heuristics/"
                                              "test_relations.py)",
+    "heuristics retrain --dataset": "rudder.runs.folders.resolve_dataset",
+    "heuristics retrain --db-dataset": "a dataset name in the app's database; none of its "
+                                       "labels is an error (tests/heuristics/test_retrain.py)",
+    "heuristics retrain --adjudicator": "any annotator name",
+    "heuristics retrain --set": "KEY=VALUE, checked by rudder.config.from_dict",
     **{f"datasets_scripts build {name} --expert-map": "PATTERN=EXPERT, checked by "
        "datasets_scripts.features.read_expert_map" for name in BUILDERS if name != "videos"},
     "datasets_scripts build rudder --visual-expert": "an expert name, checked by "

@@ -93,7 +93,8 @@ class Trainer:
             self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
                                                   self.folder, config.data.max_words, config.data)
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
-        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
+        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device,
+                                            self.run_dir)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
         self.config = config = resolved_config(
