@@ -306,8 +306,8 @@ def cmd_retrain(args) -> int:
 
 def _run_name(args) -> str:
     """The base run's name (for the default run folder), else the dataset's."""
-    from rudder.runs.layout import read_config
+    from rudder.runs.layout import config_file, read_config
 
-    if args.base_run is not None and (args.base_run / "config.yaml").is_file():
+    if args.base_run is not None and config_file(args.base_run).is_file():
         return str(read_config(args.base_run).get("name") or "ce")
     return Path(args.dataset).name or "ce"

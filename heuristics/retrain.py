@@ -151,13 +151,13 @@ def retrain_config(dataset: str, base_run=None, epochs: int | None = None,
     """The PO(M) config: the base run's saved config (else the defaults) on ``dataset`` with
     :data:`PO_MANUAL`, then ``epochs``, ``seed`` and the ``--set`` ``overrides``."""
     from rudder.config import apply_override, from_dict
-    from rudder.runs.layout import read_config
+    from rudder.runs.layout import config_file, read_config
 
     data: dict = {}
     if base_run is not None:
         base = Path(base_run)
-        if not (base / "config.yaml").is_file():
-            raise RetrainError(f"--base-run {base}: not a run folder (no config.yaml)")
+        if not config_file(base).is_file():
+            raise RetrainError(f"--base-run {base}: not a run folder (no {config_file(base)})")
         data = read_config(base)
         for key in ("text_input_dim", "word_dim"):  # filled in by the run from its data
             (data.get("model") or {}).pop(key, None)
