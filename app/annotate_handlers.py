@@ -1,8 +1,11 @@
 """The annotation tab's handlers: label caption pairs positive / partial / description / negative.
 
-The tab is stateless between calls: what to show next is recomputed from the SQLite store
-(the first candidate, in heuristic order, that the annotator has not labelled), so two
-annotators, a reload or a restarted server all continue where the store says. A browser
+The tab is stateless between calls: what to show next is recomputed from the SQLite store,
+so two annotators, a reload or a restarted server all continue where the store says. In a
+queue order (``model-disagreement``, ``heuristic``, ``random``: :mod:`app.pair_queue`) the
+next pair is the queue's first that still needs a label from this annotator
+(:meth:`AnnotationStore.claim_from_queue`); query by query, it is the first candidate, in
+heuristic order, of the current query that the annotator has not labelled. A browser
 tab (a Gradio session) *claims* the pair it shows (:meth:`AnnotationStore.claim`), so two
 tabs of one annotator never show the same pair. With a login (``--auth``) the annotator is
 the logged-in user, whatever the Annotator field says. The layout is in
@@ -30,8 +33,12 @@ from .candidates import CandidateRanker
 from .collection import Collection
 from .escaping import markdown_text, user_error
 from .export import agreement, relation_records, write_records
+from .pair_queue import STRATEGIES, QueueError
+from .queue_service import QueueService
 
 SAME, ANY, ALL = "same", "any", "(all datasets)"
+QUERY = "query"  # the order "query by query"; the others are the queue strategies
+ORDERS = (*STRATEGIES, QUERY)
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
 AGREEMENT_COLUMNS = ["annotator_a", "annotator_b", "shared_pairs", "kappa"]
 NO_ANNOTATOR = "Enter your name in the Annotator field (top left) to label."
@@ -108,9 +115,12 @@ class AnnotateTab:
         limit: int = 20,
         alpha_n: float = 0.5,
         alpha_v: float = 0.5,
+        queues: QueueService | None = None,
     ):
         self.store, self.collections, self.limit = store, collections, limit
         self.alpha_n, self.alpha_v = alpha_n, alpha_v
+        self.queues = queues or QueueService(store, collections, lambda name: None,
+                                             alpha_n=alpha_n, alpha_v=alpha_v, limit=limit)
         self._rankers: dict[str, CandidateRanker] = {}
         self._lock = threading.Lock()
         # A query's candidate order depends only on the dataset: cache the recent tables,
@@ -271,12 +281,7 @@ class AnnotateTab:
             f"Query {markdown_text(query_id)}: **{labelled} of {len(ids)}** candidates labelled"
         ]
         if annotator:
-            counts = self.store.counts_by_query(dataset, annotator)
-            progress.append(
-                f"{markdown_text(annotator)} has labelled {sum(counts.values())} pairs over "
-                f"{len(counts)} query captions of {len(collection.captions)} in "
-                f"{markdown_text(dataset)}"
-            )
+            progress.append(self._annotator_line(dataset, annotator))
         else:
             progress.append(f"**{NO_ANNOTATOR}**")
         progress.append(self._ranker(dataset).description)
@@ -314,9 +319,32 @@ class AnnotateTab:
 
     # ---------------------------------------------------------- handlers
     @for_annotator
-    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
-        """The first started-but-unfinished query of the annotator, else the first untouched
-        one; queries whose open candidates all show in the annotator's other tabs are passed."""
+    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, order=QUERY,
+                        request=None) -> View:
+        """In a queue order, the queue's next pair for the annotator (query by query, with a
+        note, while the queue is being built). Query by query: the first started-but-
+        unfinished query of the annotator, else the first untouched one; queries whose open
+        candidates all show in the annotator's other tabs are passed."""
+        if (order or QUERY) != QUERY:
+            ready, note = self._queue_ready(dataset, order)
+            if ready:
+                return self.queue_view(annotator, dataset, order, cand_lang, session_of(request))
+            return self._by_query(annotator, dataset, cand_lang, request, note=note)
+        return self._by_query(annotator, dataset, cand_lang, request)
+
+    def _queue_ready(self, dataset: str, order: str) -> tuple[bool, str]:
+        """Whether the queue ``order`` of ``dataset`` can serve; else the note to show (the
+        tab goes on query by query meanwhile)."""
+        self._collection(dataset)
+        if order not in STRATEGIES:
+            raise user_error(f"unknown order {order!r}; choose one of {list(ORDERS)}")
+        try:
+            ready, why = self.queues.ensure(dataset, order)
+        except QueueError as error:
+            ready, why = False, str(error)
+        return ready, ("" if ready else f"{why}. Meanwhile: query by query.")
+
+    def _by_query(self, annotator, dataset, cand_lang, request, note="") -> View:
         collection = self._collection(dataset)
         counts = self.store.counts_by_query(dataset, annotator)
         untouched = (
@@ -326,7 +354,8 @@ class AnnotateTab:
         )
         started = self._open_started(dataset, annotator, cand_lang)
         for query_id in itertools.chain(started, untouched):
-            result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
+            result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request),
+                               note=note)
             if result.candidate_id:
                 return result
         return self.view(
@@ -338,7 +367,58 @@ class AnnotateTab:
             "from you (or is open in another of your tabs).",
         )
 
-    def random_query(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
+    def queue_view(self, annotator, dataset, strategy, cand_lang=SAME, session=None, after=-1,
+                   note="") -> View:
+        """The queue's next pair for the annotator after position ``after`` (claimed for the
+        session), with why the queue put it there."""
+        collection = self._collection(dataset)
+        lang_mode = (("same", None) if cand_lang == SAME else ("any", None) if cand_lang == ANY
+                     else ("lang", cand_lang))
+        row = self.store.claim_from_queue(session, dataset, annotator, strategy, after, lang_mode)
+        info = self.store.queue_info(dataset, strategy) or {"size": 0, "built": "?"}
+        built = str(info["built"]).replace("T", " ")[:16] + " UTC"
+        done = self.store.queue_progress(dataset, strategy)
+        progress = [
+            (f"Queue {markdown_text(strategy)} (built {markdown_text(built)}): "
+             f"**{done['labelled']:,} of {info['size']:,}** pairs labelled; "
+             f"{done['double_done']:,} of {done['doubled']:,} double-labelled pairs have both "
+             "labels"),
+            self._annotator_line(dataset, annotator),
+        ]
+        if note:
+            progress.insert(0, f"**{markdown_text(note)}**")
+        if row is None:
+            return View(
+                query_html="<p>Nothing left for you in this queue in this candidate language: "
+                "every pair is labelled by you, has all its labels, or is open in another tab. "
+                "Choose another order or candidate language.</p>",
+                query_id="",
+                candidate_html="",
+                candidate_id="",
+                progress=" · ".join(progress),
+                history=pd.DataFrame(columns=HISTORY_COLUMNS),
+                others="",
+            )
+        query_id, cand_id = row["caption_id_a"], row["caption_id_b"]
+        hints = self._ranker(dataset).pair(query_id, cand_id)
+        heading = f"Queue {strategy}, pair {row['position'] + 1:,} of {info['size']:,}"
+        return View(
+            query_html=query_html(collection, query_id),
+            query_id=query_id,
+            candidate_html=candidate_html(collection, hints, 0, 1, heading, queue_reasons(row)),
+            candidate_id=cand_id,
+            progress=" · ".join(progress),
+            history=self._history(dataset, annotator, query_id),
+            others=other_captions_html(collection, query_id, cand_id),
+        )
+
+    def _annotator_line(self, dataset, annotator) -> str:
+        counts = self.store.counts_by_query(dataset, annotator)
+        return (f"{markdown_text(annotator)} has labelled {sum(counts.values())} pairs over "
+                f"{len(counts)} query captions of {len(self._collection(dataset).captions)} in "
+                f"{markdown_text(dataset)}")
+
+    def random_query(self, annotator, dataset, cand_lang=SAME, order=QUERY, request=None) -> View:
         collection = self._collection(dataset)
         query_id = random.choice(collection.captions["caption_id"].tolist())
         return self.open_query(annotator, dataset, query_id, cand_lang, request)
@@ -365,9 +445,12 @@ class AnnotateTab:
 
     @for_annotator
     def label(
-        self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+        self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, order=QUERY,
+        request=None,
     ) -> View:
-        """Store ``label`` for (query, candidate), then show the next candidate (or next query)."""
+        """Store ``label`` for (query, candidate), then show the next pair: the queue's in a
+        queue order (a pair the queue does not hold is kept too, and said so), else the
+        query's next candidate (or the next query)."""
         collection = self._collection(dataset)
         for caption_id in (query_id, candidate_id):
             if caption_id not in collection.row_of.index:
@@ -380,6 +463,13 @@ class AnnotateTab:
             self.store.add(dataset, annotator, query_id, candidate_id, label, session)
         except AnnotationError as error:
             raise user_error(str(error)) from None
+        if (order or QUERY) != QUERY and self._queue_ready(dataset, order)[0]:
+            row = self.store.queue_row(dataset, order, query_id, candidate_id)
+            note = "" if row is not None else (
+                f"{query_id} / {candidate_id} is not in the {order} queue (it was opened by "
+                "hand): its label is kept like any other; the queue goes on")
+            after = -1 if row is None else row["position"]
+            return self.queue_view(annotator, dataset, order, cand_lang, session, after, note)
         result = self.view(
             annotator, dataset, query_id, cand_lang, after_id=candidate_id, session=session
         )
@@ -389,8 +479,15 @@ class AnnotateTab:
 
     @for_annotator
     def skip(
-        self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+        self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, order=QUERY,
+        request=None,
     ) -> View:
+        """Show the next pair without labelling this one (the queue's next, or the query's)."""
+        if (order or QUERY) != QUERY and self._queue_ready(dataset, order)[0]:
+            row = self.store.queue_row(dataset, order, query_id, candidate_id)
+            after = -1 if row is None else row["position"]
+            return self.queue_view(annotator, dataset, order, cand_lang, session_of(request),
+                                   after)
         return self.view(
             annotator,
             dataset,
@@ -401,7 +498,7 @@ class AnnotateTab:
         )
 
     @for_annotator
-    def undo(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
+    def undo(self, annotator, dataset, cand_lang=SAME, order=QUERY, request=None) -> View:
         """Undo the annotator's newest label in ``dataset`` and show that pair again (from
         the candidate list of its language when the current mode's list lacks it)."""
         undone = self.store.undo(dataset, annotator, session_of(request))
@@ -488,3 +585,16 @@ def agreement_table(records: list[dict]) -> pd.DataFrame:
     table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
     table["kappa"] = table["kappa"].map(lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}")
     return table
+
+
+def queue_reasons(row: dict) -> tuple[str, ...]:
+    """Why a queue row is there, and whether it is a second opinion (plain text)."""
+    notes = []
+    if row.get("model_rank"):
+        notes.append(f"the model ranks the candidate's video {row['model_rank']:,}")
+    if row.get("value") is not None:
+        notes.append(f"value {row['value']:.2f}")
+    if row["copies"] > 1:
+        notes.append("second opinion: another annotator labelled this pair (label hidden)"
+                     if row["labels"] else "shown to two annotators (agreement)")
+    return tuple(notes)

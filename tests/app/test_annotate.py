@@ -76,9 +76,9 @@ def test_one_annotator_whatever_the_spelling_of_the_name(tab):
     shown = tab.next_unlabelled("Asha ", "app-test", SAME)
     tab.label("positive", " ASHA", "app-test", shown.query_id, shown.candidate_id, SAME)
     login = SimpleNamespace(username="Asha", session_hash="tab-1")
-    shown = tab.next_unlabelled("someone else", "app-test", SAME, login)
+    shown = tab.next_unlabelled("someone else", "app-test", SAME, request=login)
     pair = (shown.query_id, shown.candidate_id)
-    tab.label("negative", "someone else", "app-test", *pair, SAME, login)
+    tab.label("negative", "someone else", "app-test", *pair, SAME, request=login)
     assert tab.store.annotators("app-test") == ["asha"]
     assert "asha has labelled 2 pairs" in tab.next_unlabelled("asha", "app-test", SAME).progress
 
@@ -91,7 +91,8 @@ def test_every_annotator_handler_without_a_name_shows_only_the_message(tab):
     calls = {
         "next_unlabelled": lambda name: tab.next_unlabelled(name, "app-test", SAME),
         "label": lambda name: tab.label("positive", name, "app-test", "v000-mr", "v001-mr"),
-        "skip": lambda name: tab.skip(name, "app-test", "v000-mr", "v001-mr", SAME, None),
+        "skip": lambda name: tab.skip(name, "app-test", "v000-mr", "v001-mr", SAME,
+                                      request=None),
         "undo": lambda name: tab.undo(name, "app-test", request=None),
     }
     for handler, call in calls.items():
