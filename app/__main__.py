@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
-from rudder.cli import ArgumentParser, folder, int_in
+from rudder.cli import ArgumentParser, float_in, folder, int_in
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import Need, check_installed
 
@@ -103,9 +103,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--export",
         type=folder,
         metavar="DIR",
-        help="write relations.jsonl and relations.csv from --db into DIR and exit",
+        help="write relations.jsonl, relations.csv and agreement.json from --db into DIR and exit",
+    )
+    parser.add_argument(
+        "--double-share", type=float_in(0.0, 1.0), default=0.1,
+        help="share of the queue's pairs shown to two annotators, for agreement (default 0.1)",
+    )
+    parser.add_argument(
+        "--can-retrain", action="append", default=[], metavar="USER",
+        help="a login that may retrain the model on the settled labels from the page (repeatable)",
+    )
+    parser.add_argument(
+        "--adjudicator", action="append", default=[], metavar="USER",
+        help="a login whose label settles a pair the annotators disagree on (repeatable)",
+    )
+    parser.add_argument(
+        "--retrain-epochs", type=int_in(1, 10_000),
+        help="epochs of a retrain from the page (default: those of the run the app serves)",
     )
     return parser
+
+
+def retrain_settings(args, auth, dataset: str, base_run):
+    """How the page retrains (:class:`app.retrain.RetrainSettings`); ``--can-retrain`` and
+    ``--adjudicator`` must name logins."""
+    from .retrain import RetrainSettings
+
+    users = {user.casefold(): user for user in (auth.users if auth is not None else [])}
+    for flag, names in (("--can-retrain", args.can_retrain), ("--adjudicator", args.adjudicator)):
+        for name in names:
+            if auth is None:
+                raise RunError(f"{flag} {name}: permissions need logins; add --auth USER:PASS "
+                               "or --auth-file FILE")
+            if name.casefold() not in users:
+                known = ", ".join(users.values())
+                raise RunError(f"{flag} {name}: no such login (logins: {known})")
+    return RetrainSettings(
+        dataset=dataset, runs_dir=Path(args.runs),
+        base_run=base_run, permitted=frozenset(n.casefold() for n in args.can_retrain),
+        adjudicators=tuple(n.casefold() for n in args.adjudicator), epochs=args.retrain_epochs,
+        logins=auth is not None)
 
 
 def parse_auth(values, files=()):
@@ -187,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
             _export(args.db, args.export)
             return
         check_installed([Need("gradio", "app", "python -m app")])  # before any training
-        demo, background = _build(args)
+        demo, background = _build(args, auth)
     from .ui import launch_app
 
     if background is not None:
@@ -242,7 +279,7 @@ def engine_for(run, collection):
     )
 
 
-def _build(args):
+def _build(args, auth=None):
     """The app for ``args`` and, when no model exists yet, the thread that trains one (to
     start once the page is served; None otherwise)."""
     from rudder.runs.folders import encode_queries, load_run, resolve_dataset
@@ -260,8 +297,9 @@ def _build(args):
         languages = resolve_dataset(dataset).meta.languages
         checkpoint = newest_run_for(args.runs, dataset, languages)
         if checkpoint is None:
-            return _build_training(args, dataset, languages, extra)
+            return _build_training(args, dataset, languages, extra, auth)
     run = load_run(checkpoint, dataset=args.dataset)
+    retrain = retrain_settings(args, auth, args.dataset or run.config.data.dataset, run.run_dir)
     print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}", file=sys.stderr,
           flush=True)
     demo = build_app(
@@ -280,11 +318,13 @@ def _build(args):
         train_langs=run.config.data.caption_langs,
         check_words=not run.config.data.text_encoder,
         text_encoder=run.config.data.text_encoder,
+        double_share=args.double_share,
+        retrain=retrain,
     )
     return demo, None
 
 
-def _build_training(args, dataset: str, languages, extra):
+def _build_training(args, dataset: str, languages, extra, auth=None):
     """The app served while a quick model trains (:class:`app.model_slot.ModelSlot`), and
     the thread that trains it, loads it and hands its engine to the app."""
     from rudder.runs.folders import load_run, resolve_dataset
@@ -294,6 +334,7 @@ def _build_training(args, dataset: str, languages, extra):
 
     out = quick_run_dir(args.runs)
     slot = ModelSlot(run_dir=out, epochs=args.quick_epochs)
+    retrain = retrain_settings(args, auth, dataset, lambda: out if slot.ready else None)
     demo = build_app(
         None,
         None,
@@ -303,6 +344,8 @@ def _build_training(args, dataset: str, languages, extra):
         media_dir=args.media,
         annotate_datasets=extra,
         pending=slot,
+        double_share=args.double_share,
+        retrain=retrain,
     )
 
     def train_then_serve():

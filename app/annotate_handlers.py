@@ -32,7 +32,7 @@ from .annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check
 from .candidates import CandidateRanker
 from .collection import Collection
 from .escaping import markdown_text, user_error
-from .export import agreement, relation_records, write_records
+from .export import agreement, agreement_report, relation_records, write_agreement, write_records
 from .pair_queue import STRATEGIES, QueueError
 from .queue_service import QueueService
 
@@ -41,6 +41,8 @@ QUERY = "query"  # the order "query by query"; the others are the queue strategi
 ORDERS = (*STRATEGIES, QUERY)
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
 AGREEMENT_COLUMNS = ["annotator_a", "annotator_b", "shared_pairs", "kappa"]
+ANNOTATOR_COLUMNS = ["annotator", "labels", "shared_pairs", "agreement", "alpha_without"]
+DISAGREEMENT_COLUMNS = ["dataset", "query", "candidate", "labels"]
 NO_ANNOTATOR = "Enter your name in the Annotator field (top left) to label."
 
 
@@ -371,7 +373,7 @@ class AnnotateTab:
                    note="") -> View:
         """The queue's next pair for the annotator after position ``after`` (claimed for the
         session), with why the queue put it there."""
-        collection = self._collection(dataset)
+        self._collection(dataset)
         lang_mode = (("same", None) if cand_lang == SAME else ("any", None) if cand_lang == ANY
                      else ("lang", cand_lang))
         row = self.store.claim_from_queue(session, dataset, annotator, strategy, after, lang_mode)
@@ -399,15 +401,21 @@ class AnnotateTab:
                 history=pd.DataFrame(columns=HISTORY_COLUMNS),
                 others="",
             )
-        query_id, cand_id = row["caption_id_a"], row["caption_id_b"]
-        hints = self._ranker(dataset).pair(query_id, cand_id)
         heading = f"Queue {strategy}, pair {row['position'] + 1:,} of {info['size']:,}"
+        return self.pair_view(annotator, dataset, row["caption_id_a"], row["caption_id_b"],
+                              heading, queue_reasons(row), " · ".join(progress))
+
+    def pair_view(self, annotator, dataset, query_id, cand_id, heading, notes=(),
+                  progress="") -> View:
+        """One given pair, with its heuristic hints and ``notes`` on the candidate card."""
+        collection = self._collection(dataset)
+        hints = self._ranker(dataset).pair(query_id, cand_id)
         return View(
             query_html=query_html(collection, query_id),
             query_id=query_id,
-            candidate_html=candidate_html(collection, hints, 0, 1, heading, queue_reasons(row)),
+            candidate_html=candidate_html(collection, hints, 0, 1, heading, tuple(notes)),
             candidate_id=cand_id,
-            progress=" · ".join(progress),
+            progress=progress,
             history=self._history(dataset, annotator, query_id),
             others=other_captions_html(collection, query_id, cand_id),
         )
@@ -421,11 +429,18 @@ class AnnotateTab:
     def random_query(self, annotator, dataset, cand_lang=SAME, order=QUERY, request=None) -> View:
         collection = self._collection(dataset)
         query_id = random.choice(collection.captions["caption_id"].tolist())
-        return self.open_query(annotator, dataset, query_id, cand_lang, request)
+        return self.open_query(annotator, dataset, query_id, cand_lang, request=request)
 
     def open_query(self, annotator, dataset, query_id, cand_lang=SAME, request=None) -> View:
         annotator = self.annotator_of(annotator, request)
         return self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
+
+    def change_language(self, annotator, dataset, query_id, cand_lang=SAME, order=QUERY,
+                        request=None) -> View:
+        """Another candidate language: the queue's next pair in it, or the query's list."""
+        if (order or QUERY) != QUERY and self.annotator_of(annotator, request):
+            return self.next_unlabelled(annotator, dataset, cand_lang, order, request=request)
+        return self.open_query(annotator, dataset, query_id, cand_lang, request=request)
 
     def find(self, dataset, text):
         """Captions whose id or text contains ``text`` (case-insensitive), at most 50."""
@@ -475,7 +490,7 @@ class AnnotateTab:
         )
         if result.candidate_id:
             return result
-        return self.next_unlabelled(annotator, dataset, cand_lang, request)
+        return self.next_unlabelled(annotator, dataset, cand_lang, QUERY, request=request)
 
     @for_annotator
     def skip(
@@ -523,13 +538,16 @@ class AnnotateTab:
         )
 
     def export(self, scope):
-        """-> (relations.jsonl path, relations.csv path, agreement table, status).
+        """-> (relations.jsonl path, relations.csv path, agreement.json path, agreement
+        table, status).
 
         The files go to one temporary folder of the app (removed with it), replaced
         atomically by each export; the count and kappa are of the records written."""
         records = relation_records(self.store, None if scope == ALL else scope)
         jsonl, csv = write_records(records, self._export_dir())
-        return str(jsonl), str(csv), agreement_table(records), f"Exported {len(records)} labels."
+        report = write_agreement(records, self._export_dir())
+        return (str(jsonl), str(csv), str(report), agreement_table(records),
+                f"Exported {len(records)} labels and their agreement report.")
 
     def _export_dir(self) -> str:
         with self._lock:
@@ -537,8 +555,60 @@ class AnnotateTab:
                 self._exports = tempfile.TemporaryDirectory(prefix="rudder-relations-")
             return self._exports.name
 
-    def agreement(self, scope) -> pd.DataFrame:
-        return agreement_table(relation_records(self.store, None if scope == ALL else scope))
+    def agreement(self, scope):
+        """-> (kappa per annotator pair, summary, per-annotator table, disagreeing pairs,
+        the choices of the "open a disagreeing pair" list) of ``scope``
+        (:func:`app.export.agreement_report`)."""
+        import gradio as gr
+
+        records = relation_records(self.store, None if scope == ALL else scope)
+        report = agreement_report(records)
+        alpha = report["alpha"]
+        summary = (
+            f"**{report['annotators']} annotators, {report['labels']:,} labels of "
+            f"{report['pairs']:,} pairs; {report['shared_pairs']:,} pairs labelled by two or "
+            f"more.** Krippendorff's alpha: ordinal (negative < partial < positive) "
+            f"{_number(alpha['ordinal'])}, nominal (four labels) {_number(alpha['nominal'])}. "
+            f"{len(report['disagreements']):,} pairs with disagreeing labels."
+        )
+        per_annotator = pd.DataFrame(report["per_annotator"], columns=ANNOTATOR_COLUMNS)
+        for column in ("agreement", "alpha_without"):
+            per_annotator[column] = per_annotator[column].map(_number)
+        disagreements = pd.DataFrame(
+            [[d["dataset"], d["caption_id_a"], d["caption_id_b"],
+              ", ".join(f"{who}: {label}" for who, label in d["labels"].items())]
+             for d in report["disagreements"]],
+            columns=DISAGREEMENT_COLUMNS,
+        )
+        choices = [(f"{d['caption_id_a']} / {d['caption_id_b']} ({d['dataset']})",
+                    "\t".join((d["dataset"], d["caption_id_a"], d["caption_id_b"])))
+                   for d in report["disagreements"][:500]]
+        return (agreement_table(records), summary, per_annotator, disagreements,
+                gr.update(choices=choices, value=None))
+
+    @for_annotator
+    def open_pair(self, annotator, dataset, choice, request=None) -> View:
+        """Show a pair from the list of disagreeing pairs (``dataset\tquery\tcandidate``), to
+        label it: a third opinion, or an adjudicator's decision."""
+        parts = str(choice or "").split("\t")
+        if len(parts) != 3:
+            raise user_error("choose a pair from the list of disagreeing pairs")
+        pair_dataset, query_id, cand_id = parts
+        if pair_dataset != dataset:
+            raise user_error(f"that pair is in {pair_dataset}; choose it in the Dataset field "
+                             "first")
+        collection = self._collection(dataset)
+        for caption_id in (query_id, cand_id):
+            if caption_id not in collection.row_of.index:
+                raise user_error(f"dataset {dataset!r} has no caption {caption_id!r}")
+        given = {r["annotator"]: LABEL_NAMES[r["label"]]
+                 for r in self.store.current(dataset, caption_id_a=query_id)
+                 if r["caption_id_b"] == cand_id}
+        note = "disagreement: " + ", ".join(f"{who} {given[who]}" for who in sorted(given))
+        return self.pair_view(annotator, dataset, query_id, cand_id, "Disagreeing pair", (note,),
+                              f"Your label of {markdown_text(query_id)} / "
+                              f"{markdown_text(cand_id)} counts as one more vote (or settles "
+                              "it, when you adjudicate).")
 
     def whoami(self, remembered="", request=None):
         """The Annotator field when the page loads: under ``--auth`` the logged-in user,
@@ -598,3 +668,8 @@ def queue_reasons(row: dict) -> tuple[str, ...]:
         notes.append("second opinion: another annotator labelled this pair (label hidden)"
                      if row["labels"] else "shown to two annotators (agreement)")
     return tuple(notes)
+
+
+def _number(value) -> str:
+    """A report number for a table or a sentence ('n/a' when undefined)."""
+    return "n/a" if value is None or pd.isna(value) else f"{value:.3f}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rudder.data.layout import DatasetFolder
@@ -22,7 +23,9 @@ from .collection import Collection
 from .engine import SearchEngine
 from .escaping import markdown_text
 from .model_slot import ModelSlot
+from .queue_service import DOUBLE_SHARE, QueueService
 from .results_tab import ResultsTab
+from .retrain import Retrainer, RetrainSettings, read_record
 from .search_tab import SearchTab, default_translator
 from .thumbnails import Thumbnails
 
@@ -110,6 +113,8 @@ def build_app(
     text_encoder: str | None = None,
     pending: ModelSlot | None = None,
     thumbnail_dir=None,
+    double_share: float = DOUBLE_SHARE,
+    retrain: RetrainSettings | None = None,
 ):
     """The Gradio app over ``dataset`` searched with ``model``.
 
@@ -125,6 +130,8 @@ def build_app(
     ``vocab`` are None: the page is served at once and says that the model is training.
     ``description`` says which model searches (the header shows it); thumbnails of
     ``--media`` videos are cached in ``thumbnail_dir`` (default ``$RUDDER_CACHE/thumbnails``).
+    ``double_share`` of the queue pairs go to two annotators; with ``retrain`` the
+    annotation tab can retrain the model on the settled labels and switch to the new run.
     """
     gr = require("gradio", "app")
 
@@ -159,7 +166,17 @@ def build_app(
     search = SearchTab(
         pending, translator or default_translator, collection=collection, thumbnails=thumbnails
     )
-    annotate = AnnotateTab(AnnotationStore(db_path), collections)
+    store = AnnotationStore(db_path)
+    queues = QueueService(
+        store, collections, lambda name: pending.engine if name == collection.name else None,
+        share=double_share,
+    )
+    annotate = AnnotateTab(store, collections, queues=queues)
+    retrainer = None
+    if retrain is not None:
+        settings = replace(retrain, name=retrain.name or collection.name)
+        retrainer = Retrainer(settings, store, lambda run: switch_run(run, settings.dataset,
+                                                                     collection, pending, queues))
     results = ResultsTab(runs_dir)
     with gr.Blocks(title=f"rudder: {collection.name}", analytics_enabled=False) as demo:
         header = gr.Markdown(header_markdown(collection, pending), elem_id="rudder-header")
@@ -177,13 +194,16 @@ def build_app(
             with gr.Tab("Search", id="search"):
                 search.build()
             with gr.Tab("Annotate", id="annotate"):
-                build_annotate_tab(annotate, demo, remembered)
+                build_annotate_tab(annotate, demo, remembered, retrainer,
+                                   (header, lambda: header_markdown(collection, pending)))
             with gr.Tab("Results", id="results"):
                 results.build(demo)
         timer = gr.Timer(1.0, active=not pending.ready)
 
         def tick():
             waiting = not pending.ready
+            if not waiting:
+                queues.prepare(collection.name)  # the model queue, now that a model serves
             return (
                 header_markdown(collection, pending),
                 gr.update(value=pending.progress_markdown(), visible=waiting),
@@ -195,13 +215,33 @@ def build_app(
                    queue=False)
         open_url, outputs = search.load_event
         demo.load(open_url, None, outputs, api_name="open_url")
+    queues.prepare(collection.name)  # queues are built in the background, then stored
     demo.queue(default_concurrency_limit=4)
     demo.rudder_media_dir = collection.media_dir
     demo.rudder_served_dirs = [d for d in (
         collection.media_dir, thumbnails.folder if thumbnails else None) if d]
     demo.rudder_slot = pending
     demo.rudder_collection = collection
+    demo.rudder_annotate = annotate
+    demo.rudder_retrainer = retrainer
     return demo
+
+
+def switch_run(run_dir, dataset: str, collection: Collection, slot: ModelSlot,
+               queues: QueueService) -> str:
+    """Serve the retrained run ``run_dir``: search with it and rebuild the model queue;
+    returns its description."""
+    from rudder.runs.folders import load_run
+
+    from .__main__ import engine_for, model_description
+
+    run = load_run(run_dir, dataset=dataset)
+    record = read_record(run_dir) or {}
+    description = (f"{model_description(run)}, retrained on {record.get('labels', '?')} "
+                   f"manual labels (to {str(record.get('last_label', '?'))[:16]})")
+    slot.fill(engine_for(run, collection), description)
+    queues.prepare(collection.name)
+    return description
 
 
 SIMULATED_NOTICE = (

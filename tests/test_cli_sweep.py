@@ -51,6 +51,10 @@ FREE_TEXT = {
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
     "app --annotate": "rudder.runs.folders.resolve_dataset",
+    "app --can-retrain": "a login name, checked by app.__main__.retrain_settings "
+                         "(tests/app/test_retrain.py)",
+    "app --adjudicator": "a login name, checked by app.__main__.retrain_settings "
+                         "(tests/app/test_retrain.py)",
     "heuristics download --lang": "rudder.languages.check_language",
     "heuristics train-tagger --lang": "rudder.languages.check_language",
     "heuristics eval-tagger --lang": "rudder.languages.check_language",
