@@ -22,28 +22,7 @@ from rudder.errors import RunError
 from rudder.runs.layout import checkpoints_under
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = "tiny"  # the rudder.json name of tests/factories.concept_dataset
-FAST = ["--set", "data.batch_size=8", "--set", "model.shared_dim=16", "--set",
-        "model.word_dim=8", "--set", "model.text_vlad_clusters=2", "--set",
-        "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]", "--set",
-        "data.audio_langs=[mr]"]
-
-
-@pytest.fixture(scope="module")
-def concept(tmp_path_factory):
-    from tests.factories import concept_dataset
-
-    return concept_dataset(tmp_path_factory.mktemp("concept") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def base_run(concept, tmp_path_factory):
-    """A small trained run on the concept dataset (2 epochs)."""
-    from rudder import train
-
-    out = tmp_path_factory.mktemp("runs") / "base"
-    train.main(["--dataset", str(concept), "--output-dir", str(out), "--epochs", "2", *FAST])
-    return out
+TINY = "tiny"  # the rudder.json name of tests/factories.concept_dataset (conftest: concept)
 
 
 def settings(tmp_path, **changes):
