@@ -241,11 +241,13 @@ def test_results_show_thumbnails_of_their_segments(page, size, tmp_path):
 
 
 # ------------------------------------------------------------------------ annotation
-def open_annotation(page, annotator):
+def open_annotation(page, annotator, order=None):
     page.locator("button[role=tab]", has_text="Annotate").click()
     field = page.locator("#ann-annotator textarea")
     field.fill(annotator)
     field.press("Tab")  # leaving the field stores the (normalised) name
+    if order is not None:
+        tb.choose(page, "ann-order", order)
     page.locator("#ann-next").click()
     page.wait_for_function("document.querySelector('#ann-candidate-id textarea').value !== ''")
 
@@ -255,7 +257,7 @@ LABEL_BUTTONS = ("ann-positive", "ann-partial", "ann-description", "ann-negative
 
 
 def test_label_buttons_and_their_definitions_stay_in_view(page, size, tmp_path):
-    open_annotation(page, f"layout-{size}")
+    open_annotation(page, f"layout-{size}", "query by query")  # v000-mr: a video
     page.wait_for_selector("#ann-query video")
     for scroll in ("top", "bottom"):
         page.evaluate(
@@ -278,7 +280,7 @@ def test_label_buttons_and_their_definitions_stay_in_view(page, size, tmp_path):
 
 
 def test_the_annotation_cards_play_both_segments(page, size, served, tmp_path):
-    open_annotation(page, f"segments-{size}")
+    open_annotation(page, f"segments-{size}", "query by query")  # v000-mr, v015-mr: videos
     page.wait_for_selector("#ann-candidate video")
     demo = served[2]
     collection = demo.rudder_collection
