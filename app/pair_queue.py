@@ -21,13 +21,12 @@ or test caption never trains anything; those are labelled query by query). Three
     differs from the heuristic label that PO otherwise uses, so each pair's value is the
     mean of three estimates in [0, 1] of how doubtful its heuristic label is:
 
-    * *model disagreement* ``|h - p(r)|``: ``h`` is 1 when the heuristic calls the pair
-      partial or positive, ``r`` the rank the current model gives the candidate's video among
-      the training videos for the query caption, and ``p(r)`` the share of pairs at that rank
-      that the heuristic calls partial or positive (the model's rank calibrated against the
-      heuristic by histogram binning over a fixed sample of queries). It is high for a pair
-      the model ranks near the top that the heuristic calls negative, and for one the
-      heuristic calls relevant that the model ranks low.
+    * *model disagreement*: the current model ranks the training videos for the query
+      caption, and a candidate takes its video's rank. For a pair the heuristic calls
+      negative: the share of the query's partial and positive candidates that the model
+      ranks below it (the model ranks it high); for a positive: the share of its negative and
+      partial candidates ranked above it (the model ranks it low); 0 for a partial, which
+      the heuristic places between the two on purpose (its doubt is the next two terms').
     * *partial boundary* ``max_part 1 - |o - alpha| / max(alpha, 1 - alpha)`` over the parts
       of speech the query has and the candidate shares (``o``: the share of the query's noun
       or verb classes the candidate has, ``alpha``: ``alpha_n`` or ``alpha_v``; a part
@@ -236,8 +235,7 @@ class QueueBuilder:
             labels = self.labels(queries)
             rank = ranks[queries][:, self.video]  # rank of each candidate's video, 1 = top
             other = self._other_video(queries)
-            value = (self.disagreement(labels, ranks[queries], other)
-                     + self.boundary(queries)
+            value = (self.disagreement(labels, ranks[queries], other) + self.boundary(queries)
                      + self.uncertainty(labels)) / 3.0
             value = np.where(other, value, -np.inf)
             keep = min(self.limit, value.shape[1])
@@ -255,44 +253,32 @@ class QueueBuilder:
 
     def disagreement(self, labels: np.ndarray, video_rank: np.ndarray,
                      eligible: np.ndarray) -> np.ndarray:
-        """Per pair, how much the model's ranking contradicts its heuristic grade (negative <
-        partial < positive; module docstring): the share of the query's candidates of a
-        lower grade that the model ranks above it, and the share of those of a higher grade
-        it ranks below it, averaged over the directions its grade has (a negative only has
-        higher grades, a positive only lower ones). Candidates of one video share its rank
-        and count half. ``labels`` and ``eligible`` are ``(queries, candidates)``;
-        ``video_rank`` is ``(queries, videos)`` (1 = the model's best)."""
+        """Per pair, how far the model's ranking contradicts a heuristic negative or positive
+        (module docstring): for a negative, the share of the query's partial and positive
+        candidates the model ranks below it; for a positive, the share of its negative and
+        partial candidates ranked above it; 0 for a partial, whose doubt is the boundary's.
+        Candidates of one video share its rank and count half. ``labels`` and ``eligible``
+        are ``(queries, candidates)``; ``video_rank`` is ``(queries, videos)`` (1 = the
+        model's best)."""
         from scipy import sparse
 
         n = len(self.rows)
         by_video = sparse.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), self.video)))
         order = np.argsort(video_rank, axis=1)  # videos best first
 
-        def counts(hit):
-            """(count at better-ranked videos + half the count at the candidate's own, total)."""
+        def ranked_above(hit):
+            """(count ranked above the candidate's video + half the count at it, total)."""
             at = np.asarray((by_video.T @ hit.T.astype(np.float32)).T)  # (queries, videos)
             ranked = np.take_along_axis(at, order, axis=1)
             better = np.empty_like(at)
             np.put_along_axis(better, order, np.cumsum(ranked, axis=1) - 0.5 * ranked, axis=1)
             return better[:, self.video], at.sum(1, keepdims=True)
 
-        grades = [counts((labels == grade) & eligible) for grade in range(3)]
-        above = np.zeros(labels.shape, dtype=np.float32)  # lower grades ranked above
-        below = np.zeros(labels.shape, dtype=np.float32)  # higher grades ranked below
-        directions = np.zeros(labels.shape, dtype=np.float32)
-        for grade in range(3):
-            mine = labels == grade
-            lower, higher = grades[:grade], grades[grade + 1:]
-            for group, out, flip in ((lower, above, False), (higher, below, True)):
-                if not group:
-                    continue
-                before = sum(g[0] for g in group)
-                total = sum(g[1] for g in group)
-                share = (total - before if flip else before) / np.maximum(total, 1)
-                exists = np.broadcast_to(total > 0, labels.shape) & mine
-                out[exists] = share[exists]
-                directions += exists
-        return np.where(directions > 0, (above + below) / np.maximum(directions, 1), 0.0)
+        above, relevant = ranked_above((labels >= 1) & eligible)
+        beaten = (relevant - above) / np.maximum(relevant, 1)  # relevant ones below a negative
+        above, lower = ranked_above((labels <= 1) & eligible)
+        passed = above / np.maximum(lower, 1)  # negatives and partials above a positive
+        return np.select([labels == 0, labels == 2], [beaten, passed], 0.0).astype(np.float32)
 
     def video_ranks(self, scores: np.ndarray, score_videos) -> np.ndarray:
         """``(n, V_train)`` rank (1 = the model's best) of each universe video for each

@@ -78,16 +78,20 @@ def direct_boundary(builder, q, c):
 
 
 def direct_disagreement(labels, rank, eligible, q, j):
-    grade, shares = labels[q, j], []
-    lower = [k for k in np.flatnonzero(eligible[q]) if labels[q, k] < grade]
-    higher = [k for k in np.flatnonzero(eligible[q]) if labels[q, k] > grade]
-    if lower:
-        shares.append(sum((rank[q, k] < rank[q, j]) + 0.5 * (rank[q, k] == rank[q, j])
-                          for k in lower) / len(lower))
-    if higher:
-        shares.append(sum((rank[q, k] > rank[q, j]) + 0.5 * (rank[q, k] == rank[q, j])
-                          for k in higher) / len(higher))
-    return np.mean(shares) if shares else 0.0
+    """A negative: the share of partial and positive candidates ranked below it; a positive:
+    the share of negative and partial ones ranked above it (ties: half); a partial: 0."""
+    grade = labels[q, j]
+    if grade == 1:
+        return 0.0
+    others = [k for k in np.flatnonzero(eligible[q])
+              if (labels[q, k] >= 1 if grade == 0 else labels[q, k] <= 1)]
+    if not others:
+        return 0.0
+    if grade == 0:
+        wrong = [(rank[q, k] > rank[q, j]) + 0.5 * (rank[q, k] == rank[q, j]) for k in others]
+    else:
+        wrong = [(rank[q, k] < rank[q, j]) + 0.5 * (rank[q, k] == rank[q, j]) for k in others]
+    return sum(wrong) / len(others)
 
 
 def direct_uncertainty(builder, labels, q, j):
@@ -129,12 +133,11 @@ def test_boundary_and_disagreement_by_hand():
     # three candidates of three videos: negative ranked 1st, partial 2nd, positive 3rd
     fake = SimpleNamespace(video=np.array([0, 1, 2]), rows=np.arange(3))
     labels = np.array([[0, 1, 2]])
-    rank = np.array([[1, 2, 3]])
     eligible = np.ones((1, 3), dtype=bool)
-    got = Builder.disagreement(fake, labels, rank, eligible)
-    # negative: beats both higher grades (1); partial: one lower above (1), one higher
-    # below (1); positive: both lower grades above it (1)
-    assert got.tolist() == [[1.0, 1.0, 1.0]]
+    got = Builder.disagreement(fake, labels, np.array([[1, 2, 3]]), eligible)
+    # the negative is above both relevant ones, the positive below both others; a partial
+    # is never contested by the ranking
+    assert got.tolist() == [[1.0, 0.0, 1.0]]
     got = Builder.disagreement(fake, labels, np.array([[3, 2, 1]]), eligible)
     assert got.tolist() == [[0.0, 0.0, 0.0]]
 
