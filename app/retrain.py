@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -50,8 +50,6 @@ class RetrainSettings:
     adjudicators: tuple = ()
     epochs: int | None = None
     logins: bool = False
-    extra_args: tuple = ()
-    environment: dict = field(default_factory=dict)
     name: str = ""
 
     def base(self) -> Path | None:
@@ -123,7 +121,7 @@ class Retrainer:
             args += ["--adjudicator", name]
         if s.epochs is not None:
             args += ["--epochs", str(s.epochs)]
-        return [*args, *s.extra_args]
+        return args
 
     def command_line(self) -> str:
         """The shell command of a retrain (what the page runs), for those who may not."""
@@ -148,9 +146,8 @@ class Retrainer:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             out = (self.settings.runs_dir / f"{stamp}-retrained-po").resolve()
             self._log = Path(tempfile.mkstemp(prefix="rudder-retrain-", suffix=".log")[1])
-            environment = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS",
-                                                                           "1"),
-                           **self.settings.environment}
+            environment = {**os.environ,
+                           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
             if not (__package__ or "app").startswith("rudder."):  # a checkout: its packages
                 root = str(Path(__file__).resolve().parents[1])
                 environment["PYTHONPATH"] = os.pathsep.join(
