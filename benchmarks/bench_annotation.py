@@ -20,6 +20,9 @@ classes (the heuristic), the model's ranking and nothing else.
     settled labels of the first 100, 300 and 1,000 pairs of each queue, ``--seeds`` seeds,
     next to heuristic-only PO and PO(M) with every manual relation of the sample. The
     model-disagreement queue is built from the seed-0 PO run (the app's current model).
+    Controls: the largest size's pairs of the model and random queues labelled with the
+    heuristic's own labels (no new information), to tell the labels' effect from that of the
+    relation-aware batches they put together.
     Goals: model-disagreement above random at every size (R@10 and nDCG, mean over seeds);
     at the largest size at least half the gap from PO to PO(M)-with-every-label closed,
     ``model - PO >= (every - PO) / 2`` (with a negative gap, as on the sample: the labels
@@ -55,6 +58,7 @@ import pyarrow.parquet as pq
 
 MISSED, DIFFERENT, NOT_CHECKED = 1, 3, 4  # exit codes
 STRATEGIES = ("model-disagreement", "heuristic", "random")
+CONTROLS = ("model-disagreement", "random")  # retrained on their pairs' heuristic labels too
 
 
 def machine() -> str:
@@ -206,6 +210,18 @@ def settled_table(queue, n: int, truth: Truth, error_rate: float, share: float, 
     })
 
 
+def heuristic_table(queue, n: int, truth: Truth):
+    """The first ``n`` pairs labelled with the heuristic's own labels: a control that tells
+    what the relation-aware batches do with labels that carry no new information."""
+    ids = truth.row_of.index.to_numpy()
+    return pa.table({
+        "caption_id_a": pa.array(ids[queue.a[:n]].tolist(), pa.string()),
+        "caption_id_b": pa.array(ids[queue.b[:n]].tolist(), pa.string()),
+        "label": pa.array(queue.heuristic[:n], pa.int8()),
+        "annotator": pa.array(["heuristic"] * n, pa.string()),
+    })
+
+
 def train(config, out: Path, relations=None) -> dict:
     """Train ``config`` into ``out`` (with ``relations`` as its relations file); test t2v."""
     from rudder import train as trainer
@@ -238,6 +254,11 @@ def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], 
                 scores[name, n, seed] = train(config, work / f"{name}-{n}-{seed}", table)
                 print(f"  trained {name} {n} seed {seed}: R@10 "
                       f"{scores[name, n, seed]['R10']:.1f}", file=sys.stderr, flush=True)
+        for name in CONTROLS:  # the same pairs with the heuristic's own labels
+            config = retrain_config("sample", epochs=args.epochs, seed=seed)
+            table = heuristic_table(queues[name], max(args.sizes), truth)
+            scores[f"{name}, heuristic labels", seed] = train(
+                config, work / f"{name}-control-{seed}", table)
 
     def mean(key, metric):
         values = [scores[(*key, seed)][metric] for seed in args.seeds]
@@ -256,6 +277,11 @@ def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], 
             r10, ndcg = mean((name, n), "R10"), mean((name, n), "nDCG")
             lines.append(f"| {name} | {n:,} | {r10[0]:.1f} ± {r10[1]:.1f} | "
                          f"{ndcg[0]:.1f} ± {ndcg[1]:.1f} |")
+    for name in CONTROLS:
+        key = (f"{name}, heuristic labels",)
+        r10, ndcg = mean(key, "R10"), mean(key, "nDCG")
+        lines.append(f"| {key[0]} (control: no new information) | {max(args.sizes):,} | "
+                     f"{r10[0]:.1f} ± {r10[1]:.1f} | {ndcg[0]:.1f} ± {ndcg[1]:.1f} |")
     ok = True
     for n in args.sizes:
         for metric in ("R10", "nDCG"):
