@@ -190,7 +190,9 @@ def test_three_labels_reach_sqlite(page, tmp_path, served):
         page.wait_for_function(f"({PAIR_JS}) !== {query_id + ' / ' + current!r}",
                                timeout=30_000)
         labelled.append((query_id, current, code))
-    page.wait_for_function("document.querySelector('#ann-progress').innerText.includes('3 of')")
+    page.wait_for_function(
+        "document.querySelector('#ann-progress').innerText.includes("
+        "'browser-annotator has labelled 3 pairs')")
     shot(page, tmp_path, "annotate")
     with sqlite3.connect(db_path) as db:
         rows = db.execute(
