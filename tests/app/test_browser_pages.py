@@ -318,6 +318,7 @@ def test_typing_never_labels_and_the_name_is_normalised_and_remembered(
         open_annotation(page, f"  {name}  ")
         assert page.locator("#ann-annotator textarea").input_value() == name.casefold()
         candidate = page.locator("#ann-candidate-id textarea").input_value()
+        shown = page.evaluate(tb.PAIR_JS)
         for field in ("#ann-find-text textarea", "#ann-annotator textarea"):
             page.locator(field).click()
             for key in ("1", "p", "2", "4", "n", "u", "s"):
@@ -330,9 +331,7 @@ def test_typing_never_labels_and_the_name_is_normalised_and_remembered(
         page.locator("#ann-annotator textarea").press("Tab")
         page.locator("#ann-query .rudder-text").click()
         page.keyboard.press("1")
-        page.wait_for_function(
-            f"document.querySelector('#ann-candidate-id textarea').value !== {candidate!r}"
-        )
+        page.wait_for_function(f"({tb.PAIR_JS}) !== {shown!r}")  # the next pair
         assert [row[1:3] for row in labels_of(served[1], name.casefold())] == [(candidate, 2)]
         page.reload(wait_until="domcontentloaded")
         page.wait_for_selector("#search-query textarea", timeout=60_000)
@@ -360,9 +359,7 @@ def test_undo_undoes_only_this_tabs_label(browser, served, size, tmp_path):
                 for role in ("query", "candidate")
             )
             tab.locator(button).click()
-            tab.wait_for_function(
-                f"document.querySelector('#ann-candidate-id textarea').value !== {pair[1]!r}"
-            )
+            tab.wait_for_function(f"({tb.PAIR_JS}) !== {' / '.join(pair)!r}")  # the next pair
             labelled.append(pair)
         assert labelled[0] != labelled[1]
         first.locator("#ann-undo").click()  # the first tab's label, although the second's is newer
