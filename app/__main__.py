@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
-from rudder.cli import ArgumentParser, folder, int_in
+from rudder.cli import ArgumentParser, float_in, folder, int_in
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import Need, check_installed
+
+from .served_run import engine_for, fitted_langs, model_description
 
 QUICK_NAME = "app-quick"
 QUICK_EPOCHS = 20
@@ -115,9 +116,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--export",
         type=folder,
         metavar="DIR",
-        help="write relations.jsonl and relations.csv from --db into DIR and exit",
+        help="write relations.jsonl, relations.csv and agreement.json from --db into DIR and exit",
+    )
+    parser.add_argument(
+        "--double-share", type=float_in(0.0, 1.0), default=0.1,
+        help="share of the queue's pairs shown to two annotators, for agreement (default 0.1)",
+    )
+    parser.add_argument(
+        "--can-retrain", action="append", default=[], metavar="USER",
+        help="a login that may retrain the model on the settled labels from the page (repeatable)",
+    )
+    parser.add_argument(
+        "--adjudicator", action="append", default=[], metavar="USER",
+        help="a login whose label settles a pair the annotators disagree on (repeatable)",
+    )
+    parser.add_argument(
+        "--retrain-epochs", type=int_in(1, 10_000),
+        help="epochs of a retrain from the page (default: those of the run the app serves)",
     )
     return parser
+
+
+def retrain_settings(args, auth, dataset: str, base_run):
+    """How the page retrains (:class:`app.retrain.RetrainSettings`); ``--can-retrain`` and
+    ``--adjudicator`` must name logins."""
+    from .retrain import RetrainSettings
+
+    users = {user.casefold(): user for user in (auth.users if auth is not None else [])}
+    for flag, names in (("--can-retrain", args.can_retrain), ("--adjudicator", args.adjudicator)):
+        for name in names:
+            if auth is None:
+                raise RunError(f"{flag} {name}: permissions need logins; add --auth USER:PASS "
+                               "or --auth-file FILE")
+            if name.casefold() not in users:
+                known = ", ".join(users.values())
+                raise RunError(f"{flag} {name}: no such login (logins: {known})")
+    return RetrainSettings(
+        dataset=dataset, runs_dir=Path(args.runs),
+        base_run=base_run, permitted=frozenset(n.casefold() for n in args.can_retrain),
+        adjudicators=tuple(n.casefold() for n in args.adjudicator), epochs=args.retrain_epochs,
+        logins=auth is not None)
 
 
 def parse_auth(values, files=()):
@@ -278,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
             _export(args.db, args.export)
             return
         check_installed([Need("gradio", "app", "python -m app")])  # before any training
-        demo, background = _build(args)
+        demo, background = _build(args, auth)
     from .ui import launch_app
 
     if background is not None:
@@ -296,44 +334,7 @@ def _export(db: Path, out: Path) -> None:
         print(path)
 
 
-def model_description(run) -> str:
-    """The header's line about the model: architecture, loss, languages, when, which run."""
-    from rudder.languages import NAMES
-
-    config = run.config
-    loss = getattr(getattr(config, "loss", None), "name", None)
-    langs = ", ".join(NAMES.get(c, c) for c in config.data.caption_langs)
-    try:
-        stamp = datetime.fromtimestamp(Path(run.checkpoint).stat().st_mtime, timezone.utc)
-        when = f", trained {stamp:%Y-%m-%d %H:%M} UTC"
-    except OSError:
-        when = ""
-    with_loss = f" with the {loss} loss" if loss else ""
-    name = getattr(run, "source", None) or run.run_dir.name  # a Hub model: pinned to its commit
-    return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name})"
-
-
-def engine_for(run, collection):
-    """The search engine of a loaded run over the app's collection."""
-    from rudder.runs.folders import encode_queries
-
-    from .engine import SearchEngine
-
-    return SearchEngine(
-        run.model,
-        run.vocab,
-        collection,
-        encode=partial(encode_queries, run),
-        model_key=run.fingerprint,
-        max_words=run.config.data.max_words,
-        max_frames=run.config.data.max_frames,
-        train_langs=run.config.data.caption_langs,
-        check_words=not run.config.data.text_encoder,
-        text_encoder=run.config.data.text_encoder,
-    )
-
-
-def _build(args):
+def _build(args, auth=None):
     """The app for ``args`` and, when no model exists yet, the thread that trains one (to
     start once the page is served; None otherwise)."""
     from rudder.runs.folders import encode_queries, load_run, resolve_dataset
@@ -354,8 +355,9 @@ def _build(args):
         else:
             checkpoint = newest_run_for(args.runs, dataset)
         if checkpoint is None:
-            return _build_training(args, dataset, languages, extra)
+            return _build_training(args, dataset, languages, extra, auth)
     run = load_run(checkpoint, dataset=args.dataset)
+    retrain = retrain_settings(args, auth, args.dataset or run.config.data.dataset, run.run_dir)
     print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}: {reads_text(run)}",
           file=sys.stderr, flush=True)
     demo = build_app(
@@ -374,11 +376,14 @@ def _build(args):
         train_langs=run.config.data.caption_langs,
         check_words=not run.config.data.text_encoder,
         text_encoder=run.config.data.text_encoder,
+        fitted_langs=fitted_langs(run),
+        double_share=args.double_share,
+        retrain=retrain,
     )
     return demo, None
 
 
-def _build_training(args, dataset: str, languages, extra):
+def _build_training(args, dataset: str, languages, extra, auth=None):
     """The app served while a quick model trains (:class:`app.model_slot.ModelSlot`), and
     the thread that trains it, loads it and hands its engine to the app."""
     from rudder.runs.folders import load_run, resolve_dataset
@@ -389,6 +394,7 @@ def _build_training(args, dataset: str, languages, extra):
     resumed = resumable_quick_run(args.runs, dataset, args.quick_epochs, languages)
     out = resumed or quick_run_dir(args.runs)
     slot = ModelSlot(run_dir=out, epochs=args.quick_epochs)
+    retrain = retrain_settings(args, auth, dataset, lambda: out if slot.ready else None)
     demo = build_app(
         None,
         None,
@@ -398,6 +404,8 @@ def _build_training(args, dataset: str, languages, extra):
         media_dir=args.media,
         annotate_datasets=extra,
         pending=slot,
+        double_share=args.double_share,
+        retrain=retrain,
     )
 
     def train_then_serve():

@@ -1,8 +1,11 @@
 """The annotation tab's handlers: label caption pairs positive / partial / description / negative.
 
-The tab is stateless between calls: what to show next is recomputed from the SQLite store
-(the first candidate, in heuristic order, that the annotator has not labelled), so two
-annotators, a reload or a restarted server all continue where the store says. A browser
+The tab is stateless between calls: what to show next is recomputed from the SQLite store,
+so two annotators, a reload or a restarted server all continue where the store says. In a
+queue order (``model-disagreement``, ``heuristic``, ``random``: :mod:`app.pair_queue`) the
+next pair is the queue's first that still needs a label from this annotator
+(:meth:`AnnotationStore.claim_from_queue`); query by query, it is the first candidate, in
+heuristic order, of the current query that the annotator has not labelled. A browser
 tab (a Gradio session) *claims* the pair it shows (:meth:`AnnotationStore.claim`), so two
 tabs of one annotator never show the same pair. With a login (``--auth``) the annotator is
 the logged-in user, whatever the Annotator field says. The layout is in
@@ -29,11 +32,17 @@ from .annotations_db import LABEL_NAMES, AnnotationError, AnnotationStore, check
 from .candidates import CandidateRanker
 from .collection import Collection
 from .escaping import markdown_text, user_error
-from .export import agreement, relation_records, write_records
+from .export import agreement, agreement_report, relation_records, write_agreement, write_records
+from .pair_queue import STRATEGIES, QueueError
+from .queue_service import QueueService
 
 SAME, ANY, ALL = "same", "any", "(all datasets)"
+QUERY = "query"  # the order "query by query"; the others are the queue strategies
+ORDERS = (*STRATEGIES, QUERY)
 HISTORY_COLUMNS = ["candidate", "text", "label", "time"]
 AGREEMENT_COLUMNS = ["annotator_a", "annotator_b", "shared_pairs", "kappa"]
+ANNOTATOR_COLUMNS = ["annotator", "labels", "shared_pairs", "agreement", "alpha_without"]
+DISAGREEMENT_COLUMNS = ["dataset", "query", "candidate", "labels"]
 NO_ANNOTATOR = "Enter your name in the Annotator field (top left) to label."
 
 
@@ -108,9 +117,12 @@ class AnnotateTab:
         limit: int = 20,
         alpha_n: float = 0.5,
         alpha_v: float = 0.5,
+        queues: QueueService | None = None,
     ):
         self.store, self.collections, self.limit = store, collections, limit
         self.alpha_n, self.alpha_v = alpha_n, alpha_v
+        self.queues = queues or QueueService(store, collections, lambda name: None,
+                                             alpha_n=alpha_n, alpha_v=alpha_v, limit=limit)
         self._rankers: dict[str, CandidateRanker] = {}
         self._lock = threading.Lock()
         # A query's candidate order depends only on the dataset: cache the recent tables,
@@ -271,12 +283,7 @@ class AnnotateTab:
             f"Query {markdown_text(query_id)}: **{labelled} of {len(ids)}** candidates labelled"
         ]
         if annotator:
-            counts = self.store.counts_by_query(dataset, annotator)
-            progress.append(
-                f"{markdown_text(annotator)} has labelled {sum(counts.values())} pairs over "
-                f"{len(counts)} query captions of {len(collection.captions)} in "
-                f"{markdown_text(dataset)}"
-            )
+            progress.append(self._annotator_line(dataset, annotator))
         else:
             progress.append(f"**{NO_ANNOTATOR}**")
         progress.append(self._ranker(dataset).description)
@@ -314,9 +321,32 @@ class AnnotateTab:
 
     # ---------------------------------------------------------- handlers
     @for_annotator
-    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
-        """The first started-but-unfinished query of the annotator, else the first untouched
-        one; queries whose open candidates all show in the annotator's other tabs are passed."""
+    def next_unlabelled(self, annotator, dataset, cand_lang=SAME, order=QUERY,
+                        request=None) -> View:
+        """In a queue order, the queue's next pair for the annotator (query by query, with a
+        note, while the queue is being built). Query by query: the first started-but-
+        unfinished query of the annotator, else the first untouched one; queries whose open
+        candidates all show in the annotator's other tabs are passed."""
+        if (order or QUERY) != QUERY:
+            ready, note = self._queue_ready(dataset, order)
+            if ready:
+                return self.queue_view(annotator, dataset, order, cand_lang, session_of(request))
+            return self._by_query(annotator, dataset, cand_lang, request, note=note)
+        return self._by_query(annotator, dataset, cand_lang, request)
+
+    def _queue_ready(self, dataset: str, order: str) -> tuple[bool, str]:
+        """Whether the queue ``order`` of ``dataset`` can serve; else the note to show (the
+        tab goes on query by query meanwhile)."""
+        self._collection(dataset)
+        if order not in STRATEGIES:
+            raise user_error(f"unknown order {order!r}; choose one of {list(ORDERS)}")
+        try:
+            ready, why = self.queues.ensure(dataset, order)
+        except QueueError as error:
+            ready, why = False, str(error)
+        return ready, ("" if ready else f"{why}. Meanwhile: query by query.")
+
+    def _by_query(self, annotator, dataset, cand_lang, request, note="") -> View:
         collection = self._collection(dataset)
         counts = self.store.counts_by_query(dataset, annotator)
         untouched = (
@@ -326,7 +356,8 @@ class AnnotateTab:
         )
         started = self._open_started(dataset, annotator, cand_lang)
         for query_id in itertools.chain(started, untouched):
-            result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
+            result = self.view(annotator, dataset, query_id, cand_lang, session=session_of(request),
+                               note=note)
             if result.candidate_id:
                 return result
         return self.view(
@@ -338,14 +369,78 @@ class AnnotateTab:
             "from you (or is open in another of your tabs).",
         )
 
-    def random_query(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
+    def queue_view(self, annotator, dataset, strategy, cand_lang=SAME, session=None, after=-1,
+                   note="") -> View:
+        """The queue's next pair for the annotator after position ``after`` (claimed for the
+        session), with why the queue put it there."""
+        self._collection(dataset)
+        lang_mode = (("same", None) if cand_lang == SAME else ("any", None) if cand_lang == ANY
+                     else ("lang", cand_lang))
+        row = self.store.claim_from_queue(session, dataset, annotator, strategy, after, lang_mode)
+        info = self.store.queue_info(dataset, strategy) or {"size": 0, "built": "?"}
+        built = str(info["built"]).replace("T", " ")[:16] + " UTC"
+        done = self.store.queue_progress(dataset, strategy)
+        progress = [
+            (f"Queue {markdown_text(strategy)} (built {markdown_text(built)}): "
+             f"**{done['labelled']:,} of {info['size']:,}** pairs labelled; "
+             f"{done['double_done']:,} of {done['doubled']:,} double-labelled pairs have both "
+             "labels"),
+            self._annotator_line(dataset, annotator),
+        ]
+        if note:
+            progress.insert(0, f"**{markdown_text(note)}**")
+        if row is None:
+            return View(
+                query_html="<p>Nothing left for you in this queue in this candidate language: "
+                "every pair is labelled by you, has all its labels, or is open in another tab. "
+                "Choose another order or candidate language.</p>",
+                query_id="",
+                candidate_html="",
+                candidate_id="",
+                progress=" · ".join(progress),
+                history=pd.DataFrame(columns=HISTORY_COLUMNS),
+                others="",
+            )
+        heading = f"Queue {strategy}, pair {row['position'] + 1:,} of {info['size']:,}"
+        return self.pair_view(annotator, dataset, row["caption_id_a"], row["caption_id_b"],
+                              heading, queue_reasons(row), " · ".join(progress))
+
+    def pair_view(self, annotator, dataset, query_id, cand_id, heading, notes=(),
+                  progress="") -> View:
+        """One given pair, with its heuristic hints and ``notes`` on the candidate card."""
+        collection = self._collection(dataset)
+        hints = self._ranker(dataset).pair(query_id, cand_id)
+        return View(
+            query_html=query_html(collection, query_id),
+            query_id=query_id,
+            candidate_html=candidate_html(collection, hints, 0, 1, heading, tuple(notes)),
+            candidate_id=cand_id,
+            progress=progress,
+            history=self._history(dataset, annotator, query_id),
+            others=other_captions_html(collection, query_id, cand_id),
+        )
+
+    def _annotator_line(self, dataset, annotator) -> str:
+        counts = self.store.counts_by_query(dataset, annotator)
+        return (f"{markdown_text(annotator)} has labelled {sum(counts.values())} pairs over "
+                f"{len(counts)} query captions of {len(self._collection(dataset).captions)} in "
+                f"{markdown_text(dataset)}")
+
+    def random_query(self, annotator, dataset, cand_lang=SAME, order=QUERY, request=None) -> View:
         collection = self._collection(dataset)
         query_id = random.choice(collection.captions["caption_id"].tolist())
-        return self.open_query(annotator, dataset, query_id, cand_lang, request)
+        return self.open_query(annotator, dataset, query_id, cand_lang, request=request)
 
     def open_query(self, annotator, dataset, query_id, cand_lang=SAME, request=None) -> View:
         annotator = self.annotator_of(annotator, request)
         return self.view(annotator, dataset, query_id, cand_lang, session=session_of(request))
+
+    def change_language(self, annotator, dataset, query_id, cand_lang=SAME, order=QUERY,
+                        request=None) -> View:
+        """Another candidate language: the queue's next pair in it, or the query's list."""
+        if (order or QUERY) != QUERY and self.annotator_of(annotator, request):
+            return self.next_unlabelled(annotator, dataset, cand_lang, order, request=request)
+        return self.open_query(annotator, dataset, query_id, cand_lang, request=request)
 
     def find(self, dataset, text):
         """Captions whose id or text contains ``text`` (case-insensitive), at most 50."""
@@ -365,9 +460,12 @@ class AnnotateTab:
 
     @for_annotator
     def label(
-        self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+        self, label, annotator, dataset, query_id, candidate_id, cand_lang=SAME, order=QUERY,
+        request=None,
     ) -> View:
-        """Store ``label`` for (query, candidate), then show the next candidate (or next query)."""
+        """Store ``label`` for (query, candidate), then show the next pair: the queue's in a
+        queue order (a pair the queue does not hold is kept too, and said so), else the
+        query's next candidate (or the next query)."""
         collection = self._collection(dataset)
         for caption_id in (query_id, candidate_id):
             if caption_id not in collection.row_of.index:
@@ -380,17 +478,31 @@ class AnnotateTab:
             self.store.add(dataset, annotator, query_id, candidate_id, label, session)
         except AnnotationError as error:
             raise user_error(str(error)) from None
+        if (order or QUERY) != QUERY and self._queue_ready(dataset, order)[0]:
+            row = self.store.queue_row(dataset, order, query_id, candidate_id)
+            note = "" if row is not None else (
+                f"{query_id} / {candidate_id} is not in the {order} queue (it was opened by "
+                "hand): its label is kept like any other; the queue goes on")
+            after = -1 if row is None else row["position"]
+            return self.queue_view(annotator, dataset, order, cand_lang, session, after, note)
         result = self.view(
             annotator, dataset, query_id, cand_lang, after_id=candidate_id, session=session
         )
         if result.candidate_id:
             return result
-        return self.next_unlabelled(annotator, dataset, cand_lang, request)
+        return self.next_unlabelled(annotator, dataset, cand_lang, QUERY, request=request)
 
     @for_annotator
     def skip(
-        self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, request=None
+        self, annotator, dataset, query_id, candidate_id, cand_lang=SAME, order=QUERY,
+        request=None,
     ) -> View:
+        """Show the next pair without labelling this one (the queue's next, or the query's)."""
+        if (order or QUERY) != QUERY and self._queue_ready(dataset, order)[0]:
+            row = self.store.queue_row(dataset, order, query_id, candidate_id)
+            after = -1 if row is None else row["position"]
+            return self.queue_view(annotator, dataset, order, cand_lang, session_of(request),
+                                   after)
         return self.view(
             annotator,
             dataset,
@@ -401,7 +513,7 @@ class AnnotateTab:
         )
 
     @for_annotator
-    def undo(self, annotator, dataset, cand_lang=SAME, request=None) -> View:
+    def undo(self, annotator, dataset, cand_lang=SAME, order=QUERY, request=None) -> View:
         """Undo the annotator's newest label in ``dataset`` and show that pair again (from
         the candidate list of its language when the current mode's list lacks it)."""
         undone = self.store.undo(dataset, annotator, session_of(request))
@@ -426,13 +538,16 @@ class AnnotateTab:
         )
 
     def export(self, scope):
-        """-> (relations.jsonl path, relations.csv path, agreement table, status).
+        """-> (relations.jsonl path, relations.csv path, agreement.json path, agreement
+        table, status).
 
         The files go to one temporary folder of the app (removed with it), replaced
         atomically by each export; the count and kappa are of the records written."""
         records = relation_records(self.store, None if scope == ALL else scope)
         jsonl, csv = write_records(records, self._export_dir())
-        return str(jsonl), str(csv), agreement_table(records), f"Exported {len(records)} labels."
+        report = write_agreement(records, self._export_dir())
+        return (str(jsonl), str(csv), str(report), agreement_table(records),
+                f"Exported {len(records)} labels and their agreement report.")
 
     def _export_dir(self) -> str:
         with self._lock:
@@ -440,8 +555,60 @@ class AnnotateTab:
                 self._exports = tempfile.TemporaryDirectory(prefix="rudder-relations-")
             return self._exports.name
 
-    def agreement(self, scope) -> pd.DataFrame:
-        return agreement_table(relation_records(self.store, None if scope == ALL else scope))
+    def agreement(self, scope):
+        """-> (kappa per annotator pair, summary, per-annotator table, disagreeing pairs,
+        the choices of the "open a disagreeing pair" list) of ``scope``
+        (:func:`app.export.agreement_report`)."""
+        import gradio as gr
+
+        records = relation_records(self.store, None if scope == ALL else scope)
+        report = agreement_report(records)
+        alpha = report["alpha"]
+        summary = (
+            f"**{report['annotators']} annotators, {report['labels']:,} labels of "
+            f"{report['pairs']:,} pairs; {report['shared_pairs']:,} pairs labelled by two or "
+            f"more.** Krippendorff's alpha: ordinal (negative < partial < positive) "
+            f"{_number(alpha['ordinal'])}, nominal (four labels) {_number(alpha['nominal'])}. "
+            f"{len(report['disagreements']):,} pairs with disagreeing labels."
+        )
+        per_annotator = pd.DataFrame(report["per_annotator"], columns=ANNOTATOR_COLUMNS)
+        for column in ("agreement", "alpha_without"):
+            per_annotator[column] = per_annotator[column].map(_number)
+        disagreements = pd.DataFrame(
+            [[d["dataset"], d["caption_id_a"], d["caption_id_b"],
+              ", ".join(f"{who}: {label}" for who, label in d["labels"].items())]
+             for d in report["disagreements"]],
+            columns=DISAGREEMENT_COLUMNS,
+        )
+        choices = [(f"{d['caption_id_a']} / {d['caption_id_b']} ({d['dataset']})",
+                    "\t".join((d["dataset"], d["caption_id_a"], d["caption_id_b"])))
+                   for d in report["disagreements"][:500]]
+        return (agreement_table(records), summary, per_annotator, disagreements,
+                gr.update(choices=choices, value=None))
+
+    @for_annotator
+    def open_pair(self, annotator, dataset, choice, request=None) -> View:
+        """Show a pair from the list of disagreeing pairs (``dataset\tquery\tcandidate``), to
+        label it: a third opinion, or an adjudicator's decision."""
+        parts = str(choice or "").split("\t")
+        if len(parts) != 3:
+            raise user_error("choose a pair from the list of disagreeing pairs")
+        pair_dataset, query_id, cand_id = parts
+        if pair_dataset != dataset:
+            raise user_error(f"that pair is in {pair_dataset}; choose it in the Dataset field "
+                             "first")
+        collection = self._collection(dataset)
+        for caption_id in (query_id, cand_id):
+            if caption_id not in collection.row_of.index:
+                raise user_error(f"dataset {dataset!r} has no caption {caption_id!r}")
+        given = {r["annotator"]: LABEL_NAMES[r["label"]]
+                 for r in self.store.current(dataset, caption_id_a=query_id)
+                 if r["caption_id_b"] == cand_id}
+        note = "disagreement: " + ", ".join(f"{who} {given[who]}" for who in sorted(given))
+        return self.pair_view(annotator, dataset, query_id, cand_id, "Disagreeing pair", (note,),
+                              f"Your label of {markdown_text(query_id)} / "
+                              f"{markdown_text(cand_id)} counts as one more vote (or settles "
+                              "it, when you adjudicate).")
 
     def whoami(self, remembered="", request=None):
         """The Annotator field when the page loads: under ``--auth`` the logged-in user,
@@ -488,3 +655,21 @@ def agreement_table(records: list[dict]) -> pd.DataFrame:
     table = pd.DataFrame(agreement(records), columns=AGREEMENT_COLUMNS)
     table["kappa"] = table["kappa"].map(lambda k: "n/a" if k is None or pd.isna(k) else f"{k:.3f}")
     return table
+
+
+def queue_reasons(row: dict) -> tuple[str, ...]:
+    """Why a queue row is there, and whether it is a second opinion (plain text)."""
+    notes = []
+    if row.get("model_rank"):
+        notes.append(f"the model ranks the candidate's video {row['model_rank']:,}")
+    if row.get("value") is not None:
+        notes.append(f"value {row['value']:.2f}")
+    if row["copies"] > 1:
+        notes.append("second opinion: another annotator labelled this pair (label hidden)"
+                     if row["labels"] else "shown to two annotators (agreement)")
+    return tuple(notes)
+
+
+def _number(value) -> str:
+    """A report number for a table or a sentence ('n/a' when undefined)."""
+    return "n/a" if value is None or pd.isna(value) else f"{value:.3f}"

@@ -35,8 +35,11 @@ def query_html(collection: Collection, query_id: str) -> str:
     )
 
 
-def candidate_html(collection: Collection, candidate, position: int, total: int) -> str:
-    """A candidate row of :meth:`CandidateRanker.rank` with its heuristic hints."""
+def candidate_html(collection: Collection, candidate, position: int, total: int,
+                   heading: str | None = None, notes: tuple[str, ...] = ()) -> str:
+    """A candidate row of :meth:`CandidateRanker.rank` (or :meth:`CandidateRanker.pair`) with
+    its heuristic hints; ``heading`` replaces "Candidate N of M" and ``notes`` (plain text)
+    are added to the hints."""
     row = collection.caption(candidate["caption_id"])
     hints = []
     if candidate["heuristic"] is not None:
@@ -45,9 +48,11 @@ def candidate_html(collection: Collection, candidate, position: int, total: int)
         hints.append(f"R = {candidate['relevance']:.2f}")
     if not pd.isna(candidate["similarity"]):
         hints.append(f"text similarity = {candidate['similarity']:.2f}")
+    hints.extend(html_text(note) for note in notes)
+    heading = heading or f"Candidate {position + 1} of {total}"
     return (
         f"<div class='rudder-candidate'><div class='rudder-label'>"
-        f"Candidate {position + 1} of {total}: {html_text(row['caption_id'])} "
+        f"{html_text(heading)}: {html_text(row['caption_id'])} "
         f"({html_text(row['lang'])}, video {html_text(row['video_id'])}) — "
         f"{' · '.join(hints)}</div>"
         f"<p class='rudder-text' lang='{html_text(row['lang'])}'>{html_text(row['text'])}</p>"

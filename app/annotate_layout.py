@@ -18,12 +18,24 @@ from rudder.optional import require
 from .annotate_handlers import (
     AGREEMENT_COLUMNS,
     ALL,
+    ANNOTATOR_COLUMNS,
     ANY,
+    DISAGREEMENT_COLUMNS,
     HISTORY_COLUMNS,
+    QUERY,
     SAME,
     AnnotateTab,
     View,
+    logged_in_user,
 )
+
+# The Order field: the three queues (app.pair_queue), then today's query-by-query flow.
+ORDER_CHOICES = [
+    ("queue: model-disagreement", "model-disagreement"),
+    ("queue: heuristic", "heuristic"),
+    ("queue: random", "random"),
+    ("query by query", QUERY),
+]
 
 # The label buttons, left to right.
 LABELS = tuple(
@@ -123,9 +135,11 @@ def remembered_name():
     return gr.BrowserState("", storage_key="rudder-annotator", secret="rudder-annotator")
 
 
-def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
+def build_annotate_tab(tab: AnnotateTab, demo, remembered, retrainer=None, header=None) -> None:
     """Lay out the tab's components inside the current ``gr.Blocks`` and wire events
-    (``remembered``: :func:`remembered_name`)."""
+    (``remembered``: :func:`remembered_name`). With a :class:`app.retrain.Retrainer`, the
+    tab can retrain the model and switch the app to the new run; ``header`` is then the
+    page header and the function that says what it shows, refreshed after a switch."""
     gr = require("gradio", "app")
 
     names = sorted(tab.collections)
@@ -143,6 +157,10 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
         cand_lang = gr.Dropdown(
             lang_choices, value=SAME, label="Candidate language", elem_id="ann-cand-lang",
             min_width=140,
+        )
+        order = gr.Dropdown(
+            ORDER_CHOICES, value="model-disagreement", label="Order", elem_id="ann-order",
+            min_width=180,
         )
         next_button = gr.Button(
             "Next unlabelled", variant="primary", elem_id="ann-next", min_width=140
@@ -186,21 +204,56 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
         label="Your labels for this query",
         elem_id="ann-history",
     )
-    with gr.Accordion("Export and agreement", open=False):
+    with gr.Accordion("Export and agreement", open=False, elem_id="ann-agreement-panel"):
         with gr.Row():
             scope = gr.Dropdown([ALL, *names], value=ALL, label="Export", elem_id="ann-scope")
             export_button = gr.Button("Export relations", elem_id="ann-export")
-            agreement_button = gr.Button("Agreement (Cohen's kappa)", elem_id="ann-agreement")
+            agreement_button = gr.Button(
+                "Agreement (kappa, Krippendorff's alpha)", elem_id="ann-agreement"
+            )
         with gr.Row():
             jsonl_file = gr.File(label="relations.jsonl", elem_id="ann-jsonl")
             csv_file = gr.File(label="relations.csv", elem_id="ann-csv")
+            report_file = gr.File(label="agreement.json", elem_id="ann-report")
         export_status = gr.Markdown()
+        summary = gr.Markdown(elem_id="ann-agreement-summary")
         kappa = gr.Dataframe(
             headers=AGREEMENT_COLUMNS,
             interactive=False,
-            label="Agreement per annotator pair",
+            label="Cohen's kappa per annotator pair",
             elem_id="ann-kappa",
         )
+        per_annotator = gr.Dataframe(
+            headers=ANNOTATOR_COLUMNS,
+            interactive=False,
+            label="Per annotator: agreement with the others on shared pairs, and the ordinal "
+            "alpha without them",
+            elem_id="ann-annotators",
+        )
+        disagreements = gr.Dataframe(
+            headers=DISAGREEMENT_COLUMNS,
+            interactive=False,
+            wrap=True,
+            label="Pairs the annotators disagree on",
+            elem_id="ann-disagreements",
+        )
+        disagreement_pick = gr.Dropdown(
+            choices=[], label="Open a disagreeing pair (to add your label or adjudicate)",
+            elem_id="ann-disagreement-pick",
+        )
+    if retrainer is not None:
+        with gr.Accordion("Retrain the model on the settled labels", open=False,
+                          elem_id="ann-retrain-panel"):
+            retrain_status = gr.Markdown(elem_id="ann-retrain-status")
+            with gr.Row():
+                retrain_button = gr.Button(
+                    "Retrain PO(M) on the settled labels", elem_id="ann-retrain"
+                )
+                switch_button = gr.Button(
+                    "Switch search and queue to the retrained run", visible=False,
+                    variant="primary", elem_id="ann-switch",
+                )
+            retrain_timer = gr.Timer(2.0, active=False)
     gr.HTML("", elem_id="ann-spacer")  # room for the label bar fixed at the window's bottom
 
     view = list(View(
@@ -212,7 +265,7 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
         history=history,
         others=others,
     ).as_outputs())
-    picking = [annotator, dataset, cand_lang]
+    picking = [annotator, dataset, cand_lang, order]
     next_button.click(view_event(tab.next_unlabelled), picking, view, api_name="next_unlabelled")
     random_button.click(view_event(tab.random_query), picking, view, api_name="random_query")
     find_text.submit(tab.find, [dataset, find_text], found, api_name="find_captions")
@@ -223,12 +276,12 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
         api_name="open_query",
     )
     cand_lang.input(
-        view_event(tab.open_query),
-        [annotator, dataset, query_id, cand_lang],
+        view_event(tab.change_language),
+        [annotator, dataset, query_id, cand_lang, order],
         view,
         api_name="change_candidate_language",
     )
-    pair = [annotator, dataset, query_id, candidate_id, cand_lang]
+    pair = [annotator, dataset, query_id, candidate_id, cand_lang, order]
     for name, button in buttons.items():
         button.click(
             view_event(partial(tab.label, name)),
@@ -240,12 +293,52 @@ def build_annotate_tab(tab: AnnotateTab, demo, remembered) -> None:
     skip.click(view_event(tab.skip), pair, view, api_name="skip")
     undo.click(view_event(tab.undo), picking, view, api_name="undo", concurrency_limit=None)
     export_button.click(
-        tab.export, scope, [jsonl_file, csv_file, kappa, export_status], api_name="export"
+        tab.export, scope, [jsonl_file, csv_file, report_file, kappa, export_status],
+        api_name="export",
     )
-    agreement_button.click(tab.agreement, scope, kappa, api_name="agreement")
+    agreement_button.click(
+        tab.agreement, scope, [kappa, summary, per_annotator, disagreements, disagreement_pick],
+        api_name="agreement",
+    )
+    disagreement_pick.input(
+        view_event(tab.open_pair), [annotator, dataset, disagreement_pick], view,
+        api_name="open_disagreement",
+    )
+    if retrainer is not None:
+        wire_retrain(retrainer, demo, retrain_status, retrain_button, switch_button,
+                     retrain_timer, header)
     for event in (annotator.blur, annotator.submit):
         event(
             tab.remember, annotator, [annotator, remembered], queue=False,
             api_visibility="private",
         )
     demo.load(with_request(tab.whoami), remembered, annotator, api_name="whoami")
+
+
+def wire_retrain(retrainer, demo, status, start, switch, timer, header=None) -> None:
+    """The retrain panel's events: start (logged-in users with the permission), follow it
+    every 2 s while it runs, switch the app to the finished run (and refresh ``header``)."""
+    gr = require("gradio", "app")
+
+    def shown():
+        """(status, switch button, timer) as they are now."""
+        running = retrainer.running
+        return (retrainer.status(), gr.update(visible=retrainer.finished is not None),
+                gr.Timer(active=running))
+
+    def begin(request=None):
+        message = retrainer.start(logged_in_user(request))
+        return message, *shown()[1:]
+
+    def change(request=None):
+        message = retrainer.switch(logged_in_user(request))
+        button = gr.update(visible=retrainer.finished is not None)
+        return (message, button) if header is None else (message, button, header[1]())
+
+    begin.__annotations__ = {"request": gr.Request}
+    change.__annotations__ = {"request": gr.Request}
+    start.click(begin, None, [status, switch, timer], api_name="retrain")
+    timer.tick(shown, None, [status, switch, timer], api_visibility="private")
+    outputs = [status, switch] + ([header[0]] if header is not None else [])
+    switch.click(change, None, outputs, api_name="switch_run")
+    demo.load(shown, None, [status, switch, timer], api_visibility="private")

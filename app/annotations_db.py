@@ -13,6 +13,14 @@ annotator never show, and so never label, the same pair: :meth:`AnnotationStore.
 picks the first pair that is neither labelled by the annotator nor claimed by another of
 their sessions and claims it, in one transaction. A session holds one claim at a time; a
 claim expires after ``claim_seconds`` (a closed tab frees its pair).
+
+*Queues* (:mod:`app.pair_queue`) are stored per dataset and strategy as ordered rows, each
+with how many annotators should label the pair (``copies``: 2 for the share of pairs shown
+to two annotators, for agreement) and how many have a current label of it (``labels``,
+kept up to date by :meth:`AnnotationStore.add` and :meth:`AnnotationStore.undo` in the same
+transaction as the label). :meth:`AnnotationStore.claim_from_queue` finds the first open
+row through a partial index over the rows still short of labels, so asking for the next
+pair costs an index seek, whatever the queue's length and however many labels exist.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,7 +65,40 @@ CREATE TABLE IF NOT EXISTS claims (
     expires REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS claims_pair ON claims (dataset, annotator, caption_id_a, caption_id_b);
+CREATE INDEX IF NOT EXISTS labels_by_pair ON labels (dataset, caption_id_a, caption_id_b);
+CREATE INDEX IF NOT EXISTS claims_by_pair ON claims (dataset, caption_id_a, caption_id_b);
+CREATE TABLE IF NOT EXISTS queue (
+    dataset TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    caption_id_a TEXT NOT NULL,
+    caption_id_b TEXT NOT NULL,
+    lang_a TEXT NOT NULL,
+    lang_b TEXT NOT NULL,
+    copies INTEGER NOT NULL,
+    labels INTEGER NOT NULL DEFAULT 0,
+    value REAL,
+    heuristic INTEGER,
+    model_rank INTEGER,
+    PRIMARY KEY (dataset, strategy, position)
+);
+CREATE INDEX IF NOT EXISTS queue_open ON queue (dataset, strategy, position)
+    WHERE labels < copies;
+CREATE INDEX IF NOT EXISTS queue_labelled ON queue (dataset, strategy) WHERE labels > 0;
+CREATE INDEX IF NOT EXISTS queue_doubled ON queue (dataset, strategy, labels) WHERE copies > 1;
+CREATE INDEX IF NOT EXISTS queue_pair ON queue (dataset, caption_id_a, caption_id_b);
+CREATE TABLE IF NOT EXISTS queues (
+    dataset TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    key TEXT NOT NULL,
+    built TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    share REAL NOT NULL,
+    PRIMARY KEY (dataset, strategy)
+);
 """
+QUEUE_COLUMNS = ("caption_id_a", "caption_id_b", "lang_a", "lang_b", "value", "heuristic",
+                 "model_rank")
 LABEL_COLUMNS = ("dataset", "annotator", "caption_id_a", "caption_id_b", "label", "time", "undone")
 CLAIM_SECONDS = 600.0
 MAX_NAME = 100
@@ -182,12 +224,34 @@ class AnnotationStore:
                     f"{caption_id_a} / {caption_id_b} is open in another tab of {annotator}; "
                     "label it there"
                 )
+            had = self._has_label(db, *pair)
             cursor = db.execute(
                 "INSERT INTO labels (dataset, annotator, caption_id_a, caption_id_b, label, time,"
                 " session) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (*pair, code, stamp, session),
             )
+            if not had:
+                self._count_label(db, dataset, caption_id_a, caption_id_b, +1)
             return int(cursor.lastrowid)
+
+    @staticmethod
+    def _has_label(db, dataset, annotator, caption_id_a, caption_id_b) -> bool:
+        """Whether the annotator has a current (live) label of the pair."""
+        return db.execute(
+            "SELECT 1 FROM labels WHERE dataset = ? AND annotator = ? AND caption_id_a = ?"
+            " AND caption_id_b = ? AND undone = 0 LIMIT 1",
+            (dataset, annotator, caption_id_a, caption_id_b),
+        ).fetchone() is not None
+
+    @staticmethod
+    def _count_label(db, dataset, caption_id_a, caption_id_b, change: int) -> None:
+        """One annotator more (``+1``) or fewer (``-1``) with a label of the pair, in every
+        queue that holds it."""
+        db.execute(
+            "UPDATE queue SET labels = MAX(labels + ?, 0) WHERE dataset = ? AND caption_id_a = ?"
+            " AND caption_id_b = ?",
+            (change, dataset, caption_id_a, caption_id_b),
+        )
 
     def claim(
         self,
@@ -260,6 +324,8 @@ class AnnotationStore:
             if row is None:
                 return None
             db.execute("UPDATE labels SET undone = 1 WHERE id = ?", (row[0],))
+            if not self._has_label(db, dataset, annotator, row[1], row[2]):
+                self._count_label(db, dataset, row[1], row[2], -1)
         return {"id": row[0], "caption_id_a": row[1], "caption_id_b": row[2], "label": row[3]}
 
     def current(
@@ -320,3 +386,140 @@ class AnnotationStore:
                 f"SELECT DISTINCT annotator FROM current_labels {clause} ORDER BY annotator", args
             ).fetchall()
         return [row[0] for row in rows]
+
+    # ------------------------------------------------------------------ queues
+    def replace_queue(self, dataset: str, strategy: str, rows, key: str, share: float) -> int:
+        """Store a queue (``rows``: tuples of :data:`QUEUE_COLUMNS`, first to label first) in
+        place of the earlier one of ``dataset`` and ``strategy``, in one transaction; a pair is
+        shown to two annotators when its :func:`doubled` hash falls in ``share``. Label counts
+        are taken from the current labels. Returns the number of rows."""
+        rows = [(dataset, strategy, position, *row[:4], 2 if doubled(row[0], row[1], share) else 1,
+                 *row[4:]) for position, row in enumerate(rows)]
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self._write() as db:
+            db.execute("DELETE FROM queue WHERE dataset = ? AND strategy = ?", (dataset, strategy))
+            db.executemany(
+                "INSERT INTO queue (dataset, strategy, position, caption_id_a, caption_id_b,"
+                " lang_a, lang_b, copies, value, heuristic, model_rank)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute(
+                "UPDATE queue SET labels = counted.n FROM (SELECT caption_id_a AS a,"
+                " caption_id_b AS b, COUNT(DISTINCT annotator) AS n FROM labels"
+                " WHERE dataset = ? AND undone = 0 GROUP BY caption_id_a, caption_id_b) AS counted"
+                " WHERE queue.dataset = ? AND queue.strategy = ? AND queue.caption_id_a = counted.a"
+                " AND queue.caption_id_b = counted.b",
+                (dataset, dataset, strategy),
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO queues (dataset, strategy, key, built, size, share)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (dataset, strategy, key, stamp, len(rows), share),
+            )
+        return len(rows)
+
+    def queue_info(self, dataset: str, strategy: str) -> dict | None:
+        """``key``, ``built``, ``size`` and ``share`` of a stored queue, None when none is."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT key, built, size, share FROM queues WHERE dataset = ? AND strategy = ?",
+                (dataset, strategy),
+            ).fetchone()
+        return None if row is None else dict(zip(("key", "built", "size", "share"), row,
+                                                 strict=True))
+
+    def claim_from_queue(
+        self,
+        session: str | None,
+        dataset: str,
+        annotator: str,
+        strategy: str,
+        after: int = -1,
+        lang_mode: tuple[str, str | None] = ("any", None),
+    ) -> dict | None:
+        """Claim for ``session`` the first pair of the queue after position ``after``
+        (wrapping around) that still needs a label, that the annotator has not labelled, and
+        that no other session claims beyond its copies (none of the annotator's other tabs
+        claims it); returns its row (``position``, the pair, ``labels``, ``copies``, ...) or
+        None. ``lang_mode``: ``("any", None)``, ``("same", None)`` (the candidate in the
+        query's language) or ``("lang", CODE)`` (candidates in CODE)."""
+        annotator = check_annotator(annotator)
+        session = session or f"no-session:{annotator}"
+        kind, code = lang_mode
+        language = {"any": "", "same": " AND q.lang_a = q.lang_b",
+                    "lang": " AND q.lang_b = :code"}[kind]
+        now = self.clock()
+        query = (
+            "SELECT q.position, q.caption_id_a, q.caption_id_b, q.labels, q.copies, q.value,"
+            " q.heuristic, q.model_rank FROM queue q INDEXED BY queue_open"
+            " WHERE q.dataset = :dataset AND q.strategy = :strategy AND q.labels < q.copies"
+            f" AND q.position > :after{language}"
+            " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.dataset = q.dataset"
+            "  AND l.annotator = :annotator AND l.caption_id_a = q.caption_id_a"
+            "  AND l.caption_id_b = q.caption_id_b AND l.undone = 0)"
+            " AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.dataset = q.dataset"
+            "  AND c.annotator = :annotator AND c.caption_id_a = q.caption_id_a"
+            "  AND c.caption_id_b = q.caption_id_b AND c.session != :session"
+            "  AND c.expires > :now)"
+            " AND q.labels + (SELECT COUNT(*) FROM claims c WHERE c.dataset = q.dataset"
+            "  AND c.caption_id_a = q.caption_id_a AND c.caption_id_b = q.caption_id_b"
+            "  AND c.annotator != :annotator AND c.expires > :now) < q.copies"
+            " ORDER BY q.position LIMIT 1"
+        )
+        names = ("position", "caption_id_a", "caption_id_b", "labels", "copies", "value",
+                 "heuristic", "model_rank")
+        args = {"dataset": dataset, "strategy": strategy, "annotator": annotator,
+                "session": session, "now": now, "code": code}
+        with self._write() as db:
+            db.execute("DELETE FROM claims WHERE expires <= ? OR session = ?", (now, session))
+            row = db.execute(query, {**args, "after": after}).fetchone()
+            if row is None and after >= 0:
+                row = db.execute(query, {**args, "after": -1}).fetchone()
+            if row is None:
+                return None
+            found = dict(zip(names, row, strict=True))
+            db.execute(
+                "INSERT INTO claims (session, dataset, annotator, caption_id_a, caption_id_b,"
+                " expires) VALUES (?, ?, ?, ?, ?, ?)",
+                (session, dataset, annotator, found["caption_id_a"], found["caption_id_b"],
+                 now + self.claim_seconds),
+            )
+        return found
+
+    def queue_row(self, dataset: str, strategy: str, caption_id_a: str,
+                  caption_id_b: str) -> dict | None:
+        """The queue's row of a pair (``position``, ``labels``, ``copies``, ...), None when the
+        queue does not hold it."""
+        names = ("position", "labels", "copies", "value", "heuristic", "model_rank")
+        with self._connect() as db:
+            row = db.execute(
+                f"SELECT {', '.join(names)} FROM queue WHERE dataset = ? AND caption_id_a = ?"
+                " AND caption_id_b = ? AND strategy = ?",
+                (dataset, caption_id_a, caption_id_b, strategy),
+            ).fetchone()
+        return None if row is None else dict(zip(names, row, strict=True))
+
+    def queue_progress(self, dataset: str, strategy: str) -> dict:
+        """How far a queue is: ``labelled`` pairs (one label or more), ``doubled`` pairs (two
+        copies) and ``double_done`` (those with both labels); counted over the labelled and
+        doubled rows' partial indexes, not the whole queue."""
+        with self._connect() as db:
+            labelled = db.execute(
+                "SELECT COUNT(*) FROM queue INDEXED BY queue_labelled WHERE dataset = ?"
+                " AND strategy = ? AND labels > 0",
+                (dataset, strategy),
+            ).fetchone()[0]
+            doubled, done = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(labels >= copies), 0) FROM queue"
+                " INDEXED BY queue_doubled WHERE dataset = ? AND strategy = ? AND copies > 1",
+                (dataset, strategy),
+            ).fetchone()
+        return {"labelled": labelled, "doubled": doubled, "double_done": done}
+
+
+def doubled(caption_id_a: str, caption_id_b: str, share: float) -> bool:
+    """Whether a pair is among the ``share`` shown to two annotators: a CRC-32 of the pair
+    (the same in every queue, on every restart) below ``share`` of its range."""
+    digest = zlib.crc32(f"{caption_id_a}\t{caption_id_b}".encode())
+    return digest < share * 2**32

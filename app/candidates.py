@@ -106,3 +106,23 @@ class CandidateRanker:
         table["relevance"] = rel[chosen]
         table["similarity"] = sim[chosen]
         return table
+
+    def pair(self, caption_id: str, candidate_id: str) -> dict:
+        """The hints :meth:`rank` gives one candidate (``row``, ``caption_id``, ``heuristic``,
+        ``relevance``, ``similarity``), for a pair shown from a queue."""
+        captions = self.collection.captions
+        q, c = int(self.collection.row_of[caption_id]), int(self.collection.row_of[candidate_id])
+        hints = {"row": c, "caption_id": candidate_id, "heuristic": None,
+                 "relevance": np.nan, "similarity": np.nan}
+        if self.method == "text":
+            texts = captions["text"]
+            hints["similarity"] = float(
+                self.similarity.pairwise([texts.iat[q]], [texts.iat[c]])[0, 0])
+            return hints
+        one, other = slice(q, q + 1), slice(c, c + 1)
+        label = partial_labels(self.nouns[one], self.verbs[one], self.nouns[other],
+                               self.verbs[other], self.alpha_n, self.alpha_v)[0, 0]
+        hints["heuristic"] = LABEL_NAMES.get(int(label))
+        hints["relevance"] = float(
+            relevance(self.nouns[one], self.verbs[one], self.nouns[other], self.verbs[other])[0, 0])
+        return hints

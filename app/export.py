@@ -22,7 +22,13 @@ Names (annotator, dataset) and caption ids holding a NUL byte are refused before
 is written: no tool reads them back alike.
 
 Agreement is Cohen's kappa (Cohen 1960; ``sklearn.metrics.cohen_kappa_score``, unweighted)
-per pair of annotators over the pairs both labelled in the same dataset.
+per pair of annotators over the pairs both labelled in the same dataset, and Krippendorff's
+alpha over every annotator at once (:func:`rudder.evaluation.agreement.krippendorff_alpha`): nominal
+over the four labels, and ordinal over negative < partial < positive, where a description
+label counts as no value (it is no degree of the same scale). :func:`agreement_report`
+adds per annotator their shared pairs, how often they agree with the others there and the
+ordinal alpha without them, and lists the pairs whose annotators disagree; the export
+writes it as ``agreement.json`` beside the relations.
 """
 
 from __future__ import annotations
@@ -33,8 +39,12 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
+
 from rudder.atomic import atomic_write_text
 from rudder.errors import RudderError
+from rudder.evaluation.agreement import krippendorff_alpha, reliability_data, round_or_none
+from rudder.labels import PAIR_LABELS, PairLabel
 
 from .annotations_db import LABEL_NAMES, AnnotationStore
 
@@ -95,9 +105,18 @@ def write_csv(records: list[dict], path) -> Path:
     return atomic_write_text(Path(path), buffer.getvalue(), newline="")
 
 
-def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple[Path, Path]:
-    """Write ``relations.jsonl`` and ``relations.csv`` of ``dataset`` (or all) into ``out_dir``."""
-    return write_records(relation_records(store, dataset), out_dir)
+def export(store: AnnotationStore, out_dir, dataset: str | None = None) -> tuple[Path, ...]:
+    """Write ``relations.jsonl``, ``relations.csv`` and ``agreement.json`` of ``dataset`` (or
+    all) into ``out_dir``."""
+    records = relation_records(store, dataset)
+    return (*write_records(records, out_dir), write_agreement(records, out_dir))
+
+
+def write_agreement(records: list[dict], out_dir) -> Path:
+    """Write :func:`agreement_report` of ``records`` as ``agreement.json`` (atomically)."""
+    report = agreement_report(records)
+    return atomic_write_text(Path(out_dir) / "agreement.json",
+                             json.dumps(report, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_records(records: list[dict], out_dir) -> tuple[Path, Path]:
@@ -138,3 +157,61 @@ def agreement(records: list[dict]) -> list[dict]:
             {"annotator_a": a, "annotator_b": b, "shared_pairs": len(shared), "kappa": kappa}
         )
     return rows
+
+
+# The ordinal scale of the labels for Krippendorff's alpha (description: no value on it).
+ORDINAL = {PairLabel.NEGATIVE.text: 0, PairLabel.PARTIAL.text: 1, PairLabel.POSITIVE.text: 2}
+
+
+def agreement_report(records: list[dict]) -> dict:
+    """Agreement of the annotators of ``records`` (export records, label names): counts,
+    Krippendorff's alpha (nominal and ordinal), Cohen's kappa per pair of annotators, per
+    annotator their labels, shared pairs, observed agreement with the others there and the
+    ordinal alpha without them, and every pair whose annotators disagree."""
+    def nominal(r):
+        return PAIR_LABELS[r["label"]]
+
+    def ordinal(r):
+        return ORDINAL.get(r["label"])
+
+    coders, units, data = reliability_data(records, nominal)
+    _, _, scale = reliability_data(records, ordinal)
+    labelled = ~np.isnan(data)
+    shared = labelled.sum(0) >= 2 if data.size else np.zeros(0, dtype=bool)
+    per_annotator = []
+    for row, name in enumerate(coders):
+        mine = labelled[row] & shared
+        others = np.delete(data, row, axis=0)[:, mine]
+        same = (others == data[row, mine]).sum()
+        compared = (~np.isnan(others)).sum()
+        per_annotator.append({
+            "annotator": name,
+            "labels": int(labelled[row].sum()),
+            "shared_pairs": int(mine.sum()),
+            "agreement": round_or_none(same / compared if compared else None),
+            "alpha_without": round_or_none(
+                krippendorff_alpha(np.delete(scale, row, axis=0), "ordinal")
+                if len(coders) > 2 else None),
+        })
+    disagreements = []
+    names = {int(label): label.text for label in PairLabel}
+    for column in np.flatnonzero(shared):
+        values = data[:, column]
+        given = ~np.isnan(values)
+        if len(set(values[given])) > 1:
+            dataset, query, candidate = units[column]
+            disagreements.append({
+                "dataset": dataset, "caption_id_a": query, "caption_id_b": candidate,
+                "labels": {coders[i]: names[int(values[i])] for i in np.flatnonzero(given)},
+            })
+    return {
+        "annotators": len(coders),
+        "labels": int(labelled.sum()),
+        "pairs": len(units),
+        "shared_pairs": int(shared.sum()),
+        "alpha": {"nominal": round_or_none(krippendorff_alpha(data, "nominal")),
+                  "ordinal": round_or_none(krippendorff_alpha(scale, "ordinal"))},
+        "kappa": [{**row, "kappa": round_or_none(row["kappa"])} for row in agreement(records)],
+        "per_annotator": per_annotator,
+        "disagreements": disagreements,
+    }

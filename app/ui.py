@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rudder.data.layout import DatasetFolder
@@ -23,7 +24,9 @@ from .engine import SearchEngine
 from .escaping import markdown_text
 from .model_slot import ModelSlot
 from .playback import PLAYBACK_JS, Playback, register_media_types
+from .queue_service import DOUBLE_SHARE, QueueService
 from .results_tab import ResultsTab
+from .retrain import Retrainer, RetrainSettings, read_record
 from .search_tab import SearchTab, default_translator
 from .thumbnails import Thumbnails
 
@@ -112,9 +115,12 @@ def build_app(
     train_langs=SUPPORTED,
     check_words: bool = True,
     text_encoder: str | None = None,
+    fitted_langs=(),
     pending: ModelSlot | None = None,
     thumbnail_dir=None,
     playback_dir=None,
+    double_share: float = DOUBLE_SHARE,
+    retrain: RetrainSettings | None = None,
 ):
     """The Gradio app over ``dataset`` searched with ``model``.
 
@@ -125,13 +131,16 @@ def build_app(
     ``train_langs`` are the model's training caption languages and ``check_words=False``
     turns off the out-of-vocabulary warning (for a frozen pretrained text encoder);
     ``text_encoder`` is the run's ``data.text_encoder`` (the untrained-language warning says
-    when a multilingual one covers the query's language).
+    when a multilingual one covers the query's language) and ``fitted_langs`` the languages
+    whose text fitted its statistics without training captions (not labelled zero-shot).
     With ``pending`` (a :class:`ModelSlot` a training thread fills later) ``model`` and
     ``vocab`` are None: the page is served at once and says that the model is training.
     ``description`` says which model searches (the header shows it); thumbnails of
     ``--media`` videos are cached in ``thumbnail_dir`` (default ``$RUDDER_CACHE/thumbnails``),
     browser-playable copies of the files browsers cannot play in ``playback_dir`` (default
-    ``$RUDDER_CACHE/playback``).
+    ``$RUDDER_CACHE/playback``). ``double_share`` of the queue pairs go to two annotators;
+    with ``retrain`` the annotation tab can retrain the model on the settled labels and switch
+    to the new run.
     """
     gr = require("gradio", "app")
 
@@ -150,6 +159,7 @@ def build_app(
             train_langs=train_langs,
             check_words=check_words,
             text_encoder=text_encoder,
+            fitted_langs=fitted_langs,
         )
         pending = ModelSlot(engine, description)
     collections = {collection.name: collection}
@@ -167,7 +177,17 @@ def build_app(
     search = SearchTab(
         pending, translator or default_translator, collection=collection, thumbnails=thumbnails
     )
-    annotate = AnnotateTab(AnnotationStore(db_path), collections)
+    store = AnnotationStore(db_path)
+    queues = QueueService(
+        store, collections, lambda name: pending.engine if name == collection.name else None,
+        share=double_share,
+    )
+    annotate = AnnotateTab(store, collections, queues=queues)
+    retrainer = None
+    if retrain is not None:
+        settings = replace(retrain, name=retrain.name or collection.name)
+        retrainer = Retrainer(settings, store, lambda run: switch_run(run, settings.dataset,
+                                                                     collection, pending, queues))
     results = ResultsTab(runs_dir)
     with gr.Blocks(title=f"rudder: {collection.name}", analytics_enabled=False) as demo:
         header = gr.Markdown(header_markdown(collection, pending), elem_id="rudder-header")
@@ -186,13 +206,16 @@ def build_app(
             with gr.Tab("Search", id="search"):
                 search.build()
             with gr.Tab("Annotate", id="annotate"):
-                build_annotate_tab(annotate, demo, remembered)
+                build_annotate_tab(annotate, demo, remembered, retrainer,
+                                   (header, lambda: header_markdown(collection, pending)))
             with gr.Tab("Results", id="results"):
                 results.build(demo)
         timer = gr.Timer(1.0, active=not pending.ready)
 
         def tick():
             waiting = not pending.ready
+            if not waiting:
+                queues.prepare(collection.name)  # the model queue, now that a model serves
             return (
                 header_markdown(collection, pending),
                 gr.update(value=pending.progress_markdown(), visible=waiting),
@@ -204,6 +227,7 @@ def build_app(
                    queue=False)
         open_url, outputs = search.load_event
         search.after_load(demo.load(open_url, None, outputs, api_name="open_url"))
+    queues.prepare(collection.name)  # queues are built in the background, then stored
     demo.queue(**QUEUE_SETTINGS)
     demo.rudder_media_dir = collection.media_dir
     playback = collection.playback
@@ -212,7 +236,26 @@ def build_app(
         playback.folder if playback else None) if d]
     demo.rudder_slot = pending
     demo.rudder_collection = collection
+    demo.rudder_annotate = annotate
+    demo.rudder_retrainer = retrainer
     return demo
+
+
+def switch_run(run_dir, dataset: str, collection: Collection, slot: ModelSlot,
+               queues: QueueService) -> str:
+    """Serve the retrained run ``run_dir``: search with it and rebuild the model queue;
+    returns its description."""
+    from rudder.runs.folders import load_run
+
+    from .served_run import engine_for, model_description
+
+    run = load_run(run_dir, dataset=dataset)
+    record = read_record(run_dir) or {}
+    description = (f"{model_description(run)}, retrained on {record.get('labels', '?')} "
+                   f"manual labels (to {str(record.get('last_label', '?'))[:16]})")
+    slot.fill(engine_for(run, collection), description)
+    queues.prepare(collection.name)
+    return description
 
 
 SIMULATED_NOTICE = (

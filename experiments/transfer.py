@@ -266,7 +266,7 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
     captions = run.dataset.captions("validation", columns=["video_id", "lang", "text"])
     captions = captions.filter(pc.equal(captions.column("lang"), SOURCE)).to_pydict()
     videos = load_videos(run.dataset, "validation", run.experts, data.max_frames)
-    video_emb = embed_videos(run.model, videos, "cpu")
+    video_emb = embed_videos(run.model, videos, "cpu", run.config.data.max_frames)
     queries = encoder.vectors(captions["text"])
     train = run.dataset.captions("train", columns=["text", "lang"]).to_pydict()
     pool_texts = [t for t, _ in dict.fromkeys(

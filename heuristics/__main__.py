@@ -19,6 +19,7 @@ from .conllu import ConlluError
 from .download import DownloadError
 from .label import LabelError
 from .relations import RelationError
+from .retrain import RetrainError
 from .stanza_training import SIZES, TrainingError, TrainOptions
 from .stop_nouns import StopNounError
 from .taggers import TaggerError
@@ -29,6 +30,7 @@ ERRORS = (
     DownloadError,
     LabelError,
     RelationError,
+    RetrainError,
     TrainingError,
     TaggerError,
     UnsupportedLanguageError,
@@ -206,6 +208,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(run=commands.cmd_import_relations)
+
+    p = sub.add_parser(
+        "retrain", help="train PO(M) on the labels settled in the app's annotation database"
+    )
+    p.add_argument("--dataset", required=True, help="'sample', a dataset folder or a Hub repo id")
+    p.add_argument(
+        "--from-labels", type=Path, required=True, metavar="APP_DB",
+        help="the app's SQLite file (its --db; read-only)",
+    )
+    p.add_argument(
+        "--db-dataset", help="the dataset's name in APP_DB (default: its rudder.json name)"
+    )
+    p.add_argument(
+        "--adjudicator", action="append", default=[], metavar="NAME",
+        help="an annotator whose label settles a pair (repeatable)",
+    )
+    p.add_argument(
+        "--base-run", type=folder,
+        help="a run whose config the new one starts from (default: the config defaults)",
+    )
+    p.add_argument(
+        "--out", type=folder,
+        help="the new run folder (default runs/<time>-<name>-retrained-po under --runs)",
+    )
+    p.add_argument(
+        "--runs", type=folder, default=Path("runs"), help="folder of runs (default runs)"
+    )
+    p.add_argument(
+        "--only-app-labels", action="store_true",
+        help="train on the app's settled labels alone, not also the dataset's relations",
+    )
+    p.add_argument("--epochs", type=positive_int, help="the most epochs (default: the base run's)")
+    p.add_argument("--seed", type=seed, help="the run's seed (default: the base run's)")
+    p.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="a further config override, as rudder.train's --set (repeatable)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="settle and report, train nothing")
+    p.set_defaults(run=commands.cmd_retrain)
     return parser
 
 

@@ -280,3 +280,34 @@ def cmd_import_relations(args) -> int:
         merged = write_relations(args.dataset, table, rule=args.resolve)
         print(f"the dataset now has {merged.num_rows} relations")
     return 0
+
+
+def cmd_retrain(args) -> int:
+    from rudder.runs.folders import default_run_dir
+
+    from .retrain import retrain
+
+    out = args.out or default_run_dir(f"{_run_name(args)}-retrained-po", root=args.runs)
+    record = retrain(args.dataset, args.from_labels, out, base_run=args.base_run,
+                     db_dataset=args.db_dataset, adjudicators=args.adjudicator,
+                     only_app_labels=args.only_app_labels, epochs=args.epochs, seed=args.seed,
+                     overrides=args.overrides, dry_run=args.dry_run)
+    how = ", ".join(f"{count} {name}" for name, count in record["settled"].items() if count)
+    print(f"{record['labels']} settled labels of {record['dataset']!r} ({how}; "
+          f"{record['unsettled']} pair(s) unsettled) from {len(record['annotators'])} "
+          f"annotator(s), labelled {record['first_label']} to {record['last_label']}; "
+          f"{record['in_training_split']} of them pair training captions")
+    print(f"relations to train on: {record['relations']} ({record['dataset_relations_kept']} "
+          "of them the dataset's own)")
+    if not args.dry_run:
+        print(f"retrained run: {out}")
+    return 0
+
+
+def _run_name(args) -> str:
+    """The base run's name (for the default run folder), else the dataset's."""
+    from rudder.runs.layout import config_file, read_config
+
+    if args.base_run is not None and config_file(args.base_run).is_file():
+        return str(read_config(args.base_run).get("name") or "ce")
+    return Path(args.dataset).name or "ce"

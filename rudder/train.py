@@ -150,8 +150,12 @@ def _generate_sample(config: TrainConfig) -> None:
     log.info("sample dataset generated in %.0f s", time.monotonic() - started)
 
 
-def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False) -> dict:
-    """Train, select on validation, test the best checkpoint; returns metrics.json's content."""
+def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: bool = False,
+        files: dict | None = None) -> dict:
+    """Train, select on validation, test the best checkpoint; returns metrics.json's content.
+
+    ``files`` (name -> path) are copied into a new run folder before training starts, so the
+    run keeps what it reads from there (``supervision.relations_file``'s relative path)."""
     from rudder.training.devices import pick_device
     from rudder.training.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.training.trainer import Trainer
@@ -163,6 +167,8 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
     try:
         if ctx.is_main:
             created = prepare_run_dir(run_dir, resume, overwrite)
+            for name, source in (files or {}).items():
+                shutil.copyfile(source, run_dir / name)
             _log_to(log_file(run_dir))
             _generate_sample(config)
         barrier(ctx)
@@ -179,6 +185,8 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
         raise
     finally:
         shutdown(ctx)
+        if ctx.is_main:
+            _close_log()  # the run's log ends with the run (and the logger propagates again)
     return read_metrics(run_dir) if ctx.is_main else {}
 
 
@@ -200,6 +208,7 @@ def _close_log() -> None:
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
+    logger.propagate = True
 
 
 def _run_seeds(args) -> dict:

@@ -18,6 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # "{tmp}" stands for the test's temporary folder.
 SMALL = {
+    "bench_annotation.py": ["--seeds", "0", "--epochs", "1", "--sizes", "20", "--labels", "200",
+                            "--rounds", "3", "--alpha-pairs", "2000"],
     "bench_app_restart.py": ["--runs", "{tmp}/runs", "--restarts", "1"],  # trains a quick model
     "bench_app_search.py": ["--runs", "{tmp}/runs", "--rounds", "1", "--per-round", "2",
                             "--clients", "2", "--per-client", "1", "--queries", "3"],

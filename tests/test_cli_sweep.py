@@ -51,6 +51,10 @@ FREE_TEXT = {
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
     "app --annotate": "rudder.runs.folders.resolve_dataset",
+    "app --can-retrain": "a login name, checked by app.__main__.retrain_settings "
+                         "(tests/app/test_retrain.py)",
+    "app --adjudicator": "a login name, checked by app.__main__.retrain_settings "
+                         "(tests/app/test_retrain.py)",
     "heuristics download --lang": "rudder.languages.check_language",
     "heuristics train-tagger --lang": "rudder.languages.check_language",
     "heuristics eval-tagger --lang": "rudder.languages.check_language",
@@ -61,6 +65,11 @@ FREE_TEXT = {
     "heuristics import-relations --resolve": "refuse, majority or annotator:NAME, checked by "
                                              "heuristics.relations (tests/heuristics/"
                                              "test_relations.py)",
+    "heuristics retrain --dataset": "rudder.runs.folders.resolve_dataset",
+    "heuristics retrain --db-dataset": "a dataset name in the app's database; none of its "
+                                       "labels is an error (tests/heuristics/test_retrain.py)",
+    "heuristics retrain --adjudicator": "any annotator name",
+    "heuristics retrain --set": "KEY=VALUE, checked by rudder.config.from_dict",
     **{f"datasets_scripts build {name} --expert-map": "PATTERN=EXPERT, checked by "
        "datasets_scripts.features.read_expert_map" for name in BUILDERS if name != "videos"},
     "datasets_scripts build rudder --visual-expert": "an expert name, checked by "

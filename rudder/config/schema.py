@@ -216,6 +216,11 @@ class SupervisionConfig:
         doc="a video's class set: classes in at least this share of its captions")
     manual_relations: bool = setting(
         False, doc="labels from the dataset's relations config (PO(M))")
+    relations_file: str | None = setting(
+        None, doc="a relations table (parquet: `caption_id_a`, `caption_id_b`, `label`) read "
+        "instead of the dataset's relations config (needs `manual_relations`); a relative path "
+        "is read from the run folder, where `python -m heuristics retrain` keeps the settled "
+        "app labels it trains on")
     description_labels: bool = setting(
         False, doc="label 3 from the caption kinds (PO(M), [fidelity](fidelity.md); "
         "`supervision.description_pairs`)")

@@ -65,6 +65,9 @@ def check_new_run(config: TrainConfig) -> None:
             "data.subword_buckets: 0 or model.freeze_embeddings: false"
         )
     sup = config.supervision
+    if sup.relations_file and not sup.manual_relations:
+        raise ConfigError("supervision.relations_file needs supervision.manual_relations: true "
+                          "(the file replaces the dataset's relations, which only PO(M) reads)")
     if sup.relation_batches:
         needs = {"supervision.manual_relations": (sup.manual_relations, True),
                  "data.caption_sampling": (config.data.caption_sampling, "random"),

@@ -111,10 +111,17 @@ def text_langs(path) -> list[str]:
         transforms = side.get("sentence_transforms") or {}
         return sorted(set(side.get("caption_langs") or []) | set(transforms.get("fit_langs")
                                                                   or []))
-    data = run_data_config(path)
+    return langs_read(run_data_config(path))
+
+
+SENTENCE_TRANSFORMS = ("sentence_centering", "sentence_whitening", "sentence_alignment",
+                       "sentence_language_removal")  # data fields that fit statistics on text
+
+
+def langs_read(data: dict) -> list[str]:
+    """:func:`text_langs` of a run's ``data`` config section (a dict)."""
     langs = set(data["caption_langs"])
-    if any(data.get(key) for key in ("sentence_centering", "sentence_whitening",
-                                     "sentence_alignment", "sentence_language_removal")):
+    if any(data.get(key) for key in SENTENCE_TRANSFORMS):
         langs |= set(data.get("sentence_fit_langs") or [])
         langs |= set(data.get("sentence_fit_text") or {})
     return sorted(langs)

@@ -108,8 +108,12 @@ def run_of_checkpoint(checkpoint) -> Path:
 
 
 def checkpoints_under(root, name: str = "best") -> list[Path]:
-    """Every ``checkpoints/<name>.pt`` under ``root`` at any depth (``root`` itself included)."""
-    return list(Path(root).glob(f"**/{CHECKPOINTS}/{name}.pt"))
+    """Every ``checkpoints/<name>.pt`` under ``root`` at any depth (``root`` itself included),
+    except inside hidden folders: a run being written in a staging folder
+    (``rudder.atomic.staged_folder``) is no run yet."""
+    root = Path(root)
+    return [path for path in root.glob(f"**/{CHECKPOINTS}/{name}.pt")
+            if not any(part.startswith(".") for part in path.relative_to(root).parts)]
 
 
 def find_checkpoint(path) -> Path:

@@ -42,7 +42,7 @@ class BatchSupervision:
     it needs from the run (``rudder.losses.run_params``).
     """
 
-    def __init__(self, config, folder, train, device):
+    def __init__(self, config, folder, train, device, run_dir=None):
         sup, self.sup, self.train = config.supervision, config.supervision, train
         loss = losses.loss_class(config.loss.name)
         self.needs = set(loss.requires) | set(loss.optional)
@@ -73,7 +73,7 @@ class BatchSupervision:
                     sup.positive_threshold)
         self.relations = self.relation_pairs = self.kinds = None
         if sup.manual_relations:
-            self._load_relations(folder)
+            self._load_relations(folder, run_dir)
         if sup.description_labels:
             table = folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
             kind_of = dict(zip(table["caption_id"], table["kind"], strict=True))
@@ -94,8 +94,11 @@ class BatchSupervision:
         of all training caption pairs lie."""
         return self.text_similarity.top_fraction_threshold(self._texts, top_fraction)
 
-    def _load_relations(self, folder) -> None:
-        table = folder.relations()
+    def _load_relations(self, folder, run_dir=None) -> None:
+        if self.sup.relations_file:
+            table = read_relations_file(self.sup.relations_file, run_dir)
+        else:
+            table = folder.relations()
         if table is None:
             raise ConfigError(f"supervision.manual_relations is set but {folder.root} has no "
                               "relations config")
@@ -210,3 +213,34 @@ class _Batch:
 
     def cells(self) -> tuple[np.ndarray, np.ndarray]:
         return self.cap_videos.numpy(), self.cap_slots.numpy()
+
+
+def read_relations_file(path, run_dir=None):
+    """The relations table ``supervision.relations_file`` names (a relative path is read from
+    ``run_dir``): parquet with ``caption_id_a``, ``caption_id_b`` (strings) and ``label``
+    (0-3); anything else is a :class:`ConfigError` naming the file."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from rudder.labels import PairLabel
+
+    path = Path(path)
+    if not path.is_absolute() and run_dir is not None:
+        path = Path(run_dir) / path
+    where = f"supervision.relations_file {path}"
+    if not path.is_file():
+        raise ConfigError(f"{where}: no such file; name a parquet relations table "
+                          "(caption_id_a, caption_id_b, label)")
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # noqa: BLE001 -- any unreadable file gets the same message
+        raise ConfigError(f"{where}: not a parquet table ({error})") from None
+    missing = [c for c in ("caption_id_a", "caption_id_b", "label") if c not in table.column_names]
+    if missing:
+        raise ConfigError(f"{where}: missing column(s) {missing}")
+    labels = table.column("label").to_numpy(zero_copy_only=False)
+    if len(labels) and (labels.min() < 0 or labels.max() > max(PairLabel)):
+        raise ConfigError(f"{where}: labels must be 0-3 (negative, partial, positive, "
+                          "description)")
+    return table

@@ -108,7 +108,8 @@ class Trainer:
                                                   self.folder, config.data.max_words, config.data)
         cached = cache_shards(self.text_encoder)
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
-        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device)
+        self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device,
+                                            self.run_dir)
         # parameters the loss takes from the run (dw's dim, ...), recorded in config.yaml
         supplied = losses.run_params(config.loss.name, config.loss.params, self.supervision)
         self.config = config = resolved_config(

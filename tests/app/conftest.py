@@ -259,3 +259,26 @@ def client(served):
     from gradio_client import Client
 
     return Client(served[0], verbose=False, analytics_enabled=False)
+
+
+@pytest.fixture(scope="session")
+def concept(tmp_path_factory):
+    """The learnable toy dataset of tests/factories.py (name ``tiny``; mr and en captions)."""
+    from ..factories import concept_dataset
+
+    return concept_dataset(tmp_path_factory.mktemp("concept") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def base_run(concept, tmp_path_factory):
+    """A small run trained on ``concept`` (2 epochs, a few seconds): what a retrain starts
+    from."""
+    from rudder import train
+
+    out = tmp_path_factory.mktemp("runs") / "base"
+    train.main(["--dataset", str(concept), "--output-dir", str(out), "--epochs", "2",
+                "--set", "data.batch_size=8", "--set", "model.shared_dim=16",
+                "--set", "model.word_dim=8", "--set", "model.text_vlad_clusters=2",
+                "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
+                "--set", "data.audio_langs=[mr]"])
+    return out

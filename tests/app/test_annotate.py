@@ -1,5 +1,6 @@
 """The annotation tab's handlers across candidate-language modes ("same", "any")."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,30 @@ def test_exports_reuse_one_folder_and_report_what_they_wrote(tab):
     tab.store.add("app-test", "asha", "v000-mr", "v001-mr", "partial")
     first = tab.export("app-test")
     tab.store.add("app-test", "ravi", "v000-mr", "v001-mr", "partial")
-    jsonl, _, kappa, status = tab.export("(all datasets)")
-    assert Path(first[0]).parent == Path(jsonl).parent  # no new temporary folder per click
+    jsonl, _, report, kappa, status = tab.export("(all datasets)")
+    assert Path(first[0]).parent == Path(jsonl).parent == Path(report).parent  # one folder
     assert Path(jsonl).read_text(encoding="utf-8").count("\n") == 2
-    assert status == "Exported 2 labels." and len(kappa) == 1
+    assert status == "Exported 2 labels and their agreement report." and len(kappa) == 1
+    assert json.loads(Path(report).read_text(encoding="utf-8"))["shared_pairs"] == 1
+
+
+def test_the_agreement_view_lists_disagreements_to_open(tab):
+    for name, label in (("asha", "partial"), ("ravi", "negative"), ("mina", "negative")):
+        tab.store.add("app-test", name, "v000-mr", "v001-mr", label)
+    tab.store.add("app-test", "asha", "v000-mr", "v002-mr", "positive")
+    tab.store.add("app-test", "ravi", "v000-mr", "v002-mr", "positive")
+    kappa, summary, per_annotator, disagreements, choices = tab.agreement("app-test")
+    assert "3 annotators, 5 labels of 2 pairs; 2 pairs labelled by two or more" in summary
+    assert "1 pairs with disagreeing labels" in summary and len(kappa) == 3
+    assert per_annotator["annotator"].tolist() == ["asha", "mina", "ravi"]
+    assert disagreements.values.tolist() == [
+        ["app-test", "v000-mr", "v001-mr", "asha: partial, mina: negative, ravi: negative"]]
+    value = choices["choices"][0][1]
+    shown = tab.open_pair("boss", "app-test", value)
+    assert (shown.query_id, shown.candidate_id) == ("v000-mr", "v001-mr")
+    assert "asha partial, mina negative, ravi negative" in shown.candidate_html
+    with pytest.raises(Exception, match="choose it in the Dataset field"):
+        tab.open_pair("boss", "other-set", value)
 
 
 def test_one_annotator_whatever_the_spelling_of_the_name(tab):
@@ -76,9 +97,9 @@ def test_one_annotator_whatever_the_spelling_of_the_name(tab):
     shown = tab.next_unlabelled("Asha ", "app-test", SAME)
     tab.label("positive", " ASHA", "app-test", shown.query_id, shown.candidate_id, SAME)
     login = SimpleNamespace(username="Asha", session_hash="tab-1")
-    shown = tab.next_unlabelled("someone else", "app-test", SAME, login)
+    shown = tab.next_unlabelled("someone else", "app-test", SAME, request=login)
     pair = (shown.query_id, shown.candidate_id)
-    tab.label("negative", "someone else", "app-test", *pair, SAME, login)
+    tab.label("negative", "someone else", "app-test", *pair, SAME, request=login)
     assert tab.store.annotators("app-test") == ["asha"]
     assert "asha has labelled 2 pairs" in tab.next_unlabelled("asha", "app-test", SAME).progress
 
@@ -91,7 +112,8 @@ def test_every_annotator_handler_without_a_name_shows_only_the_message(tab):
     calls = {
         "next_unlabelled": lambda name: tab.next_unlabelled(name, "app-test", SAME),
         "label": lambda name: tab.label("positive", name, "app-test", "v000-mr", "v001-mr"),
-        "skip": lambda name: tab.skip(name, "app-test", "v000-mr", "v001-mr", SAME, None),
+        "skip": lambda name: tab.skip(name, "app-test", "v000-mr", "v001-mr", SAME,
+                                      request=None),
         "undo": lambda name: tab.undo(name, "app-test", request=None),
     }
     for handler, call in calls.items():

@@ -192,28 +192,31 @@ def test_script_caption_renders_as_text(page, tmp_path, script_caption):
     shot(page, tmp_path, "script-as-text")
 
 
+PAIR_JS = ("['query', 'candidate'].map((r) => "
+           "document.querySelector(`#ann-${r}-id textarea`).value).join(' / ')")
+
+
 def test_three_labels_reach_sqlite(page, tmp_path, served):
+    """In the default order (the model-disagreement queue), pair after pair."""
     db_path = served[1]
     page.locator("button[role=tab]", has_text="Annotate").click()
     settled(page)
     page.locator("#ann-annotator textarea").fill("browser-annotator")
     page.locator("#ann-next").click()
-    candidate = page.locator("#ann-candidate-id textarea")
     page.wait_for_function("document.querySelector('#ann-candidate-id textarea').value !== ''")
-    query_id = page.locator("#ann-query-id textarea").input_value()
     labelled = []
     for action, code in (("key:1", 2), ("button:ann-partial", 1), ("key:n", 0)):
-        current = candidate.input_value()
+        query_id, current = page.evaluate(PAIR_JS).split(" / ")
         if action.startswith("key:"):
             page.locator("#ann-query .rudder-text").click()  # outside text fields: keys label
             page.keyboard.press(action[4:])
         else:
             page.locator(f"#{action[7:]}").click()
-        page.wait_for_function(
-            f"document.querySelector('#ann-candidate-id textarea').value !== {current!r}"
-        )
+        page.wait_for_function(f"({PAIR_JS}) !== {query_id + ' / ' + current!r}")
         labelled.append((query_id, current, code))
-    page.wait_for_function("document.querySelector('#ann-progress').innerText.includes('3 of')")
+    page.wait_for_function(
+        "document.querySelector('#ann-progress').innerText.includes("
+        "'browser-annotator has labelled 3 pairs')")
     shot(page, tmp_path, "annotate")
     with sqlite3.connect(db_path) as db:
         rows = db.execute(

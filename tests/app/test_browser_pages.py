@@ -236,12 +236,14 @@ def test_results_show_thumbnails_of_their_segments(page, size, tmp_path):
 
 
 # ------------------------------------------------------------------------ annotation
-def open_annotation(page, annotator):
+def open_annotation(page, annotator, order=None):
     page.locator("button[role=tab]", has_text="Annotate").click()
     tb.settled(page)
     field = page.locator("#ann-annotator textarea")
     field.fill(annotator)
     field.press("Tab")  # leaving the field stores the (normalised) name
+    if order is not None:
+        tb.choose(page, "ann-order", order)
     page.locator("#ann-next").click()
     page.wait_for_function("document.querySelector('#ann-candidate-id textarea').value !== ''")
 
@@ -251,7 +253,7 @@ LABEL_BUTTONS = ("ann-positive", "ann-partial", "ann-description", "ann-negative
 
 
 def test_label_buttons_and_their_definitions_stay_in_view(page, size, tmp_path):
-    open_annotation(page, f"layout-{size}")
+    open_annotation(page, f"layout-{size}", "query by query")  # v000-mr: a video
     page.wait_for_selector("#ann-query video")
     for scroll in ("top", "bottom"):
         at = ("window.scrollY === 0" if scroll == "top" else
@@ -276,7 +278,7 @@ def test_label_buttons_and_their_definitions_stay_in_view(page, size, tmp_path):
 
 
 def test_the_annotation_cards_play_both_segments(page, size, served, tmp_path):
-    open_annotation(page, f"segments-{size}")
+    open_annotation(page, f"segments-{size}", "query by query")  # v000-mr, v015-mr: videos
     page.wait_for_selector("#ann-candidate video")
     demo = served[2]
     collection = demo.rudder_collection
@@ -314,6 +316,7 @@ def test_typing_never_labels_and_the_name_is_normalised_and_remembered(
         open_annotation(page, f"  {name}  ")
         assert page.locator("#ann-annotator textarea").input_value() == name.casefold()
         candidate = page.locator("#ann-candidate-id textarea").input_value()
+        shown = page.evaluate(tb.PAIR_JS)
         for field in ("#ann-find-text textarea", "#ann-annotator textarea"):
             page.locator(field).click()
             for key in ("1", "p", "2", "4", "n", "u", "s"):
@@ -326,9 +329,7 @@ def test_typing_never_labels_and_the_name_is_normalised_and_remembered(
         page.locator("#ann-annotator textarea").press("Tab")
         page.locator("#ann-query .rudder-text").click()
         page.keyboard.press("1")
-        page.wait_for_function(
-            f"document.querySelector('#ann-candidate-id textarea').value !== {candidate!r}"
-        )
+        page.wait_for_function(f"({tb.PAIR_JS}) !== {shown!r}")  # the next pair
         assert [row[1:3] for row in labels_of(served[1], name.casefold())] == [(candidate, 2)]
         page.reload(wait_until="domcontentloaded")
         page.wait_for_selector("#search-query textarea")
@@ -355,9 +356,7 @@ def test_undo_undoes_only_this_tabs_label(browser, served, size, tmp_path):
                 for role in ("query", "candidate")
             )
             tab.locator(button).click()
-            tab.wait_for_function(
-                f"document.querySelector('#ann-candidate-id textarea').value !== {pair[1]!r}"
-            )
+            tab.wait_for_function(f"({tb.PAIR_JS}) !== {' / '.join(pair)!r}")  # the next pair
             labelled.append(pair)
         assert labelled[0] != labelled[1]
         first.locator("#ann-undo").click()  # the first tab's label, although the second's is newer

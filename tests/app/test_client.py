@@ -22,6 +22,9 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning:gradio.queueing", "ignore:.*(no_silent_downcasting|copy keyword).*"
 )
 
+# Query by query, candidates in the query's language (the Order and Candidate language
+# fields); the queue orders are tested in test_queue.py and test_browser_annotation.py.
+QUERY = ("same", "query")
 ENDPOINTS = {
     "/search",
     "/search_submit",
@@ -42,6 +45,7 @@ ENDPOINTS = {
     "/undo",
     "/export",
     "/agreement",
+    "/open_disagreement",
     "/whoami",
     "/list_runs",
     "/plot_runs",
@@ -172,17 +176,17 @@ def view(result):
 
 def test_annotation_flow(client, served):
     db_path = served[1]
-    first = view(client.predict("asha", "app-test", "same", api_name="/next_unlabelled"))
+    first = view(client.predict("asha", "app-test", *QUERY, api_name="/next_unlabelled"))
     assert first["query"] == "v000-mr" and first["candidate"] == "v015-mr"
     assert "0 of 20" in first["progress"] and "heuristic: positive" in first["candidate_html"]
     pair = ["asha", "app-test", "v000-mr"]
-    second = view(client.predict(*pair, "v015-mr", "same", api_name="/label_positive"))
+    second = view(client.predict(*pair, "v015-mr", *QUERY, api_name="/label_positive"))
     assert second["query"] == "v000-mr" and second["candidate"] not in ("v015-mr", "")
-    third = view(client.predict(*pair, second["candidate"], "same", api_name="/label_partial"))
-    fourth = view(client.predict(*pair, third["candidate"], "same", api_name="/label_description"))
-    skipped = view(client.predict(*pair, fourth["candidate"], "same", api_name="/skip"))
+    third = view(client.predict(*pair, second["candidate"], *QUERY, api_name="/label_partial"))
+    fourth = view(client.predict(*pair, third["candidate"], *QUERY, api_name="/label_description"))
+    skipped = view(client.predict(*pair, fourth["candidate"], *QUERY, api_name="/skip"))
     assert skipped["candidate"] != fourth["candidate"]
-    fifth = view(client.predict(*pair, skipped["candidate"], "same", api_name="/label_negative"))
+    fifth = view(client.predict(*pair, skipped["candidate"], *QUERY, api_name="/label_negative"))
     assert "4 of 20" in fifth["progress"] and len(fifth["history"]) == 4
     with sqlite3.connect(db_path) as db:
         rows = db.execute(
@@ -195,7 +199,7 @@ def test_annotation_flow(client, served):
         (skipped["candidate"], 0),
     ]
 
-    undone = view(client.predict("asha", "app-test", "same", api_name="/undo"))
+    undone = view(client.predict("asha", "app-test", *QUERY, api_name="/undo"))
     assert undone["candidate"] == skipped["candidate"] and "Undid negative" in undone["progress"]
     assert "3 of 20" in undone["progress"]
 
@@ -205,19 +209,21 @@ def test_annotation_flow(client, served):
     assert opened["query"] == "v001-mr" and "होडी" in opened["query_html"]
     assert "Other captions of the query's video v001 (4)" in opened["others"]
     english = view(
-        client.predict("asha", "app-test", "v001-mr", "en", api_name="/change_candidate_language")
+        client.predict("asha", "app-test", "v001-mr", "en", "query",
+                       api_name="/change_candidate_language")
     )
     assert english["candidate"].endswith("-en")
-    rand = view(client.predict("asha", "app-test", "any", api_name="/random_query"))
+    rand = view(client.predict("asha", "app-test", "any", "query", api_name="/random_query"))
     assert rand["query"] and rand["candidate"]
     with pytest.raises(Exception, match="no caption 'v999-mr'"):
-        client.predict("asha", "app-test", "v000-mr", "v999-mr", "same", api_name="/label_positive")
+        client.predict("asha", "app-test", "v000-mr", "v999-mr", *QUERY, api_name="/label_positive")
 
-    client.predict("ravi", "app-test", "v000-mr", "v015-mr", "same", api_name="/label_positive")
+    client.predict("ravi", "app-test", "v000-mr", "v015-mr", *QUERY, api_name="/label_positive")
     client.predict(
-        "ravi", "app-test", "v000-mr", second["candidate"], "same", api_name="/label_negative"
+        "ravi", "app-test", "v000-mr", second["candidate"], *QUERY, api_name="/label_negative"
     )
-    jsonl, csv_path, kappa, status = client.predict("app-test", api_name="/export")
+    jsonl, csv_path, report, kappa, status = client.predict("app-test", api_name="/export")
+    assert json.loads(Path(report).read_text(encoding="utf-8"))["annotators"] >= 2
     records = [json.loads(line) for line in Path(jsonl).read_text(encoding="utf-8").splitlines()]
     assert {(r["annotator"], r["caption_id_b"], r["label"]) for r in records} >= {
         ("asha", "v015-mr", "positive"),
@@ -230,8 +236,16 @@ def test_annotation_flow(client, served):
     )
     # Other tests (the browser ones) may label on the same served app: find our pair.
     assert ["asha", "ravi", 2] in [row[:3] for row in kappa["data"]] and "Exported" in status
-    everything = client.predict("(all datasets)", api_name="/agreement")["data"]
-    assert ["asha", "ravi", 2] in [row[:3] for row in everything]
+    everything, summary, per_annotator, disagreements, pick = client.predict(
+        "(all datasets)", api_name="/agreement")
+    assert ["asha", "ravi", 2] in [row[:3] for row in everything["data"]]
+    assert "Krippendorff's alpha" in summary and per_annotator["data"]
+    # asha and ravi disagree on the second candidate: it is listed, and opens
+    assert ["app-test", "v000-mr", second["candidate"]] in [
+        row[:3] for row in disagreements["data"]]
+    value = next(v for _, v in pick["choices"] if v.endswith(second["candidate"]))
+    opened = view(client.predict("mina", "app-test", value, api_name="/open_disagreement"))
+    assert (opened["query"], opened["candidate"]) == ("v000-mr", second["candidate"])
 
 
 def test_results_endpoints(client, served, request):
@@ -278,7 +292,7 @@ def label_many(client, annotator, pairs, errors):
             api = ("/label_positive", "/label_partial", "/label_description", "/label_negative")[
                 i % 4
             ]
-            client.predict(annotator, "app-test", query, candidate, "any", api_name=api)
+            client.predict(annotator, "app-test", query, candidate, "any", "query", api_name=api)
     except Exception as error:  # noqa: BLE001  (a thread's failure, surfaced by the test)
         errors.append(error)
 
@@ -342,9 +356,9 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         assert whoami["value"] == "asha" and whoami["interactive"] is False
         assert len(search(client, "कागद दुमडा", k=3)[1]["data"]) == 3
         # The annotator is the logged-in user, whatever the Annotator field says.
-        shown = view(client.predict("mallory", "app-test", "same", api_name="/next_unlabelled"))
+        shown = view(client.predict("mallory", "app-test", *QUERY, api_name="/next_unlabelled"))
         assert "asha has labelled 0 pairs" in shown["progress"]
-        pair = [shown["query"], shown["candidate"], "same"]
+        pair = [shown["query"], shown["candidate"], "same", "query"]
         client.predict("mallory", "app-test", *pair, api_name="/label_positive")
         client.predict("", "app-test", *pair, api_name="/label_negative")  # no name needed
         with sqlite3.connect(tmp_path / "l.sqlite") as db:
@@ -357,10 +371,10 @@ def test_login_is_required_with_auth(app_dataset, model_and_vocab, tmp_path, tra
         assert bala.predict("", api_name="/whoami")["value"] == "bala"
         bala.predict("asha", "app-test", *pair, api_name="/label_partial")
         assert "Nothing to undo" not in view(
-            bala.predict("", "app-test", "same", api_name="/undo")
+            bala.predict("", "app-test", *QUERY, api_name="/undo")
         )["progress"]
         assert "Nothing to undo in this tab" in view(
-            bala.predict("", "app-test", "same", api_name="/undo")
+            bala.predict("", "app-test", *QUERY, api_name="/undo")
         )["progress"]
         with sqlite3.connect(tmp_path / "l.sqlite") as db:
             rows = db.execute("SELECT annotator, label, undone FROM labels ORDER BY id").fetchall()
@@ -436,10 +450,10 @@ def test_error_toasts_show_user_input_as_text(client):
 
 def test_a_missing_annotator_name_is_one_message(client, served):
     for api, args in (
-        ("/label_positive", ("", "app-test", "v000-mr", "v015-mr", "same")),
-        ("/next_unlabelled", ("  ", "app-test", "same")),
-        ("/skip", ("", "app-test", "v000-mr", "v015-mr", "same")),
-        ("/undo", ("", "app-test", "same")),
+        ("/label_positive", ("", "app-test", "v000-mr", "v015-mr", "same", "query")),
+        ("/next_unlabelled", ("  ", "app-test", "same", "query")),
+        ("/skip", ("", "app-test", "v000-mr", "v015-mr", "same", "query")),
+        ("/undo", ("", "app-test", "same", "query")),
     ):
         progress = client.predict(*args, api_name=api)[4]  # no error raised
         assert progress == "**Enter your name in the Annotator field (top left) to label.**"
@@ -452,14 +466,14 @@ def test_two_tabs_of_one_annotator_never_get_the_same_pair(served):
     url, db_path, _ = served
     tabs = [Client(url, verbose=False, analytics_enabled=False) for _ in range(2)]
     shown = [
-        view(tab.predict("twin", "app-test", "same", api_name="/next_unlabelled")) for tab in tabs
+        view(tab.predict("twin", "app-test", *QUERY, api_name="/next_unlabelled")) for tab in tabs
     ]
     assert shown[0]["query"] == shown[1]["query"] == "v000-mr"
     assert shown[0]["candidate"] != shown[1]["candidate"]
     seen = [(v["query"], v["candidate"]) for v in shown]
     for _ in range(12):  # label in turns, each tab what it shows
         for i, tab in enumerate(tabs):
-            pair = ["twin", "app-test", shown[i]["query"], shown[i]["candidate"], "same"]
+            pair = ["twin", "app-test", shown[i]["query"], shown[i]["candidate"], "same", "query"]
             shown[i] = view(tab.predict(*pair, api_name="/label_partial"))
             current = (shown[i]["query"], shown[i]["candidate"])
             other = shown[1 - i]
@@ -479,5 +493,6 @@ def test_two_tabs_of_one_annotator_never_get_the_same_pair(served):
             other["query"],
             other["candidate"],
             "same",
+            "query",
             api_name="/label_negative",
         )

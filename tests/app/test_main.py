@@ -110,7 +110,7 @@ def patched(monkeypatch, tmp_path):
         dataset = type("Folder", (), {"root": tmp_path / "data"})()
         checkpoint, run_dir = tmp_path / "run" / "checkpoints" / "best.pt", tmp_path / "run"
         data = type("D", (), {"max_words": 12, "max_frames": 8, "caption_langs": FIVE})
-        data.text_encoder = None
+        data.text_encoder, data.dataset = None, "sample"
         config = type("C", (), {"data": data()})()
 
     monkeypatch.setattr(cli, "train_quick", recorder("train", tmp_path / "runs" / "quick"))

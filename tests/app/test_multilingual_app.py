@@ -45,6 +45,7 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
     from app.engine import SearchEngine
     from app.search_tab import SearchTab
     from rudder import train
+    from rudder.languages import language_name
     from rudder.runs.folders import encode_queries, load_run
 
     out = tmp_path / "mr-e5"
@@ -62,7 +63,9 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
         status, results, _ = SearchTab(engine).search(query, lang, k=5)
         assert len(results) == 5, (lang, status)
         if lang != "mr":
-            assert "multilingual text encoder (multilingual-e5) covers" in status
+            name = language_name(lang)
+            assert f"No training captions in {name}: zero-shot." in status
+            assert f"multilingual text encoder (multilingual-e5) reads {name}" in status
             assert "⚠" not in status
 
 
@@ -84,9 +87,26 @@ def test_the_default_model_answers_bengali_and_kannada_zero_shot(app_dataset, tm
     assert slot.ready, slot.error
     tab = SearchTab(slot, collection=demo.rudder_collection)
     for query, name in (("এরপর কাগজটি ভাঁজ করুন", "Bengali"), ("ಕಾಗದವನ್ನು ಮಡಿಸಿ", "Kannada")):
-        status, table, _, _ = tab.search(query)
+        status, table, _ = tab.search(query)
         assert len(table) == 10, status
         assert f"Query language: **{name}**" in status
         assert f"No training captions in {name}: zero-shot." in status and "⚠" not in status
-    status, table, _, _ = tab.search("бумажная лодка")  # a script whose language is unknown
+    status, table, _ = tab.search("бумажная лодка")  # a script whose language is unknown
     assert table.empty and "written in Cyrillic" in status
+
+
+def test_a_served_run_labels_only_languages_it_read_nowhere_as_zero_shot():
+    """The app's engine of a loaded run knows which languages fitted its statistics without
+    training captions (their queries are not labelled zero-shot)."""
+    from types import SimpleNamespace
+
+    from app.served_run import fitted_langs
+    from rudder.config import TrainConfig, from_dict
+
+    config = from_dict({"data": {"caption_langs": ["mr"], "text_encoder": "multilingual-e5",
+                                 "sentence_whitening": True,
+                                 "sentence_fit_langs": ["mr", "ta"]}})
+    assert fitted_langs(SimpleNamespace(config=config)) == ["ta"]
+    plain = TrainConfig()
+    plain.data.caption_langs = ["mr", "hi"]
+    assert fitted_langs(SimpleNamespace(config=plain)) == []  # no statistics fitted

@@ -219,3 +219,91 @@ def test_a_database_from_before_per_tab_undo_gets_its_session_column(tmp_path):
     assert store.undo("ds", "asha", session="tab")["caption_id_b"] == "d"
     assert store.undo("ds", "asha", session="tab") is None  # the old row has no session
     assert [r["caption_id_b"] for r in store.current("ds", "asha")] == ["c"]
+
+
+def queue_rows(pairs, lang_b="mr"):
+    return [(a, b, "mr", lang_b, 0.5, 0, 1) for a, b in pairs]
+
+
+def test_a_queue_serves_its_pairs_in_order_to_each_annotator(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.add("ds", "asha", "q1", "c2", "partial")  # before the queue exists
+    store.replace_queue("ds", "heuristic", queue_rows([("q1", "c1"), ("q1", "c2"), ("q2", "c1")]),
+                        key="k", share=0.0)
+    assert store.queue_info("ds", "heuristic")["size"] == 3
+    first = store.claim_from_queue("tab-a", "ds", "ravi", "heuristic")
+    assert (first["position"], first["caption_id_b"]) == (0, "c1")
+    # another annotator never gets a pair someone else holds or labelled (one copy each)
+    second = store.claim_from_queue("tab-b", "ds", "mina", "heuristic")
+    assert second["position"] == 2
+    assert store.claim_from_queue("tab-c", "ds", "lena", "heuristic") is None
+    store.add("ds", "ravi", "q1", "c1", "negative", session="tab-a")
+    store.add("ds", "ravi", "q1", "c1", "positive", session="tab-a")  # a relabel counts once
+    assert store.queue_progress("ds", "heuristic") == {"labelled": 2, "doubled": 0,
+                                                       "double_done": 0}
+    assert store.claim_from_queue("tab-a", "ds", "ravi", "heuristic") is None  # all done/held
+    store.undo("ds", "ravi", session="tab-a")
+    assert store.queue_progress("ds", "heuristic")["labelled"] == 2  # the first label remains
+    store.undo("ds", "ravi", session="tab-a")
+    assert store.queue_progress("ds", "heuristic")["labelled"] == 1
+    assert store.claim_from_queue("tab-c", "ds", "lena", "heuristic")["position"] == 0
+
+
+def test_skipping_moves_on_and_wraps_around(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.replace_queue("ds", "random", queue_rows([("q1", "c1"), ("q1", "c2"), ("q2", "c3")]),
+                        key="k", share=0.0)
+    assert store.claim_from_queue("tab", "ds", "asha", "random", after=0)["position"] == 1
+    assert store.claim_from_queue("tab", "ds", "asha", "random", after=2)["position"] == 0
+
+
+def test_double_pairs_go_to_two_different_annotators(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.replace_queue("ds", "heuristic", queue_rows([("q1", "c1"), ("q1", "c2")]), key="k",
+                        share=1.0)
+    first = store.claim_from_queue("asha-1", "ds", "asha", "heuristic")
+    assert first["copies"] == 2 and first["position"] == 0
+    # asha's second tab gets the next pair; ravi gets the first one too
+    assert store.claim_from_queue("asha-2", "ds", "asha", "heuristic")["position"] == 1
+    assert store.claim_from_queue("ravi-1", "ds", "ravi", "heuristic")["position"] == 0
+    store.add("ds", "asha", "q1", "c1", "partial", session="asha-1")
+    store.add("ds", "ravi", "q1", "c1", "positive", session="ravi-1")
+    assert store.queue_progress("ds", "heuristic") == {"labelled": 1, "doubled": 2,
+                                                       "double_done": 1}
+    assert store.claim_from_queue("ravi-1", "ds", "ravi", "heuristic")["position"] == 1
+    assert store.claim_from_queue("mina", "ds", "mina", "heuristic") is None  # all held
+
+
+def test_queue_languages_and_the_rows_of_pairs(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.replace_queue("ds", "heuristic",
+                        queue_rows([("q1", "c1")], "hi") + queue_rows([("q1", "c2")], "mr"),
+                        key="k", share=0.0)
+    assert store.claim_from_queue("t", "ds", "asha", "heuristic", lang_mode=("same", None))[
+        "caption_id_b"] == "c2"
+    assert store.claim_from_queue("t", "ds", "asha", "heuristic", lang_mode=("lang", "hi"))[
+        "caption_id_b"] == "c1"
+    assert store.queue_row("ds", "heuristic", "q1", "c2")["position"] == 1
+    assert store.queue_row("ds", "heuristic", "q1", "c9") is None
+
+
+def test_the_next_pair_is_an_index_seek(tmp_path):
+    store = AnnotationStore(tmp_path / "a.sqlite")
+    store.replace_queue("ds", "heuristic", queue_rows([(f"q{i}", "c") for i in range(50)]),
+                        key="k", share=0.1)
+    with sqlite3.connect(store.path) as db:
+        plan = " ".join(str(row) for row in db.execute(
+            "EXPLAIN QUERY PLAN SELECT position FROM queue INDEXED BY queue_open"
+            " WHERE dataset = 'ds' AND strategy = 'heuristic' AND labels < copies"
+            " AND position > -1 ORDER BY position LIMIT 1"))
+    assert "queue_open" in plan and "SCAN queue " not in plan and "TEMP B-TREE" not in plan
+
+
+def test_which_pairs_are_doubled_is_fixed_by_the_pair():
+    from app.annotations_db import doubled
+
+    pairs = [(f"v{i}-mr-0", f"v{i + 1}-hi-2") for i in range(4000)]
+    share = sum(doubled(a, b, 0.1) for a, b in pairs) / len(pairs)
+    assert 0.08 < share < 0.12
+    assert all(doubled(a, b, 1.0) for a, b in pairs[:10])
+    assert not any(doubled(a, b, 0.0) for a, b in pairs[:10])

@@ -229,7 +229,7 @@ def test_disagreeing_annotators_are_resolved_on_import(tiny_dataset, sets_path, 
     for annotator, label in (("asha", "positive"), ("ravi", "negative"), ("mina", "positive")):
         store.add("tiny", annotator, "c1", "c3", label)
     store.add("tiny", "asha", "c2", "c4", "partial")
-    jsonl, _ = export(store, tmp_path / "out")
+    jsonl, *_ = export(store, tmp_path / "out")
     before = DatasetFolder(tiny_dataset).relations()
     assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl)]) == 2
     error = capsys.readouterr().err
@@ -246,7 +246,7 @@ def test_disagreeing_annotators_are_resolved_on_import(tiny_dataset, sets_path, 
     assert imported("--resolve", "majority") == [[2, -1], [1, 1]]
     assert imported("--resolve", "annotator:ravi") == [[0, -1], [1, 1]]
     store.add("tiny", "ravi", "c2", "c4", "negative")
-    jsonl, _ = export(store, tmp_path / "out")
+    jsonl, *_ = export(store, tmp_path / "out")
     assert imported("--resolve", "annotator:ravi") == [[0, -1], [1, 0]]
     assert main(["import-relations", "--dataset", str(tiny_dataset), str(jsonl),
                  "--resolve", "majority"]) == 2
@@ -269,7 +269,7 @@ def test_an_export_of_several_datasets_imports_the_targets_records(tiny_dataset,
     store.add("tiny", "asha", "c1", "c3", "partial")
     store.add("other", "asha", "v000-mr", "v001-mr", "positive")  # ids tiny does not have
     store.add("other", "asha", "c1", "c3", "negative")  # same ids, another dataset
-    jsonl, csv_path = export(store, tmp_path / "out")
+    jsonl, csv_path, _ = export(store, tmp_path / "out")
     for path in (jsonl, csv_path):
         assert main(["import-relations", "--dataset", str(tiny_dataset), str(path)]) == 0
         out = capsys.readouterr().out
