@@ -14,6 +14,7 @@ says what the table compares::
              name: RANP, pool_seeds: true, mixed_losses: false}
     tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
+    seeds: 10                    # optional: training runs per row (seeds 0..N-1; default 5)
     evaluation: {rho: 0.25, relevance: reference}   # the suite's one evaluation protocol
 
 ``evaluation`` (optional; these are its defaults) fixes how every row is evaluated:
@@ -48,6 +49,8 @@ FUSION_METHODS = ("avg", "max", "hybrid")
 BEST = "best"
 DEFAULT_RHO = 0.25  # the RANP paper's threshold
 RELEVANCE_DEFINITIONS = ("reference", "own_video")
+DEFAULT_SEEDS = 5  # training runs per row unless the suite says otherwise (at least 2: the
+# run-level tests need two runs of each row)
 
 
 class SuiteError(ValueError):
@@ -118,6 +121,7 @@ class Suite:
     requires_dataset: str | None = None
     tune: dict | None = None
     protocol: Protocol = Protocol()
+    seeds: int = DEFAULT_SEEDS
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -136,7 +140,7 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
 
 _KEYS = {
     "title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune",
-    "evaluation",
+    "evaluation", "seeds",
 }
 
 
@@ -184,6 +188,10 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         allowed = labels + fusion_labels + ([BEST] if best_of else [])
         _known(meta_path, f"comparisons[{i}]", pair, allowed)
         comparisons.append(pair)
+    seeds = meta.get("seeds", DEFAULT_SEEDS)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+        raise SuiteError(f"{meta_path}: seeds must be an integer of at least 2 (the run-level "
+                         f"tests need two runs of each row), got {seeds!r}")
     return Suite(
         name,
         folder,
@@ -196,6 +204,7 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         meta.get("requires_dataset"),
         _tune(meta_path, meta.get("tune")),
         protocol,
+        seeds,
     )
 
 

@@ -16,16 +16,17 @@ The suite's ``tune`` section (inline in ``suite.yaml`` or a YAML file it names):
 For each row, the shared grid plus the grid of its loss (a loss grid may not list a shared
 key: every row of a suite is offered the same shared settings), minus the keys the row's
 YAML sets itself (a row *pins* a setting by writing it, e.g. RANP's tau in the tau ablation
-rows), minus the points the loss rejects (PO's ``p < m1 < m2 < n``), is the candidate set. The row's own settings (the
-defaults) are always a trial when the grid holds them, so tuning never loses to the defaults
-on validation; the other trials are drawn without replacement (a generator seeded by ``seed``
-and the loss name, so rows of one loss try the same points). A grid with fewer valid points than
-``trials`` is an error: every row gets exactly ``trials`` trials. Each trial trains the row
-with the point's settings for ``epochs`` epochs and scores its best validation evaluation
-(``metrics.jsonl``) by the row's ``selection``, chosen as the trainer chooses ``best.pt``
-(:func:`rudder.evaluation.selection.improves`); the test split is never evaluated. The best trial
-wins
-(ties: the earlier trial in grid order); the file shows each trial's value of the criterion.
+rows), minus the points the loss rejects (PO's ``p < m1 < m2 < n``), is the candidate set.
+The row's own settings (the defaults) are always a trial when the grid holds them, so
+tuning never loses to the defaults on validation; the other trials are drawn without
+replacement (a generator seeded by ``seed`` and the loss name, so rows of one loss try the
+same points). A grid with fewer valid points than ``trials`` is an error: every row gets
+exactly ``trials`` grid trials. Each trial trains the row with the point's settings for
+``epochs`` epochs and scores its best validation evaluation (``metrics.jsonl``) by the row's
+``selection``, chosen as the trainer chooses ``best.pt``
+(:func:`rudder.evaluation.selection.improves`); the test split is never evaluated. The best
+trial wins (ties: the earlier trial in grid order); the file shows each trial's value of the
+criterion.
 
 A choice at a grid edge extends the grid: while the best trial's value of a numeric key is
 the smallest or largest value tried for that key, one more trial moves that key one step
