@@ -409,6 +409,7 @@ def write_report(
         "rows": list(rows),
         "comparisons": [[best if a == BEST else a, best if b == BEST else b]
                         for a, b in suite.comparisons],
+        "best": best,
         "header": header(suite, jobs, command, best, selection, capped, rows),
         "notes": notes,
         "runs_at_epoch_cap": at_cap,

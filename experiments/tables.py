@@ -179,7 +179,7 @@ def _runs(row: RowResult, direction: str, seeds=None) -> np.ndarray:
 
 
 def compare(a: RowResult, b: RowResult, direction: str = "t2v",
-            n_resamples: int = N_RESAMPLES, boot_resamples: int = BOOT_RESAMPLES) -> dict:
+            n_resamples: int = N_RESAMPLES, boot_resamples: int | None = None) -> dict:
     """The tests of a vs b in one direction (module docstring): over all runs of each row
     (runs x videos), and over their shared seeds (the trained models taken as fixed)."""
     seeds = [s for s in a.seeds if s in b.seeds]
@@ -216,7 +216,8 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v",
     }
     if min(len(all_a), len(all_b)) >= 2:
         crossed = significance.crossed_random_effects_test(all_a, all_b, videos)
-        boot = significance.hierarchical_bootstrap(all_a, all_b, videos, boot_resamples)
+        boot = significance.hierarchical_bootstrap(all_a, all_b, videos,
+                                                   boot_resamples or BOOT_RESAMPLES)
         out.update(
             mean_rank_diff=crossed.estimate, se_runs=crossed.se, df_runs=crossed.df,
             diff_ci_low_runs=crossed.low, diff_ci_high_runs=crossed.high, p_runs=crossed.pvalue,

@@ -67,9 +67,12 @@ class CaptionSimilarity:
         sims = (a @ b.T).toarray().astype(np.float32, copy=False)
         return torch.from_numpy(np.clip(sims, 0.0, 1.0))
 
-    def top_fraction_threshold(self, texts, fraction: float, block_rows: int = 512) -> float:
+    def top_fraction_threshold(self, texts, fraction: float, block_rows: int = 512,
+                               groups=None) -> float:
         """The similarity of the ``k``-th most similar pair of distinct ``texts``, ``k =
-        floor(fraction · P)`` over all ``P = n(n-1)/2`` pairs (``inf`` when ``k == 0``).
+        floor(fraction · P)`` over all ``P = n(n-1)/2`` pairs (``inf`` when ``k == 0``);
+        with ``groups`` (one id per text, e.g. its video), over the ``P`` pairs of texts of
+        different groups only.
 
         Pairs with a similarity ``>=`` this value are (up to ties) the top ``fraction`` of all
         caption pairs: the hard-negative exclusion threshold of Galanopoulos & Mezaris (ICCV
@@ -80,7 +83,15 @@ class CaptionSimilarity:
             raise ValueError(f"top_fraction_threshold: fraction must be in [0, 1), got {fraction}")
         vectors = self.transform(texts)
         n = vectors.shape[0]
-        count = math.floor(fraction * n * (n - 1) / 2 + 1e-9)
+        if groups is not None:
+            groups = np.asarray(groups).reshape(-1)
+            if groups.size != n:
+                raise ValueError(f"top_fraction_threshold: {groups.size} groups for {n} texts")
+            sizes = np.unique(groups, return_counts=True)[1]
+            pairs = n * (n - 1) / 2 - float((sizes * (sizes - 1) / 2).sum())
+        else:
+            pairs = n * (n - 1) / 2
+        count = math.floor(fraction * pairs + 1e-9)
         if count == 0:
             return math.inf
         top = np.empty(0, dtype=np.float32)
@@ -88,6 +99,8 @@ class CaptionSimilarity:
             stop = min(start + block_rows, n)
             block = (vectors[start:stop] @ vectors.T).toarray()
             upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]  # pairs (i, j), i < j
+            if groups is not None:
+                upper &= groups[None, :] != groups[start:stop, None]
             values = np.concatenate([top, block[upper].astype(np.float32)])
             top = (values if len(values) <= count
                    else np.partition(values, len(values) - count)[-count:])

@@ -323,8 +323,9 @@ def test_crossed_random_effects_test_against_a_direct_loop():
             mean_v = sum(y(x, r, v) for r in range(n)) / n
             e = [y(x, r, v) - mean_v - c[v] * (t[r] - sum(t) / n) for r in range(n)]
             residual += sum(e_ ** 2 for e_ in e) / (n - 1) / n / total**2
-    var = run_a + run_b + max(0.0, video - residual)
-    df = var**2 / (run_a**2 / 3 + run_b**2 / 2 + max(0.0, video - residual) ** 2 / (len(videos) - 1))
+    video_part = max(0.0, video - residual)
+    var = run_a + run_b + video_part
+    df = var**2 / (run_a**2 / 3 + run_b**2 / 2 + video_part**2 / (len(videos) - 1))
     assert res.estimate == pytest.approx(estimate)
     assert (res.run_variance_a, res.run_variance_b) == pytest.approx((run_a, run_b))
     assert (res.video_variance, res.residual_variance) == pytest.approx((video, residual))

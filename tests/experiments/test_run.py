@@ -103,7 +103,7 @@ def test_the_committed_ranks_reproduce_every_table(finished, tiny_dataset):
     from rudder.runs.folders import resolve_dataset
 
     assert fingerprint == resolve_dataset(str(tiny_dataset)).fingerprint()
-    rows, meta = read_archive(results / "tiny-ranks.npz")
+    rows, _meta = read_archive(results / "tiny-ranks.npz")
     mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/predictions/test.npz"))
     from rudder.runs.layout import read_predictions
 

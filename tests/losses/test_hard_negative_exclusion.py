@@ -89,3 +89,29 @@ def test_top_fraction_threshold_matches_all_pairs_sorted():
             value = similarity.top_fraction_threshold(texts, fraction, block_rows=rows)
             assert value == pytest.approx(pairs[count - 1], abs=1e-6)
     assert similarity.top_fraction_threshold(texts, 0.01) == float("inf")  # floor(0.36) = 0
+
+
+def test_top_fraction_threshold_over_pairs_of_other_videos_only():
+    # The paper's threshold comes from caption pairs inside training batches (one caption per
+    # video): a direct loop over the pairs of captions of different videos, sorted.
+    from rudder.text import CaptionSimilarity
+
+    texts = ["cut the bottle", "cut a bottle", "glue the straw", "glue straws", "tie a thread",
+             "cut the straw", "बाटली कापा", "बाटली कापली", "fold the card"]
+    videos = [0, 0, 1, 1, 2, 3, 4, 4, 5]
+    similarity = CaptionSimilarity().fit(texts)
+    full = similarity.pairwise(texts).numpy()
+    pairs = sorted((full[i, j] for i in range(9) for j in range(i + 1, 9)
+                    if videos[i] != videos[j]), reverse=True)
+    assert len(pairs) == 36 - 3
+    for fraction in (0.1, 0.3):
+        count = int(fraction * len(pairs))
+        for rows in (2, 512):
+            value = similarity.top_fraction_threshold(texts, fraction, block_rows=rows,
+                                                      groups=videos)
+            assert value == pytest.approx(pairs[count - 1], abs=1e-6)
+    # the same-video pairs "cut the bottle"/"cut a bottle" are among the most similar of all
+    assert similarity.top_fraction_threshold(texts, 0.05, groups=videos) < \
+        similarity.top_fraction_threshold(texts, 0.05)
+    with pytest.raises(ValueError, match="groups"):
+        similarity.top_fraction_threshold(texts, 0.1, groups=videos[:3])
