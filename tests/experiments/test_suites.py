@@ -238,3 +238,21 @@ def test_fusion_members_of_different_losses_need_mixed_losses(tmp_path):
 def _dir(path):
     path.mkdir()
     return path
+
+
+def test_seeds_per_row_default_and_errors(tmp_path):
+    from experiments.suites import DEFAULT_SEEDS
+
+    from .conftest import write_suite
+
+    write_suite(tmp_path, "plain", [("mm", "MM", "mm", {})])
+    assert load_suite("plain", tmp_path).seeds == DEFAULT_SEEDS == 5
+    write_suite(tmp_path, "ten", [("mm", "MM", "mm", {})], seeds=10)
+    assert load_suite("ten", tmp_path).seeds == 10
+    for bad in (1, "3", True):
+        name = f"bad{bad}"
+        write_suite(tmp_path, name, [("mm", "MM", "mm", {})], seeds=bad)
+        with pytest.raises(SuiteError, match="seeds must be an integer of at least 2"):
+            load_suite(name, tmp_path)
+    for name in ("rudder-table1", "rudder-multilingual", "relevance", "epic-relevance"):
+        assert load_suite(name).seeds == 10
