@@ -99,7 +99,7 @@ def pair_tests(row: RowResult, meta: dict) -> list[dict]:
                 results.append({"per_arm": per_arm, "pair": n, "partition": partition,
                                 "direction": d, "seeds_a": [row.seeds[i] for i in a],
                                 "seeds_b": [row.seeds[i] for i in b],
-                                **{key: test[key] for key in (*TESTS, "mean_rank_diff")}})
+                                **{key: test[key] for key in (*TESTS, "diff")}})
     return results
 
 
@@ -126,7 +126,7 @@ def render_calibration(output: Path) -> dict[str, str]:
     lines += ["", *meta.get("notes", ()), ""]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    keys = ("per_arm", "pair", "partition", "direction", "seeds_a", "seeds_b", "mean_rank_diff",
+    keys = ("per_arm", "pair", "partition", "direction", "seeds_a", "seeds_b", "diff",
             *TESTS)
     writer.writerow(keys)
     for r in results:

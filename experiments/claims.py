@@ -28,9 +28,8 @@ from .archive import ArchiveError, archive_path, read_archive
 
 CLAIMS_FILE = Path(__file__).resolve().parent / "claims.yaml"
 ALPHA = 0.05
-KEYS = ("id", "suite", "a", "b", "direction", "runs_a", "runs_b", "mean_rank_a", "mean_rank_b",
-        "mean_rank_diff", "diff_ci_low_runs", "diff_ci_high_runs", "p_runs", "p_holm_all",
-        "verdict")
+KEYS = ("id", "suite", "a", "b", "direction", "metric", "runs_a", "runs_b", "mean_a", "mean_b",
+        "diff", "diff_ci_low_runs", "diff_ci_high_runs", "p_runs", "p_holm_all", "verdict")
 
 
 def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
@@ -42,11 +41,17 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
     claims = document.get("claims") if isinstance(document, dict) else None
     if not isinstance(claims, list) or not claims:
         raise ArchiveError(f"{path}: expected 'claims: [{{id, suite, a, b, direction}}, ...]'")
+    required = {"id", "suite", "a", "b", "direction"}
     for i, claim in enumerate(claims):
-        if not isinstance(claim, dict) or set(claim) != {"id", "suite", "a", "b", "direction"}:
-            raise ArchiveError(f"{path}: claims[{i}] needs exactly id, suite, a, b, direction")
+        if not isinstance(claim, dict) or not required <= set(claim) <= required | {"metric"}:
+            raise ArchiveError(f"{path}: claims[{i}] needs exactly id, suite, a, b, direction "
+                               "(and optionally metric)")
         if claim["direction"] not in tables.DIRECTION_TITLES:
             raise ArchiveError(f"{path}: claims[{i}].direction must be t2v or v2t")
+        claim.setdefault("metric", "rank")
+        if claim["metric"] not in tables.TEST_METRICS:
+            raise ArchiveError(f"{path}: claims[{i}].metric must be one of "
+                               f"{list(tables.TEST_METRICS)}")
     ids = [c["id"] for c in claims]
     if len(set(ids)) != len(ids):
         raise ArchiveError(f"{path}: claim ids must be unique")
@@ -66,23 +71,26 @@ def evaluate(claims: list[dict], output: Path) -> list[dict]:
             raise ArchiveError(f"claim {claim['id']!r}: suite {claim['suite']!r} has no row "
                                f"{missing}; rows: {list(rows)}")
         a, b = (rows[x] for x in labels)
-        videos = tables.video_of_queries(a, claim["direction"])
-        test = significance.crossed_random_effects_test(
-            a.ranks[claim["direction"]], b.ranks[claim["direction"]], videos)
+        d, metric = claim["direction"], claim["metric"]
+        values_a, values_b = (tables.test_values(x, d, metric) for x in (a, b))
+        test = significance.crossed_random_effects_test(values_a, values_b,
+                                                        tables.video_of_queries(a, d))
+        offset = 1.0 if metric == "rank" else 0.0
         results.append({
             **claim, "a": labels[0], "b": labels[1],
             "runs_a": len(a.seeds), "runs_b": len(b.seeds),
-            "mean_rank_a": float(np.nanmean(a.ranks[claim["direction"]]) + 1),
-            "mean_rank_b": float(np.nanmean(b.ranks[claim["direction"]]) + 1),
-            "mean_rank_diff": test.estimate, "diff_ci_low_runs": test.low,
+            "mean_a": float(np.nanmean(values_a) + offset),
+            "mean_b": float(np.nanmean(values_b) + offset),
+            "diff": test.estimate, "diff_ci_low_runs": test.low,
             "diff_ci_high_runs": test.high, "p_runs": test.pvalue,
         })
     adjusted = significance.holm([r["p_runs"] for r in results])
     for r, p in zip(results, adjusted, strict=True):
         r["p_holm_all"] = float(p)
+        a_better = r["diff"] < 0 if r["metric"] == "rank" else r["diff"] > 0
+        verb = "ranks better" if r["metric"] == "rank" else f"has the higher {r['metric']}"
         r["verdict"] = ("no difference shown" if p >= ALPHA else
-                        f"{r['a']} ranks better" if r["mean_rank_diff"] < 0 else
-                        f"{r['b']} ranks better")
+                        f"{r['a'] if a_better else r['b']} {verb}")
     return results
 
 
@@ -109,8 +117,9 @@ def render_claims(output: Path, path: Path = CLAIMS_FILE) -> dict[str, str]:
     for r in results:
         lines.append(
             f"| {r['id']} | {r['suite']} | {r['a']} | {r['b']} | {r['direction']} | "
-            f"{r['runs_a']}, {r['runs_b']} | {r['mean_rank_a']:.2f} | {r['mean_rank_b']:.2f} | "
-            f"{r['mean_rank_diff']:+.2f} [{r['diff_ci_low_runs']:+.2f}, "
+            f"{'mean rank' if r['metric'] == 'rank' else r['metric']} | "
+            f"{r['runs_a']}, {r['runs_b']} | {r['mean_a']:.2f} | {r['mean_b']:.2f} | "
+            f"{r['diff']:+.2f} [{r['diff_ci_low_runs']:+.2f}, "
             f"{r['diff_ci_high_runs']:+.2f}] | {tables._p(r['p_runs'])} | "
             f"{tables._p(r['p_holm_all'])} | {r['verdict']} |"
         )

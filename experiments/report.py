@@ -32,8 +32,9 @@ def render_suite(name: str, rows: dict[str, RowResult], meta: dict) -> dict[str,
     """``{file name: text}`` of a suite's markdown table, metrics CSV and tests CSV."""
     summaries = {label: tables.summarise(row) for label, row in rows.items()}
     tests = tables.adjust([
-        tables.compare(rows[a], rows[b], d)
+        tables.compare(rows[a], rows[b], d, metric)
         for a, b in meta["comparisons"]
+        for metric in meta.get("test_metrics", ["rank"])
         for d in tables.DIRECTION_TITLES
     ])
     runs = {label: len(row.seeds) for label, row in rows.items()}

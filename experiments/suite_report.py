@@ -410,6 +410,7 @@ def write_report(
         "comparisons": [[best if a == BEST else a, best if b == BEST else b]
                         for a, b in suite.comparisons],
         "best": best,
+        "test_metrics": list(suite.test_metrics),
         "header": header(suite, jobs, command, best, selection, capped, rows),
         "notes": notes,
         "runs_at_epoch_cap": at_cap,

@@ -15,6 +15,7 @@ says what the table compares::
     tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
     seeds: 10                    # optional: training runs per row (seeds 0..N-1; default 5)
+    test_metrics: [rank, nDCG]   # optional: what each comparison is tested on (default: rank)
     evaluation: {rho: 0.25, relevance: reference}   # the suite's one evaluation protocol
 
 ``evaluation`` (optional; these are its defaults) fixes how every row is evaluated:
@@ -122,6 +123,7 @@ class Suite:
     tune: dict | None = None
     protocol: Protocol = Protocol()
     seeds: int = DEFAULT_SEEDS
+    test_metrics: tuple[str, ...] = ("rank",)
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -140,8 +142,9 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
 
 _KEYS = {
     "title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune",
-    "evaluation", "seeds",
+    "evaluation", "seeds", "test_metrics",
 }
+TEST_METRICS = ("rank", "nDCG", "mAP")
 
 
 def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
@@ -192,6 +195,10 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
         raise SuiteError(f"{meta_path}: seeds must be an integer of at least 2 (the run-level "
                          f"tests need two runs of each row), got {seeds!r}")
+    metrics = tuple(meta.get("test_metrics") or ("rank",))
+    if not set(metrics) <= set(TEST_METRICS) or len(set(metrics)) != len(metrics):
+        raise SuiteError(f"{meta_path}: test_metrics must be distinct names of "
+                         f"{list(TEST_METRICS)}, got {list(metrics)}")
     return Suite(
         name,
         folder,
@@ -205,6 +212,7 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         _tune(meta_path, meta.get("tune")),
         protocol,
         seeds,
+        metrics,
     )
 
 

@@ -172,16 +172,32 @@ def video_of_queries(row: RowResult, direction: str) -> np.ndarray:
     return np.arange(queries) // (queries // videos)
 
 
-def _runs(row: RowResult, direction: str, seeds=None) -> np.ndarray:
-    """``(runs, queries)`` ranks of the row (of ``seeds``, in that order, when given)."""
-    ranks = row.ranks[direction]
-    return ranks if seeds is None else np.stack([ranks[row.seeds.index(s)] for s in seeds])
+TEST_METRICS = ("rank", *SCORE_METRICS)  # what a comparison can be tested on
 
 
-def compare(a: RowResult, b: RowResult, direction: str = "t2v",
+def test_values(row: RowResult, direction: str, metric: str = "rank", seeds=None) -> np.ndarray:
+    """``(runs, queries)`` values a test compares: 0-based ranks (lower is better), or a
+    relevance metric's per-query values in percent (higher is better), NaN where a query has
+    none; the runs of ``seeds``, in that order, when given."""
+    if metric == "rank":
+        values = row.ranks[direction]
+    else:
+        scores = row.scores.get(direction, {}).get(metric)
+        if scores is None:
+            raise ValueError(f"row {row.label!r} has no per-query {metric} to test")
+        values = 100.0 * scores
+    return values if seeds is None else np.stack([values[row.seeds.index(s)] for s in seeds])
+
+
+def compare(a: RowResult, b: RowResult, direction: str = "t2v", metric: str = "rank",
             n_resamples: int = N_RESAMPLES, boot_resamples: int | None = None) -> dict:
-    """The tests of a vs b in one direction (module docstring): over all runs of each row
-    (runs x videos), and over their shared seeds (the trained models taken as fixed)."""
+    """The tests of a vs b in one direction on ``metric`` (module docstring): over all runs
+    of each row (runs x videos), and over their shared seeds (the trained models taken as
+    fixed). ``mean_a``/``mean_b``: the mean rank (1-based) or the metric in percent; ``diff``
+    = A - B of the per-query values (for ranks negative, for nDCG/mAP positive, means A is
+    better); the MdR-by-seed test is for ranks only."""
+    if metric not in TEST_METRICS:
+        raise ValueError(f"unknown test metric {metric!r}; use one of {list(TEST_METRICS)}")
     seeds = [s for s in a.seeds if s in b.seeds]
     if not seeds:
         raise ValueError(f"rows {a.label!r} and {b.label!r} share no seed")
@@ -192,17 +208,19 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v",
     ):
         raise ValueError(f"rows {a.label!r} and {b.label!r} rank different test queries")
     videos = video_of_queries(a, direction)
-    all_a, all_b = _runs(a, direction), _runs(b, direction)
+    all_a, all_b = test_values(a, direction, metric), test_values(b, direction, metric)
+    offset = 1.0 if metric == "rank" else 0.0  # mean rank is 1-based
     out = {
         "a": a.label,
         "b": b.label,
         "direction": direction,
+        "metric": metric,
         "runs_a": len(all_a),
         "runs_b": len(all_b),
         "videos": np.nan,
-        "mean_rank_a": float(np.nanmean(all_a) + 1),
-        "mean_rank_b": float(np.nanmean(all_b) + 1),
-        "mean_rank_diff": np.nan,
+        "mean_a": float(np.nanmean(all_a) + offset),
+        "mean_b": float(np.nanmean(all_b) + offset),
+        "diff": np.nan,
         "se_runs": np.nan,
         "df_runs": np.nan,
         "diff_ci_low_runs": np.nan,
@@ -219,16 +237,15 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v",
         boot = significance.hierarchical_bootstrap(all_a, all_b, videos,
                                                    boot_resamples or BOOT_RESAMPLES)
         out.update(
-            mean_rank_diff=crossed.estimate, se_runs=crossed.se, df_runs=crossed.df,
+            diff=crossed.estimate, se_runs=crossed.se, df_runs=crossed.df,
             diff_ci_low_runs=crossed.low, diff_ci_high_runs=crossed.high, p_runs=crossed.pvalue,
             diff_ci_low_boot=boot.low, diff_ci_high_boot=boot.high, p_boot=boot.pvalue,
         )
-    ra, rb = _runs(a, direction, seeds), _runs(b, direction, seeds)
+    ra, rb = test_values(a, direction, metric, seeds), test_values(b, direction, metric, seeds)
     per_video = significance.wilcoxon_per_video(ra, rb, videos)
     diff = significance.cluster_bootstrap_mean_difference(ra, rb, videos, n_resamples)
-    across = significance.wilcoxon_median_ranks(ra, rb)
-    if np.isnan(out["mean_rank_diff"]):
-        out["mean_rank_diff"] = float(np.nanmean(all_a) - np.nanmean(all_b))
+    if np.isnan(out["diff"]):
+        out["diff"] = float(np.nanmean(all_a) - np.nanmean(all_b))
     out.update(
         videos=per_video.n_pairs,
         nonzero_videos=per_video.n_nonzero,
@@ -242,12 +259,20 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v",
         w_caption=np.nan,
         p_caption=np.nan,
         p_caption_holm=np.nan,
-        mdr_a=list(across.median_ranks_a),
-        mdr_b=list(across.median_ranks_b),
-        w_mdr_across_seeds=across.test.statistic,
-        p_mdr_across_seeds=across.test.pvalue,
+        mdr_a=[],
+        mdr_b=[],
+        w_mdr_across_seeds=np.nan,
+        p_mdr_across_seeds=np.nan,
         seeds=seeds,
     )
+    if metric == "rank":
+        across = significance.wilcoxon_median_ranks(ra, rb)
+        out.update(
+            mdr_a=list(across.median_ranks_a),
+            mdr_b=list(across.median_ranks_b),
+            w_mdr_across_seeds=across.test.statistic,
+            p_mdr_across_seeds=across.test.pvalue,
+        )
     if direction == "t2v":
         per_caption = significance.wilcoxon_seed_averaged(ra, rb)
         out.update(
@@ -312,8 +337,9 @@ def _score_notes(summaries: dict, d: str, dropped: list[str]) -> list[str]:
 
 TEST_NOTE = (
     "**Runs x videos** (the test to read; `rudder.evaluation.significance."
-    "crossed_random_effects_test`): the difference of mean ranks A - B over all runs of each "
-    "row and all queries (negative = A ranks better), against its variance under a linear "
+    "crossed_random_effects_test`): the difference A - B of the metric's mean over all runs "
+    "of each row and all queries (mean rank: negative = A ranks better; nDCG, mAP in percent: "
+    "positive = A is better), against its variance under a linear "
     "mixed model with random training-run and video effects (method-of-moments components, "
     "Satterthwaite df); the unit of replication is the training run, and the videos are a "
     "second random factor. [95% interval]. **Bootstrap**: the two-level bootstrap "
@@ -358,24 +384,26 @@ def markdown(summaries: dict[str, dict], tests: Sequence[dict], header: str = ""
             TEST_NOTE,
             "",
             (
-                "| A | B | direction | runs A, B | videos | mean rank A | mean rank B | "
+                "| A | B | direction | metric | runs A, B | videos | mean A | mean B | "
                 "diff [95% CI] | p, runs x videos | Holm | bootstrap [95% CI] | p, bootstrap | "
                 "Holm | p per video | Holm | p per caption | Holm | MdR A by seed | "
                 "MdR B by seed | p MdR by seed |"
             ),
-            "|---" * 20 + "|",
+            "|---" * 21 + "|",
         ]
         for t in tests:
             caption = t["direction"] == "t2v"
+            metric = "mean rank" if t["metric"] == "rank" else t["metric"]
             lines.append(
-                f"| {t['a']} | {t['b']} | {t['direction']} | {t['runs_a']}, {t['runs_b']} | "
-                f"{t['videos']} | {t['mean_rank_a']:.2f} | {t['mean_rank_b']:.2f} | "
-                f"{t['mean_rank_diff']:+.2f} {_interval(t, 'runs')} | {_p(t['p_runs'])} | "
+                f"| {t['a']} | {t['b']} | {t['direction']} | {metric} | "
+                f"{t['runs_a']}, {t['runs_b']} | "
+                f"{t['videos']} | {t['mean_a']:.2f} | {t['mean_b']:.2f} | "
+                f"{t['diff']:+.2f} {_interval(t, 'runs')} | {_p(t['p_runs'])} | "
                 f"{_p(t['p_runs_holm'])} | {_interval(t, 'boot')} | {_p(t['p_boot'])} | "
                 f"{_p(t['p_boot_holm'])} | {_p(t['p_video'])} | {_p(t['p_video_holm'])} | "
                 + (f"{_p(t['p_caption'])} | {_p(t['p_caption_holm'])} | " if caption
                    else "– | – | ")
-                + f"{_ranks(t['mdr_a'])} | {_ranks(t['mdr_b'])} | "
+                + f"{_ranks(t['mdr_a']) or '–'} | {_ranks(t['mdr_b']) or '–'} | "
                 f"{_p(t['p_mdr_across_seeds'])} |"
             )
         lines.append("")
@@ -430,12 +458,13 @@ TEST_KEYS = (
     "a",
     "b",
     "direction",
+    "metric",
     "runs_a",
     "runs_b",
     "videos",
-    "mean_rank_a",
-    "mean_rank_b",
-    "mean_rank_diff",
+    "mean_a",
+    "mean_b",
+    "diff",
     "se_runs",
     "df_runs",
     "diff_ci_low_runs",
@@ -469,7 +498,8 @@ W_DIGITS = 12  # W is a sum of tie-averaged ranks, a multiple of 0.5: exact belo
 
 
 def tests_csv(suite: str, tests: Sequence[dict]) -> str:
-    """CSV of the tests (module docstring): ``*_runs`` runs x videos (the crossed random
+    """CSV of the tests (module docstring): ``metric`` (rank, nDCG or mAP), ``mean_a``,
+    ``mean_b`` (mean rank; nDCG/mAP in percent), ``diff`` A - B; ``*_runs`` runs x videos (the crossed random
     effects test over all runs of each row; ``se``, ``df`` and its interval), ``*_boot`` the
     two-level bootstrap, ``*_video`` per video (the rank difference averaged per video over
     the shared seeds, paired by video; the interval a cluster bootstrap over videos),

@@ -145,6 +145,10 @@ def read_sentences(epic_dir) -> list[dict]:
                 f"{epic_dir / SENTENCES}, line {line}: expected narration_id,narration,"
                 f"verb_class,noun_classes,verb,nouns with known class ids ({error!r})"
             ) from None
+    ids = [s["narration_id"] for s in out]
+    if len(set(ids)) != len(ids):
+        duplicate = next(i for i in ids if ids.count(i) > 1)
+        raise LayoutError(f"{epic_dir / SENTENCES}: narration_id {duplicate!r} appears twice")
     if len(out) < NUM_CLIPS:
         raise LayoutError(f"{epic_dir / SENTENCES}: {len(out)} narrations, fewer than the "
                           f"{NUM_CLIPS} the benchmark draws")
@@ -204,7 +208,7 @@ def build_epic_relevance(epic_dir, out_dir, overwrite: bool = False) -> Path:
     verb_keys = list(_class_keys(epic_dir / VERB_CLASSES).values())
     noun_keys = list(_class_keys(epic_dir / NOUN_CLASSES).values())
     kitchens = sorted({s["participant"] for s in sentences})
-    ids = [f"c{k:04d}" for k in range(NUM_CLIPS)]
+    ids = [c["narration_id"] for c in clips]  # the clip's id is its narration's
     splits = [list(SPLIT_FRACTIONS)[s] for s in split_of]
     meta = DatasetMeta(
         name="epic-relevance", version=EPIC_VERSION, languages=["en"], experts=dict(EXPERTS),

@@ -61,10 +61,10 @@ def test_report_writes_and_checks_a_suite(tmp_path, capsys, monkeypatch):
     assert report.main(["s", "--output", str(tmp_path)]) == 0
     md = (tmp_path / "s.md").read_text()
     assert md.startswith("# s\n") and "A note." in md and "| Fusion | " in md
-    assert "| PO | MM | t2v | 3, 3 | 16 |" in md
+    assert "| PO | MM | t2v | mean rank | 3, 3 | 16 |" in md
     assert report.main(["s", "--output", str(tmp_path), "--check"]) == 0
     tests = (tmp_path / "s-tests.csv").read_text()
-    (tmp_path / "s-tests.csv").write_text(tests.replace("s,PO,MM,t2v,3,3", "s,PO,MM,t2v,3,4"))
+    (tmp_path / "s-tests.csv").write_text(tests.replace("s,PO,MM,t2v,rank,3,3", "s,PO,MM,t2v,rank,3,4"))
     capsys.readouterr()
     assert report.main(["s", "--output", str(tmp_path), "--check"]) == 1
     err = capsys.readouterr().err
@@ -138,3 +138,11 @@ def test_calibration_report_from_a_pool(tmp_path, monkeypatch):
     assert float(first["p_runs"]) == pytest.approx(direct.pvalue, rel=1e-5)
     assert first["seeds_a"] == " ".join(map(str, a))
     assert tables.compare  # the same tests as the tables
+
+
+def test_every_committed_claim_is_a_comparison_of_its_suite():
+    from experiments.suites import load_suite
+
+    for claim in claims.load_claims():
+        suite = load_suite(claim["suite"])
+        assert (claim["a"], claim["b"]) in suite.comparisons, claim["id"]

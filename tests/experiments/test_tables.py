@@ -94,8 +94,8 @@ def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
     assert t["p_caption"] == pytest.approx(0.75)
     # one caption per video: the per-video test is the per-caption one
     assert (t["videos"], t["w_video"], t["p_video"]) == (3, 2.0, pytest.approx(0.75))
-    assert t["mean_rank_diff"] == pytest.approx(t["mean_rank_a"] - t["mean_rank_b"])
-    assert t["mean_rank_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
+    assert t["diff"] == pytest.approx(t["mean_a"] - t["mean_b"])
+    assert t["mean_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
     # Over runs x videos: every run of each row, unpaired (seed order plays no part).
     crossed = significance.crossed_random_effects_test(a.ranks["t2v"], b.ranks["t2v"], [0, 1, 2])
     boot = significance.hierarchical_bootstrap(a.ranks["t2v"], b.ranks["t2v"], [0, 1, 2],
@@ -104,7 +104,7 @@ def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
     assert (t["p_runs"], t["se_runs"], t["df_runs"]) == (crossed.pvalue, crossed.se, crossed.df)
     assert (t["diff_ci_low_runs"], t["diff_ci_high_runs"]) == (crossed.low, crossed.high)
     assert (t["p_boot"], t["diff_ci_low_boot"]) == (boot.pvalue, boot.low)
-    assert t["mean_rank_diff"] == crossed.estimate
+    assert t["diff"] == crossed.estimate
     # Across seeds, paired seed with seed: MdR A [4, 7], B [3, 5] -> d = [1, 2], W = 0,
     # p = 2 * 1/4.
     assert (t["mdr_a"], t["mdr_b"]) == ([4.0, 7.0], [3.0, 5.0])
@@ -136,7 +136,7 @@ def test_markdown_and_csv():
     assert text.startswith("# Title")
     assert "| MM | 50.0 ± 23.6 [" in text and "## Video → text" in text
     # PO averages [0, 0, 2.5], MM [0, 0.5, 3]: three videos of one caption, two nonzero
-    assert "| PO | MM | t2v | 2, 2 | 3 |" in text and "| PO | MM | v2t | 2, 2 | 3 |" in text
+    assert "| PO | MM | t2v | mean rank | 2, 2 | 3 |" in text and "| PO | MM | v2t | mean rank | 2, 2 | 3 |" in text
     assert "| p, runs x videos | Holm | bootstrap [95% CI] | p, bootstrap | Holm |" in text
     csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2}, {"MM": 0, "PO": 1})
     assert csv_text.splitlines()[0] == (
@@ -145,11 +145,11 @@ def test_markdown_and_csv():
     assert "s,MM,-,runs_at_epoch_cap,0,,,,2," in csv_text
     assert "s,PO,-,runs_at_epoch_cap,1,,,,2," in csv_text
     header, t2v_line, v2t_line = tables.tests_csv("s", tests).splitlines()
-    assert header.startswith("suite,a,b,direction,runs_a,runs_b,videos,mean_rank_a,")
+    assert header.startswith("suite,a,b,direction,metric,runs_a,runs_b,videos,mean_a,mean_b,diff,")
     for column in ("p_runs", "p_runs_holm", "se_runs", "df_runs", "p_boot", "p_boot_holm",
                    "p_video", "p_video_holm", "diff_ci_low_video", "p_caption", "p_caption_holm"):
         assert column in header.split(",")
-    assert t2v_line.startswith("s,PO,MM,t2v,2,2,3,") and t2v_line.endswith(
+    assert t2v_line.startswith("s,PO,MM,t2v,rank,2,2,3,") and t2v_line.endswith(
         ",1 1,2 1,0,1,0 1"
     )  # MdR PO [1, 1], MM [2, 1]
     fields = dict(zip(header.split(","), v2t_line.split(","), strict=True))
@@ -231,3 +231,19 @@ def test_score_notes_say_what_each_metric_is_computed_over():
     assert ("nDCG: the mean over the queries that have an item with R > 0 (2 queries here; a "
             "query with none has no value; the CSV's `queries`).") in text
     assert "mAP: n/a in every row, so the column is left out" in text
+
+
+def test_compare_on_ndcg_is_in_percent_and_higher_is_better():
+    a = _row("A", [0, 1], [[0, 1, 4], [0, 0, 2]])
+    b = _row("B", [0, 1], [[1, 1, 4], [0, 2, 2]])
+    a.scores = {"t2v": {"nDCG": np.array([[1.0, 0.5, NAN], [1.0, 1.0, NAN]])}}
+    b.scores = {"t2v": {"nDCG": np.array([[0.5, 0.5, NAN], [1.0, 0.5, NAN]])}}
+    t = tables.compare(a, b, "t2v", "nDCG")
+    assert t["metric"] == "nDCG" and t["mean_a"] == pytest.approx(87.5)
+    assert t["diff"] == pytest.approx(87.5 - 62.5)  # positive: A is better
+    assert t["mdr_a"] == [] and np.isnan(t["p_mdr_across_seeds"])  # ranks only
+    crossed = significance.crossed_random_effects_test(100 * a.scores["t2v"]["nDCG"],
+                                                       100 * b.scores["t2v"]["nDCG"], [0, 1, 2])
+    assert t["p_runs"] == crossed.pvalue
+    with pytest.raises(ValueError, match="no per-query mAP"):
+        tables.compare(a, b, "t2v", "mAP")
