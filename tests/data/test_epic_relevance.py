@@ -51,7 +51,7 @@ def test_clips_splits_and_classes_come_from_the_real_files(epic, shared_data):
 def test_the_relevance_structure_is_epics(epic):
     # Own clip R = 1 for every caption (one narration per clip, each with a verb and a noun);
     # a few percent of pairs of different clips reach R >= 0.4 (8.4% over all 15,989).
-    table, nouns, verbs = _classes(DatasetFolder(epic), "train")
+    _, nouns, verbs = _classes(DatasetFolder(epic), "train")
     r = relevance(nouns, verbs, nouns, verbs)
     assert torch.all(r.diagonal() == 1)
     off = r[~torch.eye(len(r), dtype=torch.bool)]

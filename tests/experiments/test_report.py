@@ -64,7 +64,8 @@ def test_report_writes_and_checks_a_suite(tmp_path, capsys, monkeypatch):
     assert "| PO | MM | t2v | mean rank | 3, 3 | 16 |" in md
     assert report.main(["s", "--output", str(tmp_path), "--check"]) == 0
     tests = (tmp_path / "s-tests.csv").read_text()
-    (tmp_path / "s-tests.csv").write_text(tests.replace("s,PO,MM,t2v,rank,3,3", "s,PO,MM,t2v,rank,3,4"))
+    (tmp_path / "s-tests.csv").write_text(
+        tests.replace("s,PO,MM,t2v,rank,3,3", "s,PO,MM,t2v,rank,3,4"))
     capsys.readouterr()
     assert report.main(["s", "--output", str(tmp_path), "--check"]) == 1
     err = capsys.readouterr().err
