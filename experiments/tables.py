@@ -501,10 +501,10 @@ def tests_csv(suite: str, tests: Sequence[dict]) -> str:
     """CSV of the tests (module docstring): ``metric`` (rank, nDCG or mAP), ``mean_a``,
     ``mean_b`` (mean rank; nDCG/mAP in percent), ``diff`` A - B; ``*_runs`` runs x videos
     (the crossed random effects test over all runs of each row; ``se``, ``df`` and its
-    interval), ``*_boot`` the two-level bootstrap, ``*_video`` per video (the rank difference averaged per video over
-    the shared seeds, paired by video; the interval a cluster bootstrap over videos),
-    ``*_caption`` per caption (t2v only; empty for v2t), ``*_holm`` Holm-adjusted over the
-    table, ``*_mdr_across_seeds`` per-seed MdR paired by seed."""
+    interval), ``*_boot`` the two-level bootstrap, ``*_video`` per video (the difference
+    averaged per video over the shared seeds, paired by video; the interval a cluster
+    bootstrap over videos), ``*_caption`` per caption (t2v only; empty for v2t), ``*_holm``
+    Holm-adjusted over the table, ``*_mdr_across_seeds`` per-seed MdR paired by seed."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["suite", *TEST_KEYS, "seeds"])
