@@ -3,7 +3,7 @@ B are the same configuration trained with disjoint seeds (the false-positive rat
 p < 0.05, which should be about 5%).
 
 A pool of training runs of one row (default: rudder-table1's MM with its tuned settings,
-seeds 0..59; the suite's own seeds are the first of them) is trained like any suite run
+seeds 0..39; the suite's own seeds are the first of them) is trained like any suite run
 (resumable), their per-query ranks are written to
 ``experiments/results/calibration-ranks.npz`` (:mod:`experiments.archive`), and
 ``calibration.md`` / ``calibration.csv`` are computed from it (``python -m
@@ -143,10 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
         default_suite="rudder-table1",
     )
     parser.add_argument("--row", default="MM", help="the row whose runs form the pool (MM)")
-    parser.add_argument("--pool", type=int_in(4, 1000), default=60,
-                        help="runs in the pool: seeds 0..N-1 (default 60)")
-    parser.add_argument("--partitions", type=int_in(1, 1000), default=7,
-                        help="random partitions of the pool into pairs (default 7)")
+    parser.add_argument("--pool", type=int_in(4, 1000), default=40,
+                        help="runs in the pool: seeds 0..N-1 (default 40)")
+    parser.add_argument("--partitions", type=int_in(1, 1000), default=10,
+                        help="random partitions of the pool into pairs (default 10: 20 pairs "
+                        "of 10 + 10 runs from 40)")
     return parser
 
 
