@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from . import report
     from .run import plan, train_job
-    from .suite_report import collect_rows, header, run_records
+    from .suite_report import collect_rows, header, run_records, runs_at_epoch_cap
     from .tune import tuned_path
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         collected, behind = collect_rows(single, jobs, args.runs_dir, EvalSplits())
         command = "python -m experiments.calibrate " + " ".join(argv)
-        text = header(single, jobs, command, None, jobs[0].config.selection, 0, collected)
+        capped = runs_at_epoch_cap([job.run_dir for job in jobs])
+        text = header(single, jobs, command, None, jobs[0].config.selection, capped, collected)
         sizes = [k for k in ARM_SIZES if 2 * k <= args.pool]
         meta = {"suite": NAME, "rows": [args.row], "comparisons": [], "header": text.replace(
             f"# {single.title}", f"# Calibration: {args.row} of {suite.name} against itself", 1),
