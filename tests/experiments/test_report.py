@@ -131,6 +131,7 @@ def test_calibration_report_from_a_pool(tmp_path, monkeypatch):
     files = report.render("calibration", tmp_path)
     md, table = files["calibration.md"], files["calibration.csv"].splitlines()
     assert "| runs x videos (crossed random effects) | t2v | 5 | 6 (2) |" in md
+    assert "| p < 0.05 | rate [95% CI] | p < 0.10 |" in md
     assert len(table) == 1 + 2 * (2 * 3 + 5 * 3)  # both directions of every pair
     first = dict(zip(table[0].split(","), table[1].split(","), strict=True))
     a, b, _ = calibrate.pairs(20, 5, 3, seed=0)[0]
