@@ -28,6 +28,7 @@ from .jobs import Job, run_timing
 from .suites import BEST, Suite
 
 HARD_NEGATIVE_DRAWS = 10
+POOLED_SEED = -1  # the "seed" of a fusion of every seed pooled into one model
 
 
 def cpu_model() -> str:
@@ -59,7 +60,7 @@ def collect_rows(
         key = " ".join(g[0].run_dir.parent.name for g in members)
         key = hashlib.sha256(key.encode()).hexdigest()[:8]
         if fusion.pool_seeds:  # one fused model of every run of every member
-            groups = [(members[0][0].seed, [j.run_dir for g in members for j in g], "pooled")]
+            groups = [(POOLED_SEED, [j.run_dir for g in members for j in g], "pooled")]
         else:  # one fused model per seed
             groups = [(job.seed, [g[i].run_dir for g in members], f"seed-{job.seed}")
                       for i, job in enumerate(members[0])]

@@ -98,6 +98,7 @@ def test_the_committed_ranks_reproduce_every_table(finished, tiny_dataset):
                                          "Fusion HYBRID (mixed losses, Q'=1)", "Fusion MAX (RAN)"}
         assert npz["t2v_rank"].dtype == np.float32 and npz["t2v_nDCG"].dtype == np.float32
         assert set(npz["run_seed"][npz["run_label"] == "MM"]) == {0, 1}
+        assert list(npz["run_seed"][npz["run_label"] == "Fusion MAX (RAN)"]) == [-1]  # pooled
         assert all(len(c) >= 7 for c in npz["run_commit"])  # a git commit (or "unknown")
         fingerprint = str(npz["dataset_fingerprint"])
     from rudder.runs.folders import resolve_dataset
