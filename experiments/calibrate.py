@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         command = "python -m experiments.calibrate " + " ".join(argv)
         capped = runs_at_epoch_cap([job.run_dir for job in jobs])
         text = header(single, jobs, command, None, jobs[0].config.selection, capped, collected)
+        text = "\n".join(line for line in text.splitlines()  # no table here: no table notes
+                          if not line.startswith(("- **Reproduces**", "Cells:")))
         sizes = [k for k in ARM_SIZES if 2 * k <= args.pool]
         meta = {"suite": NAME, "rows": [args.row], "comparisons": [], "header": text.replace(
             f"# {single.title}", f"# Calibration: {args.row} of {suite.name} against itself", 1),
