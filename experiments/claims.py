@@ -103,16 +103,17 @@ def render_claims(output: Path, path: Path = CLAIMS_FILE) -> dict[str, str]:
         (f"- **Claims**: `experiments/claims.yaml` ({len(results)} comparisons); recomputed from "
         "the suites' committed ranks by `python -m experiments.report claims`."),
         ("- **Test**: runs x videos (`rudder.evaluation.significance."
-        "crossed_random_effects_test`): the difference of mean ranks over every run of each "
-        "row and every test query (negative: A ranks better) against its variance under a "
-        "mixed model with random training-run and video effects; its false-positive rate "
-        "between runs of one configuration is in calibration.md."),
+        "crossed_random_effects_test`): the difference A - B of the metric's mean over every "
+        "run of each row and every test query (mean rank: negative = A ranks better; nDCG in "
+        "percent: positive = A is better) against its variance under a mixed model with "
+        "random training-run and video effects; its false-positive rate between runs of one "
+        "configuration is in calibration.md."),
         (f"- **Correction**: Holm over all {len(results)} claims at once; a verdict needs "
         f"p (Holm, all claims) < {ALPHA}."),
         "",
-        ("| id | suite | A | B | direction | runs A, B | mean rank A | mean rank B | "
+        ("| id | suite | A | B | direction | metric | runs A, B | mean A | mean B | "
         "diff [95% CI] | p | p, Holm over all claims | verdict |"),
-        "|---" * 12 + "|",
+        "|---" * 13 + "|",
     ]
     for r in results:
         lines.append(

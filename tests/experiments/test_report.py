@@ -97,6 +97,9 @@ def test_claims_one_holm_over_every_claim(tmp_path, monkeypatch):
     assert results[0]["verdict"] == ("PO ranks better" if holm[0] < 0.05 else "no difference shown")
     text = claims.render_claims(tmp_path, path)
     assert "Holm over all 3 claims at once" in text["claims.md"]
+    header = next(line for line in text["claims.md"].splitlines() if line.startswith("| id"))
+    row = next(line for line in text["claims.md"].splitlines() if line.startswith("| s-po"))
+    assert header.count("|") == row.count("|")  # a cell per column
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"claims": [{"id": "x", "suite": "s", "a": "PO", "b": "XX",
                                                "direction": "t2v"}]}))
