@@ -45,6 +45,7 @@ class RowResult:
     scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     query_ids: np.ndarray | None = None
     run_dirs: list[Path] = field(default_factory=list)
+    video_ids: np.ndarray | None = None
 
 
 @dataclass
@@ -145,6 +146,7 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
     test metrics and predictions (a run or a fusion); ``model_dir`` is a trained run of the same
     data config (itself, or a fusion's first member) whose test split gives the relevance."""
     seeds, tests, ranks, scores, ids = [], [], {d: [] for d in DIRECTIONS}, {}, None
+    video_ids = None
     for seed, run_dir, model_dir in run_dirs:
         pred = read_predictions(predictions_file(run_dir, "test"))
         query_ids = pred.caption_ids.reshape(-1)
@@ -152,7 +154,7 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
             raise RunError(
                 f"{run_dir}: its test queries differ from the other seeds of row {label!r}"
             )
-        ids = query_ids
+        ids, video_ids = query_ids, pred.video_ids
         relevance = splits.get(load_run(model_dir)).relevance if _needs_relevance(run_dir) else None
         r, s = per_query(pred.sims, pred.query_masks, relevance, pred.sims_v2t)
         _check_ranks(run_dir, r, pred)
@@ -170,6 +172,7 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
         {d: {m: np.stack(v) for m, v in ms.items()} for d, ms in scores.items()},
         ids,
         [p for _, p, _ in run_dirs],
+        video_ids,
     )
 
 

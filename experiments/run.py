@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Reproduce a paper table: train each row over seeds (resuming finished runs), "
         "then write markdown/CSV tables with bootstrap intervals and Wilcoxon tests, and plots.",
     )
-    parser.add_argument("--seeds", type=int_in(1, 1000), default=3,
-                        help="seeds 0..N-1 per row (default 3)")
+    parser.add_argument("--seeds", type=int_in(1, 1000),
+                        help="seeds 0..N-1 per row (default: the suite's `seeds`, else 5)")
     parser.add_argument(
         "--epochs", type=int_in(1, MAX_EPOCHS),
         help="override every row's epochs (a shorter schedule)"
@@ -116,12 +116,13 @@ def main(argv: list[str] | None = None) -> int:
             from .tune import tuned_path
 
             tuned = args.tuned or tuned_path(args.output, suite.name)
-        jobs = plan(suite, args.seeds, args.runs_dir, args.dataset, args.epochs, tuned)
+        seeds = args.seeds or suite.seeds
+        jobs = plan(suite, seeds, args.runs_dir, args.dataset, args.epochs, tuned)
     except (SuiteError, RudderError) as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     print(
-        f"suite {suite.name}: {len(suite.rows)} rows x {args.seeds} seeds"
+        f"suite {suite.name}: {len(suite.rows)} rows x {seeds} seeds"
         + (f", settings from {tuned}" if tuned else ", the rows' own settings")
     )
     for job in jobs:

@@ -14,14 +14,20 @@ DEFAULT_RUNS_DIR = Path("runs") / "experiments"
 DEFAULT_OUTPUT = Path("experiments") / "results"
 
 
-def suite_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The arguments experiments.run and experiments.tune share: suite, dataset and folders."""
+def suite_parser(prog: str, description: str,
+                 default_suite: str | None = None) -> argparse.ArgumentParser:
+    """The arguments experiments.run and experiments.tune share: suite, dataset and folders
+    (with ``default_suite``, the suite may be left out)."""
     parser = ArgumentParser(
         prog=prog,
         description=description,
         epilog=f"Suites: {', '.join(suite_names())}. See experiments/README.md.",
     )
-    parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
+    if default_suite is None:
+        parser.add_argument("suite", help="suite name (a folder of experiments/suites)")
+    else:
+        parser.add_argument("suite", nargs="?", default=default_suite,
+                            help=f"suite name (default {default_suite})")
     parser.add_argument(
         "--dataset",
         help="dataset folder (required by the real-dataset suites; "

@@ -10,10 +10,10 @@ import platform
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from rudder.atomic import atomic_write_text
 from rudder.evaluation.selection import reported_value
-from rudder.runs.folders import RunError, environment_record, resolve_dataset
+from rudder.runs.folders import RunError, environment_record, load_run, resolve_dataset
 from rudder.runs.layout import (
     env_file,
     predictions_file,
@@ -28,6 +28,7 @@ from .jobs import Job, run_timing
 from .suites import BEST, Suite
 
 HARD_NEGATIVE_DRAWS = 10
+POOLED_SEED = -1  # the "seed" of a fusion of every seed pooled into one model
 
 
 def cpu_model() -> str:
@@ -59,7 +60,7 @@ def collect_rows(
         key = " ".join(g[0].run_dir.parent.name for g in members)
         key = hashlib.sha256(key.encode()).hexdigest()[:8]
         if fusion.pool_seeds:  # one fused model of every run of every member
-            groups = [(members[0][0].seed, [j.run_dir for g in members for j in g], "pooled")]
+            groups = [(POOLED_SEED, [j.run_dir for g in members for j in g], "pooled")]
         else:  # one fused model per seed
             groups = [(job.seed, [g[i].run_dir for g in members], f"seed-{job.seed}")
                       for i, job in enumerate(members[0])]
@@ -302,45 +303,124 @@ def hard_negatives(
     return values, baseline
 
 
+def fusion_commits(dirs: list[Path]) -> str:
+    """The training commits of a fusion's member runs, in order of first appearance."""
+    commits = []
+    for run_dir in dirs:
+        try:
+            commit = _short(json.loads(env_file(run_dir).read_text()))
+        except (OSError, ValueError):
+            commit = "unknown"
+        if commit not in commits:
+            commits.append(commit)
+    return " ".join(commits)
+
+
+def run_records(suite: Suite, rows: dict[str, RowResult], behind: dict[str, list[Path]]
+                ) -> dict[str, list[dict]]:
+    """Per row, per run (in the row's order): its run key and training commit (a fusion's
+    model: its folder and its members' commits)."""
+    records = {}
+    for label, row in rows.items():
+        if label in suite.labels:
+            records[label] = [{"key": f"{d.parent.name}/{d.name}",
+                               "commit": fusion_commits([d])} for d in row.run_dirs]
+        else:
+            records[label] = [{"key": f"{d.parent.name}/{d.name}",
+                               "commit": fusion_commits(read_metrics(d).get("members") and
+                                                        [Path(m) for m in
+                                                         read_metrics(d)["members"]] or [])}
+                              for d in row.run_dirs]
+    return records
+
+
+def relevance_reach(job: Job, tau: float) -> float:
+    """The share of a training batch's caption-video pairs of different videos whose training
+    relevance reaches ``tau``, in expectation: a caption of video v drawn uniformly, a video
+    j != v, and with ``batch_relevance: caption`` one of j's captions drawn uniformly (the
+    trainer's batches: random videos, one random caption each, ``positive_sampling: own``)."""
+    from rudder.data.loader import build_class_index, load_split
+    from rudder.supervision import relevance
+
+    run = load_run(job.run_dir)
+    cfg = run.config
+    train = load_split(run.dataset, "train", run.experts, run.vocab, cfg.data.caption_langs,
+                       build_class_index(run.dataset), cfg.data.max_words, cfg.data.max_frames)
+    mask = train.caption_mask
+    owner = torch.nonzero(mask)[:, 0]
+    weight = 1.0 / mask.sum(1).float()  # a caption's chance to be its video's batch caption
+    nouns, verbs = train.nouns[mask].float(), train.verbs[mask].float()
+    if cfg.supervision.batch_relevance == "video":
+        reach = (relevance(nouns, verbs, *train.video_classes(cfg.supervision.rho)) >= tau)
+        reach = reach.float()  # (captions, videos)
+    else:
+        pairs = (relevance(nouns, verbs, nouns, verbs) >= tau).float()  # caption x caption
+        reach = torch.zeros(len(owner), train.num_videos)
+        reach.index_add_(1, owner, pairs * weight[owner])  # mean over j's captions
+    reach[torch.arange(len(owner)), owner] = 0.0
+    per_video = torch.zeros(train.num_videos).index_add_(0, owner, reach.sum(1) * weight[owner])
+    return float(per_video.sum() / (train.num_videos * (train.num_videos - 1)))
+
+
+def relevance_reach_notes(suite: Suite, jobs: list[Job]) -> list[str]:
+    """For each row whose loss has a relevance threshold ``tau``: how many in-batch pairs of
+    different videos reach it in training (:func:`relevance_reach`)."""
+    lines = []
+    for row in suite.rows:
+        job = next(j for j in jobs if j.row is row)
+        tau = job.config.loss.params.get("tau")
+        if tau is None:
+            continue
+        share = relevance_reach(job, float(tau))
+        lines.append(
+            f"{row.label}: {100 * share:.2g}% of the training batches' caption-video pairs of "
+            f"different videos reach the relevance threshold tau = {tau:g} "
+            f"(`{job.config.supervision.batch_relevance}` relevance)"
+            + (". Below 1%, the loss's relevant set is empty for almost every anchor: its "
+               "negatives are HN's (every other video), and RANP's positive term compares the "
+               "hardest negative with 1." if share < 0.01 else ".")
+        )
+    return lines
+
+
 def write_report(
     suite: Suite, jobs: list[Job], output: Path, command: str, runs_dir: Path
 ) -> list[Path]:
-    """Write ``<output>/<suite>.md``, ``.csv``, ``-wilcoxon.csv``, ``-recall.png`` and
-    ``-hardneg.png``; returns their paths."""
+    """Write ``<output>/<suite>-ranks.npz`` (:mod:`experiments.archive`), the tables and tests
+    recomputed from it (``<suite>.md``, ``.csv``, ``-tests.csv``: :mod:`experiments.report`),
+    and the plots ``-recall.png`` and ``-hardneg.png``; returns their paths."""
+    from . import report
+    from .archive import archive_path, write_archive
+
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     splits = EvalSplits(own_video=suite.protocol.relevance == "own_video")
     rows, behind = collect_rows(suite, jobs, runs_dir, splits)
+    reference = suite.protocol.relevance == "reference"
+    for row in rows.values():
+        tables.check_against_metrics(row, scores=reference)
     selection = jobs[0].config.selection
     best = best_row(suite, rows, selection)
-    reference = suite.protocol.relevance == "reference"
-    summaries = {label: tables.summarise(row, relevance_from_json=reference)
-                 for label, row in rows.items()}
-    tests = tables.adjust([
-        tables.compare(rows[best if a == BEST else a], rows[best if b == BEST else b], d)
-        for a, b in suite.comparisons
-        for d in tables.DIRECTION_TITLES
-    ])
     at_cap = {label: runs_at_epoch_cap(dirs) for label, dirs in behind.items()}
     capped = runs_at_epoch_cap([j.run_dir for j in jobs])
     notes = [f"Fusion rows: {_fusion_text(suite, rows)}."] if suite.fusions else []
-    text = tables.markdown(
-        summaries, tests, header(suite, jobs, command, best, selection, capped, rows), notes
-    )
+    notes += relevance_reach_notes(suite, jobs)
+    meta = {
+        "suite": suite.name,
+        "rows": list(rows),
+        "comparisons": [[best if a == BEST else a, best if b == BEST else b]
+                        for a, b in suite.comparisons],
+        "best": best,
+        "test_metrics": list(suite.test_metrics),
+        "header": header(suite, jobs, command, best, selection, capped, rows),
+        "notes": notes,
+        "runs_at_epoch_cap": at_cap,
+    }
+    fingerprint = resolve_dataset(jobs[0].config.data.dataset).fingerprint()
+    written = [write_archive(archive_path(output, suite.name), rows,
+                             run_records(suite, rows, behind), fingerprint, meta)]
+    written += report.write(suite.name, output)
     stem = output / suite.name
-    written = [
-        stem.with_suffix(".md"),
-        stem.with_name(f"{suite.name}.csv"),
-        stem.with_name(f"{suite.name}-wilcoxon.csv"),
-    ]
-    atomic_write_text(written[0], text)
-    atomic_write_text(
-        written[1],
-        tables.metrics_csv(
-            suite.name, summaries, {k: len(r.seeds) for k, r in rows.items()}, at_cap
-        ),
-    )
-    atomic_write_text(written[2], tables.tests_csv(suite.name, tests))
     written.append(
         plots.recall_curves(
             list(rows.values()), stem.with_name(f"{suite.name}-recall.png"), suite.title

@@ -14,6 +14,8 @@ says what the table compares::
              name: RANP, pool_seeds: true, mixed_losses: false}
     tune: ../tune-grids.yaml     # optional: the tuning grids (a file, or the mapping inline);
                                  # see experiments.tune
+    seeds: 10                    # optional: training runs per row (seeds 0..N-1; default 5)
+    test_metrics: [rank, nDCG]   # optional: what each comparison is tested on (default: rank)
     evaluation: {rho: 0.25, relevance: reference}   # the suite's one evaluation protocol
 
 ``evaluation`` (optional; these are its defaults) fixes how every row is evaluated:
@@ -48,6 +50,8 @@ FUSION_METHODS = ("avg", "max", "hybrid")
 BEST = "best"
 DEFAULT_RHO = 0.25  # the RANP paper's threshold
 RELEVANCE_DEFINITIONS = ("reference", "own_video")
+DEFAULT_SEEDS = 5  # training runs per row unless the suite says otherwise (at least 2: the
+# run-level tests need two runs of each row)
 
 
 class SuiteError(ValueError):
@@ -118,6 +122,8 @@ class Suite:
     requires_dataset: str | None = None
     tune: dict | None = None
     protocol: Protocol = Protocol()
+    seeds: int = DEFAULT_SEEDS
+    test_metrics: tuple[str, ...] = ("rank",)
     labels: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -136,8 +142,9 @@ def suite_names(root: Path = SUITES_DIR) -> list[str]:
 
 _KEYS = {
     "title", "source", "requires_dataset", "rows", "comparisons", "best_of", "fusion", "tune",
-    "evaluation",
+    "evaluation", "seeds", "test_metrics",
 }
+TEST_METRICS = ("rank", "nDCG", "mAP")
 
 
 def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
@@ -184,6 +191,14 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         allowed = labels + fusion_labels + ([BEST] if best_of else [])
         _known(meta_path, f"comparisons[{i}]", pair, allowed)
         comparisons.append(pair)
+    seeds = meta.get("seeds", DEFAULT_SEEDS)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+        raise SuiteError(f"{meta_path}: seeds must be an integer of at least 2 (the run-level "
+                         f"tests need two runs of each row), got {seeds!r}")
+    metrics = tuple(meta.get("test_metrics") or ("rank",))
+    if not set(metrics) <= set(TEST_METRICS) or len(set(metrics)) != len(metrics):
+        raise SuiteError(f"{meta_path}: test_metrics must be distinct names of "
+                         f"{list(TEST_METRICS)}, got {list(metrics)}")
     return Suite(
         name,
         folder,
@@ -196,6 +211,8 @@ def load_suite(name: str, root: Path = SUITES_DIR) -> Suite:
         meta.get("requires_dataset"),
         _tune(meta_path, meta.get("tune")),
         protocol,
+        seeds,
+        metrics,
     )
 
 

@@ -46,7 +46,8 @@ class _FactsBeforeData:
 
     embedding_dim: int
 
-    def caption_similarity_threshold(self, top_fraction: float) -> None:
+    def caption_similarity_threshold(self, top_fraction: float,
+                                     other_videos: bool = False) -> None:
         return None
 
 

@@ -14,6 +14,15 @@ Readings of "A ranks better than B" over several seeds, named in every output:
   (seed) and method, then the signed-rank test over experiments. With n experiments the
   smallest two-sided p-value is 2 / 2**n (0.25 for 3 seeds). (The RUDDER paper pooled
   median-rank pairs over all its experiments, not the seeds of one comparison.)
+- across training runs and videos: the readings above condition on the trained models (a
+  seed's model is fixed, only the test queries vary), so they compare a few trained models,
+  not two losses. Two tests take the training run as the unit of replication, with the
+  videos as a second, crossed random factor: :func:`crossed_random_effects_test`, the mean
+  rank difference against its variance under a linear mixed model with random run and
+  video effects (method-of-moments components, Satterthwaite degrees of freedom), and
+  :func:`hierarchical_bootstrap`, a two-level bootstrap (Saravanan et al. 2020) that draws
+  runs, then videos. How often each rejects between runs of one configuration (it should
+  be about 5% at p < 0.05) is measured by ``python -m experiments.calibrate``.
 - :func:`holm` adjusts the p-values of a table's comparisons for multiplicity.
 """
 
@@ -223,6 +232,191 @@ def cluster_bootstrap_mean_difference(
     return bootstrap_ci(
         np.arange(diff.size, dtype=float), statistic, n_resamples, confidence, seed
     )
+
+
+class HierarchicalTest(NamedTuple):
+    estimate: float  # mean over A's runs and all queries minus the same for B
+    low: float  # percentile interval of the difference
+    high: float
+    pvalue: float  # two-sided
+    runs_a: int
+    runs_b: int
+    clusters: int  # videos with a valid query
+    n_resamples: int
+
+
+HIERARCHICAL_BLOCK = 1000  # resamples drawn at once (the order of the draws is documented)
+
+
+def _cluster_sums(values, groups, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per run and video: the sum of the run's values over the video's valid queries; and
+    the valid queries per video (the same for every run)."""
+    v = _per_seed(values, name)
+    g = np.asarray(groups).reshape(-1)
+    if g.size != v.shape[1]:
+        raise ValueError(f"groups has {g.size} entries; expected one per query ({v.shape[1]})")
+    valid = ~np.isnan(v)
+    if not (valid == valid[0]).all():
+        raise ValueError(f"{name}: its runs mask different queries (NaN positions differ)")
+    _, video = np.unique(g[valid[0]], return_inverse=True)
+    count = np.bincount(video).astype(np.float64)
+    sums = np.stack([np.bincount(video, weights=run[valid[0]], minlength=count.size)
+                     for run in v])
+    return sums, count
+
+
+def hierarchical_bootstrap(
+    values_a, values_b, groups, n_resamples: int = 10_000, confidence: float = 0.95,
+    seed: int = 0,
+) -> HierarchicalTest:
+    """Two-level bootstrap test of A - B whose unit of replication is the training run.
+
+    ``values_a``: (runs_a, queries) per-query values (0-based ranks, or any per-query score)
+    of A's training runs, each run trained on its own (its own seed); ``values_b``: (runs_b,
+    queries) of B's runs. The runs of A and B are *not* paired (their counts may differ),
+    the queries are: the same test queries in the same order, NaN where masked (the same
+    mask in every run). ``groups``: the video of each query.
+
+    Statistic: D = mean over A's runs and all valid queries minus the same for B (for ranks,
+    the difference of mean ranks: negative = A ranks better). Each resample draws, with
+    replacement, (1) runs_a of A's runs and runs_b of B's, then (2) as many videos as there
+    are, the same videos for both losses with all their queries (the videos are crossed with
+    the runs, every run ranks every video: resampling both factors is Owen's pigeonhole
+    bootstrap, which is mildly conservative), and computes D* = sum over the drawn videos of
+    (A's mean over its drawn runs - B's) of the video's query sums, divided by the drawn
+    videos' query count (its sign taken from the exact numerator, so that a resample equal
+    to 0 counts in both tails). The highest level first, then the level below: the hierarchical
+    bootstrap of Saravanan, Berman & Sober, "Application of the hierarchical bootstrap to
+    multi-level data in neuroscience", Neurons, Behavior, Data analysis, and Theory 2020;
+    crossed factors: Owen, "The pigeonhole bootstrap", Annals of Applied Statistics 2007.
+
+    ``low``/``high``: the (1 - confidence)/2 and (1 + confidence)/2 quantiles of D* (linear
+    interpolation). ``pvalue``: two-sided, 2 (1 + min(#{D* <= 0}, #{D* >= 0})) / (B + 1),
+    at most 1 (the percentile test: 0 outside the central interval of D*, with the +1 of
+    Davison & Hinkley 1997, eq. 4.11, so it is never 0). Draws: numpy
+    ``default_rng(seed)``; per block of up to :data:`HIERARCHICAL_BLOCK` resamples, the run
+    indices of A (b, runs_a), then of B (b, runs_b), then the video indices (b, videos).
+    Its false-positive rate between runs of one configuration is measured by
+    ``python -m experiments.calibrate`` (experiments/README.md).
+    """
+    sums_a, count = _cluster_sums(values_a, groups, "values_a")
+    sums_b, count_b = _cluster_sums(values_b, groups, "values_b")
+    if sums_a.shape[1] != sums_b.shape[1] or not np.array_equal(count, count_b):
+        raise ValueError("values_a and values_b mask different queries (NaN positions differ)")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    runs_a, runs_b, videos = sums_a.shape[0], sums_b.shape[0], count.size
+    estimate = float(sums_a.sum(1).mean() / count.sum() - sums_b.sum(1).mean() / count.sum())
+    rng = np.random.default_rng(seed)
+    boot, signs = [], []
+    for start in range(0, n_resamples, HIERARCHICAL_BLOCK):
+        b = min(HIERARCHICAL_BLOCK, n_resamples - start)
+        pick_a = rng.integers(0, runs_a, size=(b, runs_a))
+        pick_b = rng.integers(0, runs_b, size=(b, runs_b))
+        pick_v = rng.integers(0, videos, size=(b, videos))
+        # runs_b * (sum over A's drawn runs) - runs_a * (B's): exact for ranks (multiples of
+        # 0.5), so a difference of exactly 0 is 0 and counts in both tails
+        total = sums_a[pick_a].sum(axis=1) * runs_b - sums_b[pick_b].sum(axis=1) * runs_a
+        numerator = total[np.arange(b)[:, None], pick_v].sum(axis=1)
+        signs.append(np.sign(numerator))
+        boot.append(numerator / (runs_a * runs_b * count[pick_v].sum(axis=1)))
+    dist, sign = np.concatenate(boot), np.concatenate(signs)
+    low, high = np.quantile(dist, [(1 - confidence) / 2, (1 + confidence) / 2])
+    tail = min(np.count_nonzero(sign <= 0), np.count_nonzero(sign >= 0))
+    pvalue = min(1.0, 2 * (1 + tail) / (n_resamples + 1))
+    return HierarchicalTest(estimate, float(low), float(high), float(pvalue), runs_a, runs_b,
+                            videos, n_resamples)
+
+
+class CrossedTest(NamedTuple):
+    estimate: float  # mean over A's runs and all queries minus the same for B
+    low: float  # estimate -/+ t quantile x standard error
+    high: float
+    pvalue: float  # two-sided, Student t with ``df`` degrees of freedom
+    se: float
+    df: float
+    runs_a: int
+    runs_b: int
+    clusters: int
+    run_variance_a: float  # the components of se**2 (see crossed_random_effects_test)
+    run_variance_b: float
+    video_variance: float
+    residual_variance: float
+
+
+def crossed_random_effects_test(values_a, values_b, groups, confidence: float = 0.95
+                                ) -> CrossedTest:
+    """Test of A - B whose units of replication are the training run and the video.
+
+    Arguments as :func:`hierarchical_bootstrap` (runs of A and B not paired, at least two of
+    each; queries paired; ``groups`` the video of each query). Statistic: D = mean over A's
+    runs and all valid queries minus the same for B (negative: A ranks better).
+
+    Model (a linear mixed model with crossed random effects, as for subjects and items in
+    Clark, "The language-as-fixed-effect fallacy", JVLVB 1973, and Baayen, Davidson & Bates,
+    JML 2008): for loss a, run r and video v with c_v valid queries, the sum of the run's
+    values over the video's queries is y_arv = c_v mu_a + u_v + g_av + c_v b_ar + e_arv,
+    with u_v the video's difficulty (shared, it cancels), g_av a loss x video interaction,
+    b_ar the run's effect (its seed) and e_arv the run x video residual, all random and
+    independent. With C = sum_v c_v, D = sum_v (mean_r y_Arv - mean_r y_Brv) / C and
+
+        Var(D) = Var(mean b_A) + Var(mean b_B)
+                 + sum_v Var(g_Av - g_Bv + mean e_Av - mean e_Bv) / C².
+
+    Its method-of-moments estimate (the ANOVA estimators, which REML equals in a balanced
+    design where they are positive; Searle, Casella & McCulloch, "Variance Components",
+    1992, ch. 4) from three mean squares: the runs' totals T_ar = sum_v y_arv / C,
+    ``run_variance_a`` = s²(T_Ar) / n_A (ddof 1; likewise B), which holds the run effect and
+    the residual; the videos' differences d_v = mean_r y_Arv - mean_r y_Brv,
+    ``video_variance`` = V / (V - 1) sum_v (d_v - c_v D)² / C², which holds the
+    interaction and the residual again; and the residual itself, ``residual_variance`` =
+    sum_v sum_a s²_av / n_a / C² with s²_av = sum_r (y_arv - mean_r y_arv - c_v (T_ar -
+    mean_r T_ar))² / (n_a - 1), counted once:
+    se² = run_variance_a + run_variance_b + max(0, video_variance - residual_variance).
+    (Resampling runs and videos both, as :func:`hierarchical_bootstrap`, counts the
+    residual twice and is conservative: Owen 2007.) Degrees of freedom: Satterthwaite
+    (Biometrics Bulletin 1946), se⁴ / (run_variance_a² / (n_A - 1) + run_variance_b² /
+    (n_B - 1) + video_part² / (V - 1)). p = 2 P(T_df > |D| / se); the interval is D ∓
+    t_df((1 + confidence) / 2) se. With se = 0 (identical runs), p is 1 for D = 0 and 0
+    otherwise.
+    """
+    sums_a, count = _cluster_sums(values_a, groups, "values_a")
+    sums_b, count_b = _cluster_sums(values_b, groups, "values_b")
+    if sums_a.shape[1] != sums_b.shape[1] or not np.array_equal(count, count_b):
+        raise ValueError("values_a and values_b mask different queries (NaN positions differ)")
+    if min(len(sums_a), len(sums_b)) < 2:
+        raise ValueError("crossed_random_effects_test needs at least two runs of each loss, "
+                         f"got {len(sums_a)} and {len(sums_b)}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    from scipy.stats import t as student
+
+    total, videos = count.sum(), count.size
+    parts = {}
+    for name, sums in (("a", sums_a), ("b", sums_b)):
+        runs = sums.sum(axis=1) / total
+        residual = sums - sums.mean(axis=0) - np.outer(runs - runs.mean(), count)
+        parts[name] = (runs.var(ddof=1) / len(sums),
+                       (residual**2).sum(axis=0) / (len(sums) - 1) / len(sums))
+    estimate = float(sums_a.sum(1).mean() / total - sums_b.sum(1).mean() / total)
+    d = sums_a.mean(axis=0) - sums_b.mean(axis=0)
+    video = float(videos / (videos - 1) * ((d - count * estimate) ** 2).sum() / total**2)
+    residual = float((parts["a"][1] + parts["b"][1]).sum() / total**2)
+    run_a, run_b = float(parts["a"][0]), float(parts["b"][0])
+    video_part = max(0.0, video - residual)
+    var = run_a + run_b + video_part
+    se = float(np.sqrt(var))
+    if var == 0:
+        p, df, half = (1.0 if estimate == 0 else 0.0), float("inf"), 0.0
+    else:
+        df = float(var**2 / (run_a**2 / (len(sums_a) - 1) + run_b**2 / (len(sums_b) - 1)
+                             + video_part**2 / (videos - 1)))
+        p = float(2 * student.sf(abs(estimate) / se, df))
+        half = float(student.ppf((1 + confidence) / 2, df) * se)
+    return CrossedTest(estimate, estimate - half, estimate + half, min(1.0, p), se, df,
+                       len(sums_a), len(sums_b), videos, run_a, run_b, video, residual)
 
 
 def holm(pvalues) -> np.ndarray:

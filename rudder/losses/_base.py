@@ -50,9 +50,11 @@ class RunFacts(Protocol):
     def embedding_dim(self) -> int:
         """The dimension of the model's (unit) embeddings (read only)."""
 
-    def caption_similarity_threshold(self, top_fraction: float) -> float | None:
+    def caption_similarity_threshold(self, top_fraction: float,
+                                     other_videos: bool = False) -> float | None:
         """The caption-caption similarity above which the top ``top_fraction`` of all training
-        caption pairs lie (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`)."""
+        caption pairs lie (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`);
+        with ``other_videos``, of the pairs of captions of different videos."""
 
 
 class RetrievalLoss(nn.Module):
@@ -286,6 +288,22 @@ def check_bool(loss_name: str, key: str, value) -> bool:
             f"loss {loss_name!r}: parameter {key!r} must be true or false, got {value!r}"
         )
     return value
+
+
+def check_choice(loss_name: str, key: str, value, choices: tuple[str, ...]) -> str:
+    """A parameter that names one of ``choices``."""
+    if value not in choices:
+        raise LossConfigError(
+            f"loss {loss_name!r}: parameter {key!r} must be one of "
+            f"{', '.join(repr(c) for c in choices)}, got {value!r}"
+        )
+    return value
+
+
+def sum_off_diagonal(terms: torch.Tensor) -> torch.Tensor:
+    """Sum of (2, B, B) terms over the 2B(B-1) off-diagonal entries (diagonal ignored)."""
+    keep = off_diagonal(terms.shape[-1], terms.device)
+    return terms.masked_fill(~keep, 0).sum()
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -12,6 +12,7 @@ from ._base import (
     LossInputError,
     RetrievalLoss,
     anchor_view,
+    check_choice,
     check_number,
     direction_means,
     hardest,
@@ -54,9 +55,13 @@ class HardNegativeExclusion(RetrievalLoss):
 
     - ``"dataset"`` (default, the paper's rule): ``text_sims[i, j] >= threshold``, one
       similarity value fixed over the whole training set so that the top ``exclude_top``
-      fraction of all training caption pairs lies above it
+      fraction of the training caption pairs lies above it
       (:meth:`rudder.text.CaptionSimilarity.top_fraction_threshold`; the run computes it
-      once through :meth:`run_params` and records it as ``loss.params.threshold``).
+      once through :meth:`run_params` and records it as ``loss.params.threshold``). Which
+      pairs: ``threshold_pairs="all"`` (default) every pair of distinct training captions,
+      same video included; ``"other_videos"`` the pairs of captions of different videos,
+      the pairs a training batch holds (one caption per video), as the paper takes its
+      threshold from caption pairs inside training batches.
       Calling the loss in this scope without ``threshold`` is an error.
     - ``"batch"``: the ``floor(exclude_top · B(B-1))`` most similar off-diagonal pairs of
       each batch (:func:`excluded_pairs`), a count per batch; ``threshold`` is unused.
@@ -74,10 +79,10 @@ class HardNegativeExclusion(RetrievalLoss):
 
     name = "hn_exclusion"
     requires = ("text_sims",)
-    param_names = ("margin", "exclude_top", "scope", "threshold")
+    param_names = ("margin", "exclude_top", "scope", "threshold", "threshold_pairs")
 
     def __init__(self, margin: float = 0.2, exclude_top: float = 0.01, scope: str = "dataset",
-                 threshold: float | None = None):
+                 threshold: float | None = None, threshold_pairs: str = "all"):
         super().__init__()
         self.margin = check_number(self.name, "margin", margin, low=0)
         self.exclude_top = check_number(self.name, "exclude_top", exclude_top, low=0, high=1,
@@ -88,6 +93,8 @@ class HardNegativeExclusion(RetrievalLoss):
                 f"got {scope!r}"
             )
         self.scope = scope
+        self.threshold_pairs = check_choice(self.name, "threshold_pairs", threshold_pairs,
+                                            ("all", "other_videos"))
         self.threshold = None if threshold is None else check_number(self.name, "threshold",
                                                                      threshold)
 
@@ -99,7 +106,9 @@ class HardNegativeExclusion(RetrievalLoss):
             return {}
         top = check_number(cls.name, "exclude_top", params["exclude_top"], low=0, high=1,
                            high_open=True)
-        threshold = run.caption_similarity_threshold(top)
+        pairs = check_choice(cls.name, "threshold_pairs", params.get("threshold_pairs", "all"),
+                             ("all", "other_videos"))
+        threshold = run.caption_similarity_threshold(top, other_videos=pairs == "other_videos")
         if threshold is not None and math.isinf(threshold):  # floor(exclude_top x pairs) == 0
             raise LossConfigError(
                 f"loss 'hn_exclusion': exclude_top={top} of this training set's caption pairs "

@@ -13,8 +13,10 @@ from ._base import (
     RetrievalLoss,
     anchor_view,
     check_bool,
+    check_choice,
     check_number,
     mean_off_diagonal,
+    sum_off_diagonal,
 )
 
 
@@ -40,8 +42,11 @@ class PartialOrder(RetrievalLoss):
     Each case is a band on ``x = dc - dp``: ``[low - x]+ + [x - high]+`` with
     ``(low, high)`` = ``(-inf, p)``, ``(n, inf)`` and ``(m1, m2)``.
     Margins must satisfy ``p < m1 < m2 < n``.
-    Reduction: the total over both directions divided by 2B(B-1), so with every
-    off-diagonal label 0 the value equals ``mm`` with ``margin = n``.
+    Reduction (``reduction``): ``"mean"`` (default), the total over both directions divided
+    by 2B(B-1), so with every off-diagonal label 0 the value equals ``mm`` with ``margin =
+    n``, and the loss's scale does not grow with the batch; ``"sum"``, the total itself, as
+    Eq. 1 writes it (a sum over the quadruplets; with Adam the two differ mostly through the
+    learning rate they call for).
     Source: the partial-order (quadruplet) loss of the RUDDER paper (Madan et al., "A
     Multilingual Dataset for Low-Resource Text-Video Retrieval"; Akula et al.,
     arXiv:2103.05457), Eq. 1. The pair labels come from
@@ -55,10 +60,10 @@ class PartialOrder(RetrievalLoss):
 
     name = "po"
     requires = ("labels",)
-    param_names = ("p", "m1", "m2", "n", "description_as_partial")
+    param_names = ("p", "m1", "m2", "n", "description_as_partial", "reduction")
 
     def __init__(self, p: float = 0.02, m1: float = 0.05, m2: float = 0.15, n: float = 0.2,
-                 description_as_partial: bool = True):
+                 description_as_partial: bool = True, reduction: str = "mean"):
         super().__init__()
         self.p = check_number(self.name, "p", p)
         self.m1 = check_number(self.name, "m1", m1)
@@ -72,6 +77,7 @@ class PartialOrder(RetrievalLoss):
         self.description_as_partial = check_bool(
             self.name, "description_as_partial", description_as_partial
         )
+        self.reduction = check_choice(self.name, "reduction", reduction, ("mean", "sum"))
 
     def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per pair label value 0..3 (:class:`PairLabel`), the allowed band ``[low, high]`` of
@@ -92,4 +98,5 @@ class PartialOrder(RetrievalLoss):
         x = sims.diagonal().view(1, -1, 1) - anchor_view(sims)
         label = labels.long().expand(2, -1, -1)  # labels[i, j] for both anchors i (doc)
         low, high = (upload(bound, sims.device, sims.dtype)[label] for bound in self.bounds())
-        return mean_off_diagonal(F.relu(low - x) + F.relu(x - high))
+        terms = F.relu(low - x) + F.relu(x - high)
+        return (mean_off_diagonal if self.reduction == "mean" else sum_off_diagonal)(terms)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 from ._base import (
     RetrievalLoss,
     anchor_view,
     check_bool,
+    check_choice,
     check_number,
     direction_means,
     hardest,
@@ -61,6 +63,9 @@ class AdaptiveMaxMargin(RetrievalLoss):
     Formula: for every anchor ``a`` and candidate ``b != a`` in both directions,
     ``[w_a · margin - (s_aa - s_ab)]+`` with ``w_a = relevance[a, a]`` (the relevance of
     caption ``a`` to its own video; ``s_ab`` read by the anchor/candidate rule).
+    ``own_relevance="one"`` takes ``w_a = 1``: the EPIC-KITCHENS-100 convention (a clip's
+    narration is its class source, so its relevance is 1) on any data; then the loss is
+    ``mm``. With ``"given"`` (default) a RUDDER caption without verbs has ``w_a`` 0.5 or 0.
     Reduction: mean over the 2B(B-1) off-diagonal terms.
     Source: EgoVLP (Lin et al., "Egocentric Video-Language Pretraining", NeurIPS 2022),
     the adaptive MI-MM loss used on EPIC-KITCHENS-100 MIR; reference
@@ -70,13 +75,16 @@ class AdaptiveMaxMargin(RetrievalLoss):
 
     name = "mimm_adaptive"
     requires = ("relevance",)
-    param_names = ("margin",)
+    param_names = ("margin", "own_relevance")
 
-    def __init__(self, margin: float = 0.4):
+    def __init__(self, margin: float = 0.4, own_relevance: str = "given"):
         super().__init__()
         self.margin = check_number(self.name, "margin", margin, low=0)
+        self.own_relevance = check_choice(self.name, "own_relevance", own_relevance,
+                                          ("given", "one"))
 
     def compute(self, sims, relevance):
-        weight = relevance.diagonal().view(1, -1, 1)
+        own = relevance.diagonal()
+        weight = (own if self.own_relevance == "given" else torch.ones_like(own)).view(1, -1, 1)
         terms = F.relu(weight * self.margin - (positives(sims) - anchor_view(sims)))
         return mean_off_diagonal(terms)

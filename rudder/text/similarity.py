@@ -74,9 +74,11 @@ class CaptionSimilarity:
 
     def top_fraction_threshold(self, texts, fraction: float, block_rows: int = 512,
                                exact_pairs: int = EXACT_PAIRS, sampled_pairs: int = SAMPLED_PAIRS,
-                               seed: int = 0) -> float:
+                               seed: int = 0, groups=None) -> float:
         """The similarity of the ``k``-th most similar pair of distinct ``texts``, ``k =
-        floor(fraction · P)`` over all ``P = n(n-1)/2`` pairs (``inf`` when ``k == 0``).
+        floor(fraction · P)`` over all ``P = n(n-1)/2`` pairs (``inf`` when ``k == 0``);
+        with ``groups`` (one id per text, e.g. its video), over the ``P`` pairs of texts of
+        different groups only.
 
         Pairs with a similarity ``>=`` this value are (up to ties) the top ``fraction`` of all
         caption pairs: the hard-negative exclusion threshold of Galanopoulos & Mezaris (ICCV
@@ -88,32 +90,44 @@ class CaptionSimilarity:
         ``n``. Its error bound: the number of sampled pairs at or above the exact quantile is
         binomial (m, fraction), so the share of all pairs at or above the estimate is within
         ``4 sqrt(fraction (1 - fraction) / m) + 1/m`` of ``fraction`` but for a probability
-        below 1e-4 (about 2% of ``fraction = 0.01`` at the default ``m = 2^22``).
+        below 1e-4 (about 2% of ``fraction = 0.01`` at the default ``m = 2^22``); with
+        ``groups``, ``m`` counts the sampled pairs of different groups.
         """
         if not 0.0 <= fraction < 1.0:
             raise ValueError(f"top_fraction_threshold: fraction must be in [0, 1), got {fraction}")
         vectors = self.transform(texts)
         n = vectors.shape[0]
-        pairs = n * (n - 1) // 2
+        if groups is not None:
+            groups = np.asarray(groups).reshape(-1)
+            if groups.size != n:
+                raise ValueError(f"top_fraction_threshold: {groups.size} groups for {n} texts")
+            sizes = np.unique(groups, return_counts=True)[1]
+            pairs = n * (n - 1) // 2 - int((sizes * (sizes - 1) // 2).sum())
+        else:
+            pairs = n * (n - 1) // 2
         count = math.floor(fraction * pairs + 1e-9)
         if count == 0:
             return math.inf
         if pairs > exact_pairs:
-            return _sampled_threshold(vectors, fraction, sampled_pairs, seed)
+            return _sampled_threshold(vectors, fraction, sampled_pairs, seed, groups)
         top = np.empty(0, dtype=np.float32)
         for start in range(0, n, block_rows):
             stop = min(start + block_rows, n)
             block = (vectors[start:stop] @ vectors.T).toarray()
             upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]  # pairs (i, j), i < j
+            if groups is not None:
+                upper &= groups[None, :] != groups[start:stop, None]
             values = np.concatenate([top, block[upper].astype(np.float32)])
             top = (values if len(values) <= count
                    else np.partition(values, len(values) - count)[-count:])
         return float(np.clip(top.min(), 0.0, 1.0))
 
 
-def _sampled_threshold(vectors, fraction: float, pairs: int, seed: int) -> float:
+def _sampled_threshold(vectors, fraction: float, pairs: int, seed: int, groups=None) -> float:
     """:meth:`CaptionSimilarity.top_fraction_threshold` from ``pairs`` uniform random pairs of
-    distinct rows of ``vectors`` (L2-normalised sparse rows), in chunks of 65,536 pairs."""
+    distinct rows of ``vectors`` (L2-normalised sparse rows), in chunks of 65,536 pairs; with
+    ``groups``, the drawn pairs of one group are dropped (the rest stay uniform over the pairs
+    of different groups)."""
     n = vectors.shape[0]
     rng = np.random.default_rng(seed)
     first = rng.integers(0, n, pairs)
@@ -125,6 +139,11 @@ def _sampled_threshold(vectors, fraction: float, pairs: int, seed: int) -> float
         rows = slice(start, start + (1 << 16))
         both = vectors[first[rows]].multiply(vectors[second[rows]])
         sims[rows] = np.asarray(both.sum(axis=1)).reshape(-1)
+    if groups is not None:
+        sims = sims[groups[first] != groups[second]]
+        pairs = len(sims)
+        if pairs == 0:
+            return math.inf
     count = max(1, math.ceil(fraction * pairs))
     return float(np.clip(np.partition(sims, pairs - count)[pairs - count], 0.0, 1.0))
 

@@ -78,7 +78,10 @@ class BatchSupervision:
             table = folder.captions("train", columns=["caption_id", "kind"]).to_pydict()
             kind_of = dict(zip(table["caption_id"], table["kind"], strict=True))
             self.kinds = np.vectorize(kind_of.get, otypes=[object])(train.caption_ids)
-        self._texts = [t for t in train.caption_texts.reshape(-1) if t is not None]
+        texts = train.caption_texts.reshape(-1)
+        self._texts = [t for t in texts if t is not None]
+        present = np.array([t is not None for t in texts], dtype=bool)
+        self._text_videos = np.flatnonzero(present) // train.caption_texts.shape[1]
         needed = "text_sims" in self.needs  # fitted now, not in the first step
         self._text_similarity = CaptionSimilarity().fit(self._texts) if needed else None
 
@@ -89,10 +92,14 @@ class BatchSupervision:
             self._text_similarity = CaptionSimilarity().fit(self._texts)
         return self._text_similarity
 
-    def caption_similarity_threshold(self, top_fraction: float) -> float:
+    def caption_similarity_threshold(self, top_fraction: float,
+                                     other_videos: bool = False) -> float:
         """:class:`rudder.losses.RunFacts`: the similarity above which the top ``top_fraction``
-        of all training caption pairs lie."""
-        return self.text_similarity.top_fraction_threshold(self._texts, top_fraction)
+        of all training caption pairs lie (pairs of captions of different videos only, with
+        ``other_videos``)."""
+        groups = self._text_videos if other_videos else None
+        return self.text_similarity.top_fraction_threshold(self._texts, top_fraction,
+                                                           groups=groups)
 
     def _load_relations(self, folder, run_dir=None) -> None:
         if self.sup.relations_file:

@@ -40,7 +40,8 @@ def test_every_run_and_output_is_written(finished):
     for r in runs:
         assert json.loads((r / "timing.json").read_text())["sessions"] == 1
         assert (r / "predictions" / "test.npz").is_file()
-    for name in ("tiny.md", "tiny.csv", "tiny-wilcoxon.csv", "tiny-recall.png", "tiny-hardneg.png"):
+    for name in ("tiny.md", "tiny.csv", "tiny-tests.csv", "tiny-ranks.npz", "tiny-recall.png",
+                 "tiny-hardneg.png"):
         assert (out / "results" / name).is_file(), name
     for png in (out / "results").glob("*.png"):
         assert png.stat().st_size < 200_000
@@ -56,6 +57,7 @@ def test_tables_agree_with_the_runs(finished):
     }
     pooled = [r for r in rows if r["row"] == "Fusion MAX (RAN)"]
     assert {r["seeds"] for r in pooled} == {"1"}  # both seeds of RAN fused into one model
+    assert {r["std"] for r in pooled if r["metric"] != "runs_at_epoch_cap"} <= {"n/a"}
     mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/metrics.json"))
     r1 = [json.loads(p.read_text())["test"]["t2v"]["R1"] for p in mm]
     row = next(
@@ -76,13 +78,49 @@ def test_tables_agree_with_the_runs(finished):
     assert "**Evaluation protocol**: nDCG and mAP at rho 0.25" in text
     assert "6 of 6 runs stopped at the epoch cap" in text
     assert "*validation*" in text  # the best row is chosen on validation
-    tests = list(csv.DictReader((out / "results" / "tiny-wilcoxon.csv").open()))
+    tests = list(csv.DictReader((out / "results" / "tiny-tests.csv").open()))
     assert [(t["a"], t["b"], t["direction"]) for t in tests[:2]] == [
         ("PO(M)", "MM", "t2v"), ("PO(M)", "MM", "v2t")]
     assert tests[2]["a"] in ("RAN", "PO(M)") and tests[2]["b"] == "MM"  # "best" resolved to a row
     # 8 test videos x 2 captions (seed-averaged); v2t: the 8 videos only.
     assert all(int(t["captions"]) == 8 * 2 for t in tests if t["direction"] == "t2v")
     assert all(int(t["videos"]) == 8 and t["p_video_holm"] for t in tests)
+
+
+def test_the_committed_ranks_reproduce_every_table(finished, tiny_dataset):
+    from experiments import report
+    from experiments.archive import read_archive
+
+    out, _ = finished
+    results = out / "results"
+    with np.load(results / "tiny-ranks.npz", allow_pickle=False) as npz:
+        assert set(npz["run_label"]) == {"MM", "PO(M)", "RAN", "Fusion AVG (mixed losses)",
+                                         "Fusion HYBRID (mixed losses, Q'=1)", "Fusion MAX (RAN)"}
+        assert npz["t2v_rank"].dtype == np.float32 and npz["t2v_nDCG"].dtype == np.float32
+        assert set(npz["run_seed"][npz["run_label"] == "MM"]) == {0, 1}
+        assert list(npz["run_seed"][npz["run_label"] == "Fusion MAX (RAN)"]) == [-1]  # pooled
+        assert all(len(c) >= 7 for c in npz["run_commit"])  # a git commit (or "unknown")
+        fingerprint = str(npz["dataset_fingerprint"])
+    from rudder.runs.folders import resolve_dataset
+
+    assert fingerprint == resolve_dataset(str(tiny_dataset)).fingerprint()
+    rows, _meta = read_archive(results / "tiny-ranks.npz")
+    mm = sorted((out / "runs").glob("tiny-mm-*/seed-*/predictions/test.npz"))
+    from rudder.runs.layout import read_predictions
+
+    for i, path in enumerate(mm):
+        np.testing.assert_array_equal(rows["MM"].ranks["t2v"][i], read_predictions(path).ranks_t2v)
+    assert report.main(["tiny", "--output", str(results), "--check"]) == 0
+    table = results / "tiny.csv"
+    original = table.read_text()
+    try:
+        table.write_text(original.replace("tiny,MM,t2v,R1,", "tiny,MM,t2v,R1,1", 1))
+        assert report.main(["tiny", "--output", str(results), "--check"]) == 1
+        assert report.main(["tiny", "--output", str(results)]) == 0  # rewritten from the ranks
+        assert table.read_text() == original
+    finally:
+        table.write_text(original)
+    assert report.main(["nope", "--output", str(results), "--check"]) == 2
 
 
 def test_fusion_rows_match_rudder_evaluate(finished, tiny_suites):

@@ -26,6 +26,7 @@ EXPECTED = {
     "msrvtt-1ka",
     "didemo",
     "relevance",
+    "epic-relevance",
 }
 
 
@@ -48,11 +49,19 @@ def test_suite_loads_and_lists_every_row_file(name):
 
 def test_the_table_rows_are_the_issue_ones():
     table1 = load_suite("rudder-table1")
-    assert table1.labels == ("Triplet", "DW", "MM", "OT", "PO", "PO(M)")
+    assert table1.labels == ("Triplet", "DW", "MM", "OT", "PO", "PO(M)", "PO(M) labels only",
+                             "PO(M) sampler only")
     losses = {r.label: (r.data["loss"]["name"], r.data.get("supervision", {})) for r in table1.rows}
     assert losses["PO"] == ("po", {"rho": 0.25}) and losses["PO(M)"] == (
         "po", {"manual_relations": True, "relation_batches": True, "description_labels": True,
                "rho": 0.25})  # rho: the suite's evaluation protocol
+    # PO(M)'s two parts on their own: its labels without the sampler, the sampler (which needs
+    # the relations) without the description labels
+    assert losses["PO(M) labels only"][1] == {"manual_relations": True,
+                                              "description_labels": True, "rho": 0.25}
+    assert losses["PO(M) sampler only"][1] == {"manual_relations": True,
+                                               "relation_batches": True, "rho": 0.25}
+    assert {("PO(M) labels only", "PO"), ("PO(M) sampler only", "PO")} <= set(table1.comparisons)
     relevance = load_suite("relevance")
     taus = sorted(
         r.data["loss"]["params"]["tau"] for r in relevance.rows if r.data["loss"]["name"] == "ranp"
@@ -71,6 +80,13 @@ def test_the_table_rows_are_the_issue_ones():
     }
     assert relevance.fusion.methods == ("avg", "max", "hybrid")
     assert ("PO", "MM") in relevance.comparisons and ("best", "MM") in relevance.comparisons
+    # the relevance-free control of the rows that mine the hardest negative
+    assert "hn" in {r.data["loss"]["name"] for r in relevance.rows}
+    assert {("Relevance margin", "HN"), ("RAN", "HN")} <= set(relevance.comparisons)
+    epic = load_suite("epic-relevance")
+    assert {r.data["loss"]["name"] for r in epic.rows} == {
+        "mm", "hn", "ran", "ranp", "relevance_margin", "mimm_adaptive", "sms"}
+    assert epic.requires_dataset and epic.test_metrics == ("rank", "nDCG", "mAP")
 
 
 def test_the_paper_tables_have_their_losses():
@@ -238,3 +254,21 @@ def test_fusion_members_of_different_losses_need_mixed_losses(tmp_path):
 def _dir(path):
     path.mkdir()
     return path
+
+
+def test_seeds_per_row_default_and_errors(tmp_path):
+    from experiments.suites import DEFAULT_SEEDS
+
+    from .conftest import write_suite
+
+    write_suite(tmp_path, "plain", [("mm", "MM", "mm", {})])
+    assert load_suite("plain", tmp_path).seeds == DEFAULT_SEEDS == 5
+    write_suite(tmp_path, "ten", [("mm", "MM", "mm", {})], seeds=10)
+    assert load_suite("ten", tmp_path).seeds == 10
+    for bad in (1, "3", True):
+        name = f"bad{bad}"
+        write_suite(tmp_path, name, [("mm", "MM", "mm", {})], seeds=bad)
+        with pytest.raises(SuiteError, match="seeds must be an integer of at least 2"):
+            load_suite(name, tmp_path)
+    for name in ("rudder-table1", "rudder-multilingual", "relevance", "epic-relevance"):
+        assert load_suite(name).seeds == 10

@@ -8,6 +8,7 @@ import pytest
 
 from experiments import tables
 from experiments.collect import RowResult, per_query
+from rudder.evaluation import significance
 
 NAN = np.nan
 
@@ -38,6 +39,7 @@ def test_mean_std_and_interval_by_hand():
     row = _row("A", [0, 1], [[0, 1, 4, NAN], [0, 0, 2, NAN]])
     s = tables.summarise(row, n_resamples=200)["t2v"]
     assert s["R1"]["mean"] == pytest.approx(50.0)  # (33.3 + 66.7) / 2
+    assert set(s) == set(tables.RANK_METRICS)  # every rank metric, from the ranks alone
     assert s["R1"]["std"] == pytest.approx(np.sqrt(2 * (100 / 6) ** 2))  # ddof=1
     assert s["MdR"]["mean"] == pytest.approx(1.5)  # (2 + 1) / 2
     assert s["MnR"]["mean"] == pytest.approx((8 / 3 + 5 / 3) / 2)
@@ -45,7 +47,7 @@ def test_mean_std_and_interval_by_hand():
         s["R5"]["mean"] == 100 and s["R5"]["ci_low"] == s["R5"]["ci_high"] == 100
     )  # no query can change it
     assert 0 <= s["R1"]["ci_low"] <= 50 <= s["R1"]["ci_high"] <= 100
-    assert "nDCG" not in s  # not in metrics.json: left out
+    assert "nDCG" not in s  # no per-query nDCG: left out
 
 
 def test_interval_resamples_queries_jointly_over_seeds():
@@ -59,8 +61,26 @@ def test_interval_resamples_queries_jointly_over_seeds():
 
 def test_metrics_json_disagreeing_with_the_ranks_is_an_error():
     metrics = [{"t2v": {"R1": 10.0}, "v2t": {}}]
-    with pytest.raises(ValueError, match="differs from metrics.json"):
-        tables.summarise(_row("A", [0], [[0, 3]], metrics=metrics))
+    with pytest.raises(ValueError, match="seed 0: t2v R1 from per-query values .* differs from "
+                       "metrics.json"):
+        tables.check_against_metrics(_row("A", [0], [[0, 3]], metrics=metrics))
+    tables.check_against_metrics(_row("A", [0], [[0, 3]]))  # agrees: no error
+    scores = [{"t2v": {"nDCG": 50.0}, "v2t": {}}]
+    row = _row("A", [0], [[0, 3]], metrics=scores)
+    row.scores = {"t2v": {"nDCG": np.array([[0.2, 0.4]])}}
+    with pytest.raises(ValueError, match="nDCG"):
+        tables.check_against_metrics(row)
+    tables.check_against_metrics(row, scores=False)  # another relevance definition
+
+
+def test_a_row_of_one_run_has_no_spread():
+    one = tables.summarise(_row("Fusion", [-1], [[0, 1, 4]]), n_resamples=20)["t2v"]["R1"]
+    assert one["mean"] == pytest.approx(100 / 3) and one["std"] is None
+    text = tables.markdown({"Fusion": {"t2v": {"R1": one}, "v2t": {}}}, [])
+    assert "| Fusion | 33.3 ± n/a [" in text and "± 0.0" not in text
+    csv_text = tables.metrics_csv("s", {"Fusion": {"t2v": {"R1": one}, "v2t": {}}},
+                                  {"Fusion": 1})
+    assert "s,Fusion,t2v,R1,33.3333,n/a," in csv_text
 
 
 def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
@@ -74,8 +94,17 @@ def test_wilcoxon_averages_ranks_over_seeds_and_pairs_median_ranks_by_seed():
     assert t["p_caption"] == pytest.approx(0.75)
     # one caption per video: the per-video test is the per-caption one
     assert (t["videos"], t["w_video"], t["p_video"]) == (3, 2.0, pytest.approx(0.75))
-    assert t["mean_rank_diff"] == pytest.approx(t["mean_rank_a"] - t["mean_rank_b"])
-    assert t["mean_rank_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
+    assert t["diff"] == pytest.approx(t["mean_a"] - t["mean_b"])
+    assert t["mean_a"] == pytest.approx(23 / 6 + 1) and t["seeds"] == [0, 1]
+    # Over runs x videos: every run of each row, unpaired (seed order plays no part).
+    crossed = significance.crossed_random_effects_test(a.ranks["t2v"], b.ranks["t2v"], [0, 1, 2])
+    boot = significance.hierarchical_bootstrap(a.ranks["t2v"], b.ranks["t2v"], [0, 1, 2],
+                                               tables.BOOT_RESAMPLES)
+    assert (t["runs_a"], t["runs_b"]) == (2, 2)
+    assert (t["p_runs"], t["se_runs"], t["df_runs"]) == (crossed.pvalue, crossed.se, crossed.df)
+    assert (t["diff_ci_low_runs"], t["diff_ci_high_runs"]) == (crossed.low, crossed.high)
+    assert (t["p_boot"], t["diff_ci_low_boot"]) == (boot.pvalue, boot.low)
+    assert t["diff"] == crossed.estimate
     # Across seeds, paired seed with seed: MdR A [4, 7], B [3, 5] -> d = [1, 2], W = 0,
     # p = 2 * 1/4.
     assert (t["mdr_a"], t["mdr_b"]) == ([4.0, 7.0], [3.0, 5.0])
@@ -107,8 +136,9 @@ def test_markdown_and_csv():
     assert text.startswith("# Title")
     assert "| MM | 50.0 ± 23.6 [" in text and "## Video → text" in text
     # PO averages [0, 0, 2.5], MM [0, 0.5, 3]: three videos of one caption, two nonzero
-    assert "| PO | MM | t2v | 3 |" in text and "| PO | MM | v2t | 3 |" in text
-    assert "p per video | p per video, Holm | captions | p per caption" in text
+    for d in ("t2v", "v2t"):
+        assert f"| PO | MM | {d} | mean rank | 2, 2 | 3 |" in text
+    assert "| p, runs x videos | Holm | bootstrap [95% CI] | p, bootstrap | Holm |" in text
     csv_text = tables.metrics_csv("s", summaries, {"MM": 2, "PO": 2}, {"MM": 0, "PO": 1})
     assert csv_text.splitlines()[0] == (
         "suite,row,direction,metric,mean,std,ci_low,ci_high,seeds,queries")
@@ -116,17 +146,19 @@ def test_markdown_and_csv():
     assert "s,MM,-,runs_at_epoch_cap,0,,,,2," in csv_text
     assert "s,PO,-,runs_at_epoch_cap,1,,,,2," in csv_text
     header, t2v_line, v2t_line = tables.tests_csv("s", tests).splitlines()
-    assert header.startswith("suite,a,b,direction,videos,nonzero_videos,")
-    for column in ("p_video", "p_video_holm", "diff_ci_low_video", "p_caption", "p_caption_holm"):
+    assert header.startswith("suite,a,b,direction,metric,runs_a,runs_b,videos,mean_a,mean_b,diff,")
+    for column in ("p_runs", "p_runs_holm", "se_runs", "df_runs", "p_boot", "p_boot_holm",
+                   "p_video", "p_video_holm", "diff_ci_low_video", "p_caption", "p_caption_holm"):
         assert column in header.split(",")
-    assert t2v_line.startswith("s,PO,MM,t2v,3,2,") and t2v_line.endswith(
+    assert t2v_line.startswith("s,PO,MM,t2v,rank,2,2,3,") and t2v_line.endswith(
         ",1 1,2 1,0,1,0 1"
     )  # MdR PO [1, 1], MM [2, 1]
     fields = dict(zip(header.split(","), v2t_line.split(","), strict=True))
     assert fields["p_caption"] == "" and fields["captions"] == ""  # v2t: per video only
     # Holm over the table's two per-video p-values: min(1, 2 * smaller), then the larger
-    p_video = sorted(t["p_video"] for t in tests)
-    assert min(t["p_video_holm"] for t in tests) == pytest.approx(min(1, 2 * p_video[0]))
+    for key in ("p_video", "p_runs"):
+        p = sorted(t[key] for t in tests)
+        assert min(t[f"{key}_holm"] for t in tests) == pytest.approx(min(1, 2 * p[0]))
 
 
 def test_na_metrics_are_na_and_an_all_na_column_is_left_out():
@@ -138,7 +170,10 @@ def test_na_metrics_are_na_and_an_all_na_column_is_left_out():
     summary = tables.summarise(row, n_resamples=20)
     assert summary["t2v"]["mAP"]["mean"] is None and summary["t2v"]["mAP"]["queries"] == 0
     text = tables.markdown({"MM": summary}, [])
-    assert "| mAP" not in text and "mAP: n/a in every row" in text
+    assert "| mAP" not in text
+    assert ("mAP: n/a in every row, so the column is left out: no query has an item with "
+            "R = 1 at the protocol's rho.") in text
+    assert "computed over" not in text  # no claim about queries it was not computed over
     csv_text = tables.metrics_csv("s", {"MM": summary}, {"MM": 2})
     assert "s,MM,t2v,mAP,n/a,n/a,,,2,0" in csv_text
 
@@ -187,3 +222,29 @@ def test_per_query_v2t_scores_skip_videos_without_a_caption():
     valid = masks.reshape(-1).astype(bool)
     assert scores["v2t"]["mAP"][:2] == pytest.approx(
         metrics.mean_average_precision(sims[valid][:, :2].T, rel[valid][:, :2].T, reduction="none"))
+
+
+def test_score_notes_say_what_each_metric_is_computed_over():
+    row = _row("MM", [0, 1], [[0, 1, 4], [0, 0, 2]])
+    row.scores = {"t2v": {"nDCG": np.array([[0.5, NAN, 1], [0.25, NAN, 1]]),
+                          "mAP": np.full((2, 3), NAN)}}
+    text = tables.markdown({"MM": tables.summarise(row, n_resamples=20)}, [])
+    assert ("nDCG: the mean over the queries that have an item with R > 0 (2 queries here; a "
+            "query with none has no value; the CSV's `queries`).") in text
+    assert "mAP: n/a in every row, so the column is left out" in text
+
+
+def test_compare_on_ndcg_is_in_percent_and_higher_is_better():
+    a = _row("A", [0, 1], [[0, 1, 4], [0, 0, 2]])
+    b = _row("B", [0, 1], [[1, 1, 4], [0, 2, 2]])
+    a.scores = {"t2v": {"nDCG": np.array([[1.0, 0.5, NAN], [1.0, 1.0, NAN]])}}
+    b.scores = {"t2v": {"nDCG": np.array([[0.5, 0.5, NAN], [1.0, 0.5, NAN]])}}
+    t = tables.compare(a, b, "t2v", "nDCG")
+    assert t["metric"] == "nDCG" and t["mean_a"] == pytest.approx(87.5)
+    assert t["diff"] == pytest.approx(87.5 - 62.5)  # positive: A is better
+    assert t["mdr_a"] == [] and np.isnan(t["p_mdr_across_seeds"])  # ranks only
+    crossed = significance.crossed_random_effects_test(100 * a.scores["t2v"]["nDCG"],
+                                                       100 * b.scores["t2v"]["nDCG"], [0, 1, 2])
+    assert t["p_runs"] == crossed.pvalue
+    with pytest.raises(ValueError, match="no per-query mAP"):
+        tables.compare(a, b, "t2v", "mAP")

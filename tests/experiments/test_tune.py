@@ -239,3 +239,78 @@ def test_a_malformed_tuned_file_is_one_error_line(tiny_dataset, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {bad}: ")
     assert "Traceback" not in err[0]
+
+
+def test_shared_settings_join_every_loss_grid_and_are_not_listed_twice(tmp_path):
+    shared = {**TUNE, "shared": {"optim.lr": [0.0005, 0.001]}}
+    write_suite(tmp_path, "s", [("mm", "MM", "mm", {}), ("po", "PO", "po", {})], tune=shared)
+    suite = load_suite("s", tmp_path)
+    spec = tune.tune_spec(suite)
+    for row in suite.rows:
+        assert tune.row_grid(row, spec)["optim.lr"] == [0.0005, 0.001]
+    assert tune.candidates(suite.rows[0], spec)[0] == {"optim.lr": 0.001,
+                                                       "loss.params.margin": 0.2}
+    twice = {**shared, "grids": {**TUNE["grids"], "mm": {"optim.lr": [0.1, 0.2]}}}
+    write_suite(tmp_path, "t", [("mm", "MM", "mm", {})], tune=twice)
+    with pytest.raises(SuiteError, match=r"grids list shared key\(s\) \(mm: optim.lr\)"):
+        tune.tune_spec(load_suite("t", tmp_path))
+
+
+def test_committed_grids_offer_every_row_the_same_learning_rates():
+    for name in ("rudder-table1", "rudder-multilingual", "relevance", "epic-relevance"):
+        suite = load_suite(name)
+        spec = tune.tune_spec(suite)
+        grids = {row.label: tune.row_grid(row, spec)["optim.lr"] for row in suite.rows}
+        assert len({tuple(g) for g in grids.values()}) == 1, grids
+        assert 0.002 in next(iter(grids.values()))  # what the relevance margin once had alone
+
+
+@pytest.mark.parametrize("values, up, expected", [
+    ([0.05, 0.1, 0.2, 0.4], True, 0.8),  # geometric: the outermost ratio
+    ([0.05, 0.1, 0.2, 0.4], False, 0.025),
+    ([0.00025, 0.0005, 0.001, 0.002], True, 0.004),
+    ([0.25, 0.5, 0.75], True, 1.125),  # positive values: the ratio of the outermost two
+    ([-1.0, 0.0, 1.0], True, 2.0),  # not all positive: the difference
+    ([-1.0, 0.0, 1.0], False, -2.0),
+])
+def test_next_value_continues_the_grid(values, up, expected):
+    assert tune.next_value(values, up) == pytest.approx(expected)
+
+
+def test_a_choice_at_a_grid_edge_extends_the_grid(tmp_path):
+    spec_section = {**TUNE, "trials": 2, "edge_steps": 2,
+                    "shared": {"optim.lr": [0.0005, 0.001]},
+                    "grids": {"mm": {"loss.params.margin": [0.1, 0.2]},
+                              "ran": {"loss.params.tau": [0.5, 0.75]}}}
+    write_suite(tmp_path, "e", [("mm", "MM", "mm", {}), ("ran", "RAN", "ran", {})],
+                tune=spec_section)
+    suite = load_suite("e", tmp_path)
+    spec = tune.tune_spec(suite)
+    mm, ran = suite.rows
+    trained = []
+
+    def score(settings):  # validation rises with the margin and falls with the lr
+        trained.append(settings)
+        return 10 * settings.get("loss.params.margin", 0) + settings.get("loss.params.tau", 0) \
+            - 1000 * settings["optim.lr"]
+
+    start = [(s, score(s)) for s in tune.candidates(mm, spec)]
+    trained.clear()
+    scored, at_edge = tune.extend_at_edges(mm, spec, start, score, log=lambda _: None)
+    best = scored[tune.best_trial(scored)][0]
+    # From the best grid point (lr 0.0005, margin 0.2), both at an edge, round 1 tries
+    # margin 0.4 and lr 0.00025 (score 3.5 and 1.75): margin 0.4 wins, and lr 0.0005 is no
+    # longer an edge of the extended lr grid. Round 2: margin 0.8. Then the step limit (2).
+    assert best == {"optim.lr": 0.0005, "loss.params.margin": 0.8}
+    assert trained == [{"optim.lr": 0.00025, "loss.params.margin": 0.2},
+                       {"optim.lr": 0.0005, "loss.params.margin": 0.4},
+                       {"optim.lr": 0.0005, "loss.params.margin": 0.8}]
+    assert len(scored) == len(start) + 3
+    assert list(at_edge) == ["loss.params.margin"]
+    assert "extended 2 time(s)" in at_edge["loss.params.margin"]
+    # tau 0.75 -> 1.125 is rejected by the loss (tau <= 1): a bound, no trial
+    start = [(s, score(s)) for s in tune.candidates(ran, spec)]
+    trained.clear()
+    scored, at_edge = tune.extend_at_edges(ran, spec, start, score, log=lambda _: None)
+    assert "the next value 1.125 is invalid" in at_edge["loss.params.tau"]
+    assert all(s.get("loss.params.tau") != 1.125 for s in trained)

@@ -115,3 +115,51 @@ def test_top_fraction_threshold_is_sampled_past_exact_pairs_within_its_stated_bo
             bound = 4 * math.sqrt(fraction * (1 - fraction) / m) + 1 / m  # the docstring's
             above, at_or_above = (full > value + 1e-6).mean(), (full >= value - 1e-6).mean()
             assert above <= fraction + bound and at_or_above >= fraction - bound
+
+
+def test_top_fraction_threshold_over_pairs_of_other_videos_only():
+    # The paper's threshold comes from caption pairs inside training batches (one caption per
+    # video): a direct loop over the pairs of captions of different videos, sorted.
+    from rudder.text import CaptionSimilarity
+
+    texts = ["cut the bottle", "cut a bottle", "glue the straw", "glue straws", "tie a thread",
+             "cut the straw", "बाटली कापा", "बाटली कापली", "fold the card"]
+    videos = [0, 0, 1, 1, 2, 3, 4, 4, 5]
+    similarity = CaptionSimilarity().fit(texts)
+    full = similarity.pairwise(texts).numpy()
+    pairs = sorted((full[i, j] for i in range(9) for j in range(i + 1, 9)
+                    if videos[i] != videos[j]), reverse=True)
+    assert len(pairs) == 36 - 3
+    for fraction in (0.1, 0.3):
+        count = int(fraction * len(pairs))
+        for rows in (2, 512):
+            value = similarity.top_fraction_threshold(texts, fraction, block_rows=rows,
+                                                      groups=videos)
+            assert value == pytest.approx(pairs[count - 1], abs=1e-6)
+    # the same-video pairs "cut the bottle"/"cut a bottle" are among the most similar of all
+    assert similarity.top_fraction_threshold(texts, 0.05, groups=videos) < \
+        similarity.top_fraction_threshold(texts, 0.05)
+    with pytest.raises(ValueError, match="groups"):
+        similarity.top_fraction_threshold(texts, 0.1, groups=videos[:3])
+
+
+def test_the_sampled_threshold_over_pairs_of_other_videos_keeps_its_bound():
+    import math
+
+    from rudder.text import CaptionSimilarity
+
+    rng = np.random.default_rng(1)
+    words = ["cut", "the", "bottle", "glue", "straw", "tie", "thread", "fold", "card", "paper"]
+    texts = [" ".join(rng.choice(words, rng.integers(2, 6))) for _ in range(200)]
+    videos = np.repeat(np.arange(50), 4)  # four captions per video
+    similarity = CaptionSimilarity().fit(texts)
+    full = similarity.pairwise(texts).numpy()
+    upper = np.triu(np.ones((200, 200), dtype=bool), 1) & (videos[:, None] != videos[None, :])
+    other = full[upper]  # 19,900 - 50 * 6 = 19,600 pairs
+    assert other.size == 19_600
+    value = similarity.top_fraction_threshold(texts, 0.05, exact_pairs=100,
+                                              sampled_pairs=20_000, groups=videos)
+    m = 20_000 * 19_600 / 19_900  # about the sampled pairs of different videos
+    bound = 4 * math.sqrt(0.05 * 0.95 / m) + 1 / m
+    assert (other > value + 1e-6).mean() <= 0.05 + bound
+    assert (other >= value - 1e-6).mean() >= 0.05 - bound

@@ -103,3 +103,16 @@ def test_po_ignores_the_diagonal_label(s3):
 def test_po_rejects_unordered_margins(margins):
     with pytest.raises(losses.LossConfigError, match="p < m1 < m2 < n"):
         losses.build("po", **margins)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_po_sum_reduction_is_the_papers_sum_over_quadruplets(seed):
+    # Eq. 1 sums its hinge terms; reduction="sum" is that total, "mean" divides it by 2B(B-1).
+    _, _, sims = random_batch(6, seed=seed)
+    labels = torch.randint(0, 4, (6, 6), generator=torch.Generator().manual_seed(seed))
+    total = paper_po(sims.tolist(), labels.tolist()) * (2 * 6 * 5)
+    summed = losses.build("po", reduction="sum")(sims, labels=labels).item()
+    assert summed == pytest.approx(total, abs=1e-10)
+    assert losses.build("po")(sims, labels=labels).item() == pytest.approx(total / 60, abs=1e-12)
+    with pytest.raises(losses.LossConfigError, match="reduction"):
+        losses.build("po", reduction="total")

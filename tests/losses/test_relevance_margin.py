@@ -63,3 +63,12 @@ def test_mimm_adaptive_with_full_positive_relevance_is_mm():
     assert losses.build("mimm_adaptive", margin=0.3)(sims, relevance=relevance).item() == (
         pytest.approx(losses.build("mm", margin=0.3)(sims).item(), abs=1e-12)
     )
+
+
+def test_mimm_adaptive_own_relevance_one_is_mm(s3, r3):
+    # w_a = 1 for every anchor (the EPIC convention): the adaptive margin is the plain one.
+    adaptive = losses.build("mimm_adaptive", margin=0.3, own_relevance="one")
+    assert adaptive(s3, relevance=r3).item() == pytest.approx(
+        losses.build("mm", margin=0.3)(s3).item(), abs=1e-12)
+    with pytest.raises(losses.LossConfigError, match="own_relevance"):
+        losses.build("mimm_adaptive", own_relevance="1")

@@ -13,8 +13,8 @@ class Facts:
     def __init__(self):
         self.asked = []
 
-    def caption_similarity_threshold(self, top_fraction):
-        self.asked.append(top_fraction)
+    def caption_similarity_threshold(self, top_fraction, other_videos=False):
+        self.asked.append(top_fraction if not other_videos else (top_fraction, "other videos"))
         return 0.75
 
 
@@ -33,13 +33,18 @@ def test_hn_exclusion_takes_the_dataset_threshold_in_its_dataset_scope():
     assert losses.run_params("hn_exclusion", {"threshold": 0.5}, facts) == {}
     assert losses.run_params("hn_exclusion", {"scope": "batch"}, facts) == {}
     assert facts.asked == [0.05, 0.01]  # nothing computed when not needed
+    assert losses.run_params("hn_exclusion", {"threshold_pairs": "other_videos"}, facts) == {
+        "threshold": 0.75}
+    assert facts.asked[-1] == (0.01, "other videos")  # the paper's in-batch pairs
+    with pytest.raises(losses.LossConfigError, match="threshold_pairs"):
+        losses.run_params("hn_exclusion", {"threshold_pairs": "batches"}, facts)
     with pytest.raises(losses.LossConfigError, match="exclude_top"):
         losses.run_params("hn_exclusion", {"exclude_top": 1.5}, facts)
 
 
 def test_hn_exclusion_on_too_few_pairs_to_exclude_one_is_a_clear_error():
     class TinyTrainingSet(Facts):
-        def caption_similarity_threshold(self, top_fraction):
+        def caption_similarity_threshold(self, top_fraction, other_videos=False):
             return float("inf")  # top_fraction_threshold: floor(fraction x pairs) == 0
 
     with pytest.raises(losses.LossConfigError, match="less than one pair.*scope='batch'"):

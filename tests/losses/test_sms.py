@@ -42,3 +42,46 @@ def test_sms_epsilon_boundary():
         value = losses.build("sms")(sims, relevance=relevance).item()
         assert value == pytest.approx(expected, abs=0.01)
     assert EPSILON == pytest.approx(1.1 / 240)
+
+
+def paper_sms(sims, relevance, margin=0.6, slack=0.1, band="reference", own="given"):
+    """SMS as a direct loop over anchors and candidates of both directions (the three cases
+    of arXiv 2406.12256; "reference": the tolerance band of xqwang14/SMS-Loss)."""
+    size, total = len(sims), 0.0
+    for a in range(size):
+        r_a = relevance[a][a] if own == "given" else 1.0
+        for b in range(size):
+            if a == b:
+                continue
+            for s_ab, r_b in ((sims[a][b], relevance[a][b]), (sims[b][a], relevance[b][a])):
+                delta = r_a - r_b
+                z = delta * margin - (sims[a][a] - s_ab)
+                if band == "reference":
+                    less, equal = delta > EPSILON, abs(delta) < EPSILON
+                else:
+                    less, equal = delta > 0, delta == 0
+                total += max(0.0, z) if less else max(0.0, abs(z) - slack) if equal \
+                    else max(0.0, -z)
+    return total / (2 * size * (size - 1))
+
+
+@pytest.mark.parametrize("band", ["reference", "paper"])
+@pytest.mark.parametrize("own", ["given", "one"])
+def test_sms_matches_a_direct_loop(band, own):
+    gen = torch.Generator().manual_seed(3)
+    sims = torch.rand(6, 6, generator=gen, dtype=torch.float64)
+    relevance = (torch.randint(0, 5, (6, 6), generator=gen) / 4).double()  # ties: Δ = 0 occurs
+    relevance[0, 1] = relevance[0, 0] - EPSILON / 2  # inside the reference's band only
+    loss = losses.build("sms", band=band, own_relevance=own)
+    expected = paper_sms(sims.tolist(), relevance.tolist(), band=band, own=own)
+    assert loss(sims, relevance=relevance).item() == pytest.approx(expected, abs=1e-12)
+
+
+def test_sms_gap_of_exactly_the_tolerance_takes_the_pull_branch_as_the_reference():
+    sims = torch.tensor([[0.8, 0.5], [0.5, 0.8]], dtype=torch.float64)
+    relevance = torch.tensor([[EPSILON, 0.0], [0.0, EPSILON]], dtype=torch.float64)
+    # Δ = ε exactly: neither Δ > ε nor |Δ| < ε, so [-z]+ with z = 0.6 ε - 0.3 < 0: 0.3 - 0.6 ε
+    value = losses.build("sms")(sims, relevance=relevance).item()
+    assert value == pytest.approx(0.3 - 0.6 * EPSILON, abs=1e-9)
+    # the paper's cases: Δ > 0 is less relevant, [z]+ = 0
+    assert losses.build("sms", band="paper")(sims, relevance=relevance).item() == 0.0

@@ -121,6 +121,20 @@ def test_the_run_supplies_hn_exclusion_its_dataset_threshold(tiny_dataset, tmp_p
     assert run.loss_fn.threshold is None and "threshold" not in run.config.loss.params
 
 
+def test_the_papers_threshold_comes_from_pairs_of_captions_of_different_videos(tiny_dataset,
+                                                                               tmp_path):
+    config = tiny_config(tiny_dataset, "hn_exclusion",
+                         {"exclude_top": 0.05, "threshold_pairs": "other_videos"})
+    run = Trainer(config, tmp_path / "a", DistContext())
+    grid = run.splits["train"].caption_texts
+    texts, videos = zip(*[(t, v) for v in range(grid.shape[0]) for t in grid[v] if t is not None],
+                        strict=True)
+    similarity = CaptionSimilarity().fit(texts)
+    expected = similarity.top_fraction_threshold(texts, 0.05, groups=videos)
+    assert run.loss_fn.threshold == expected == run.config.loss.params["threshold"]
+    assert expected != similarity.top_fraction_threshold(texts, 0.05)  # not the default's
+
+
 def test_every_loss_input_has_one_producer():
     assert set(BatchSupervision.PRODUCERS) == set(_base._CHECKS)
 
