@@ -11,7 +11,7 @@ from rudder.evaluation.metric_names import RELEVANCE_METRICS
 from rudder.evaluation.metric_names import TABLE_METRICS as COLUMNS
 
 NA = "n/a"
-RELEVANT = {"nDCG": "> 0", "mAP": "= 1"}  # what counts as relevant
+RELEVANT = {"nDCG": "> 0", "mAP": "= 1"}  # the items each metric counts as relevant
 
 
 def _is_na(value) -> bool:
@@ -36,9 +36,9 @@ def _notes(rows: list[dict], dropped: list[str]) -> list[str]:
     noun/verb classes), and the query counts of the relevance metrics (rows: t2v, then
     v2t)."""
     unlabelled = [c for c in dropped if not any(c in r for r in rows)]
-    notes = [f"{c}: n/a, no query has a relevant item (R {RELEVANT[c]}) at this rho; column "
-             "left out (docs/fidelity.md, 'nDCG and mAP')" for c in dropped
-             if c not in unlabelled]
+    notes = [f"{c}: n/a, no query has an item with R {RELEVANT[c]} (what {c} counts as "
+             "relevant) at this rho; column left out (docs/fidelity.md, 'nDCG and mAP')"
+             for c in dropped if c not in unlabelled]
     if unlabelled:
         notes.append(f"{' and '.join(unlabelled)}: n/a, the dataset has no noun/verb classes "
                      "(relevance needs them; add them with `python -m heuristics label`); "
@@ -47,7 +47,8 @@ def _notes(rows: list[dict], dropped: list[str]) -> list[str]:
         counts = [f"{d} {int(r[f'{c}_queries'])}" for d, r in zip(("t2v", "v2t"), rows, strict=True)
                   if c not in dropped and not _is_na(r.get(c)) and f"{c}_queries" in r]
         if counts:
-            notes.append(f"{c} over the queries with a relevant item: {', '.join(counts)}")
+            notes.append(f"{c}: the mean over the queries that have an item with R "
+                         f"{RELEVANT[c]}: {', '.join(counts)}")
     return notes
 
 

@@ -20,8 +20,11 @@ def test_a_column_na_everywhere_is_left_out_with_a_note():
     header = next(line for line in text.splitlines() if line.startswith("| queries"))
     assert "mAP" not in header and "nDCG" in header
     assert "| text→video | 10.0 | 50.0 | 70.0 | 99.0 | 5.0 | 8.0 | 70.0 |" in text
-    assert "mAP: n/a, no query has a relevant item (R = 1)" in text
-    assert "nDCG over the queries with a relevant item: t2v 4, v2t 4" in text
+    # Each note names the items its metric counts (R = 1 for mAP, R > 0 for nDCG), so "no
+    # query has one" and "computed over 4 queries that have one" do not read as a contradiction.
+    assert ("mAP: n/a, no query has an item with R = 1 (what mAP counts as relevant) at this "
+            "rho; column left out") in text
+    assert "nDCG: the mean over the queries that have an item with R > 0: t2v 4, v2t 4" in text
 
 
 def test_a_partly_defined_column_is_kept_with_its_query_count():
@@ -30,7 +33,7 @@ def test_a_partly_defined_column_is_kept_with_its_query_count():
     text = results_table({"test": test})
     assert "| mAP |" in text.splitlines()[2] + " |"
     assert "| 70.0 | 40.0 |" in text and "| 70.0 | n/a |" in text
-    assert "mAP over the queries with a relevant item: t2v 3" in text
+    assert "mAP: the mean over the queries that have an item with R = 1: t2v 3" in text
 
 
 def test_seeds_keep_na_and_the_table_leaves_it_out():
