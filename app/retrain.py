@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class Retrainer:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._log: Path | None = None
+        self._console = ""
         self._out: Path | None = None
         self._started = 0.0
         self._finished: Path | None = None  # a run ready to switch to
@@ -144,8 +146,9 @@ class Retrainer:
                 return f"Nothing to retrain on: no settled labels in {self.settings.name} ({why})."
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             out = (self.settings.runs_dir / f"{stamp}-retrained-po").resolve()
-            out.parent.mkdir(parents=True, exist_ok=True)
-            self._log = out.parent / f".{out.name}.log"  # the child's console, beside its run
+            # the child's console (its epochs and error line), removed once it has ended
+            self._log = Path(tempfile.mkstemp(prefix="rudder-retrain-", suffix=".log")[1])
+            self._console = ""
             environment = {**os.environ,
                            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
             if not (__package__ or "app").startswith("rudder."):  # a checkout: its packages
@@ -176,7 +179,7 @@ class Retrainer:
                     serving = f" The app serves the retrained run {self.serving.name}."
                 return (f"{settled} settled labels in {markdown_text(self.settings.name)} "
                         f"({unsettled} pair(s) unsettled, {rows} labels).{serving}")
-            log = self._log.read_text(encoding="utf-8", errors="replace") if self._log else ""
+            log = self._read_console(process)
             seconds = time.monotonic() - self._started
             code = process.poll()
             if code is None:
@@ -198,6 +201,17 @@ class Retrainer:
             errors = [line for line in log.splitlines() if line.startswith("error:")]
             self._error = errors[-1] if errors else f"exit status {code}"
             return f"The retrain failed: {markdown_text(self._error)}"
+
+    def _read_console(self, process) -> str:
+        """The child's console so far; once it has ended, kept in memory and its file removed."""
+        if self._log is None:
+            return self._console
+        ended = process.poll() is not None
+        self._console = self._log.read_text(encoding="utf-8", errors="replace")
+        if ended:
+            self._log.unlink(missing_ok=True)
+            self._log = None
+        return self._console
 
     @property
     def finished(self) -> Path | None:
@@ -222,3 +236,5 @@ class Retrainer:
         if self.running:
             self._process.terminate()
             self._process.wait(timeout=30)
+        if self._process is not None:
+            self._read_console(self._process)

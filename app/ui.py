@@ -55,7 +55,7 @@ CSS = """
 .rudder-segment video { width: 100%; max-height: 160px; background: #000; }
 /* The label buttons stay in view: a bar fixed to the bottom of the window, and a spacer
    at the end of the tab so that nothing stays hidden under it. */
-#rudder-keys { display: none; }
+#rudder-keys, #rudder-playback { display: none; }  /* scripts only: no space */
 #ann-bar { position: fixed; left: 0; right: 0; bottom: 0; z-index: 50; gap: 0.2rem;
   padding: 0.3rem max(0.8rem, calc((100vw - 1280px) / 2));
   background: var(--background-fill-primary);

@@ -44,14 +44,16 @@ def _inputs(batch: int, seed: int = 0) -> dict:
 class BenchRun:
     """What a training run supplies to a loss (:class:`rudder.losses.RunFacts`), taken from
     the benchmark batch: dw's embedding dimension, hn_exclusion's caption-similarity
-    threshold (here over the batch's caption pairs instead of the training set's)."""
+    threshold (here over the batch's caption pairs instead of the training set's; each
+    caption is of another video, so ``other_videos`` changes nothing)."""
 
     embedding_dim = 256
 
     def __init__(self, text_sims: torch.Tensor):
         self.pairs = text_sims[~torch.eye(len(text_sims), dtype=torch.bool)]
 
-    def caption_similarity_threshold(self, top_fraction: float) -> float:
+    def caption_similarity_threshold(self, top_fraction: float,
+                                     other_videos: bool = False) -> float:
         return float(torch.quantile(self.pairs, 1 - top_fraction))
 
 

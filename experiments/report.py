@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def render(name: str, output: Path) -> dict[str, str]:
 
         return render_claims(output)
     if name == "calibration":
-        from .calibrate import render_calibration
+        from .calibration import render_calibration
 
         return render_calibration(output)
     rows, meta = read_archive(archive_path(output, name))
@@ -88,13 +89,23 @@ def check(name: str, output: Path) -> list[str]:
     return problems
 
 
+def report_name(value: str) -> str:
+    """A suite's name (lower-case letters, digits and '-': a file name in ``--output``)."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a suite name (lower-case letters, digits and '-', e.g. "
+            f"rudder-table1) nor one of {', '.join(SPECIAL)}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=f"python -m {__package__}.report",
         description="Recompute a suite's tables and tests from its committed per-query ranks "
         "(<output>/<suite>-ranks.npz); --check compares them with the committed files.",
     )
-    parser.add_argument("name", help=f"a suite, or one of {', '.join(SPECIAL)}")
+    parser.add_argument("name", type=report_name,
+                        help=f"a suite, or one of {', '.join(SPECIAL)}")
     parser.add_argument("--output", type=folder, default=DEFAULT_OUTPUT,
                         help=f"folder of the archives and tables (default {DEFAULT_OUTPUT})")
     parser.add_argument("--check", action="store_true",

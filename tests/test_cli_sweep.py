@@ -102,6 +102,10 @@ FREE_TEXT = {
     "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",
     "experiments.tune --dataset": "rudder.runs.folders.resolve_dataset",
+    "experiments.calibrate suite": "a suite folder name, checked by "
+                                   "experiments.suites.load_suite",
+    "experiments.calibrate --row": "a row label of the suite, checked against its rows",
+    "experiments.calibrate --dataset": "rudder.runs.folders.resolve_dataset",
     **{f"heuristics.studies.{name} --lang": "rudder.languages.check_language(s) "
        "(tests/heuristics/test_studies_cli.py)"
        for name in ("indic_sample", "lemma_eval", "light_verbs_ud")},
@@ -137,6 +141,8 @@ REQUIRED_INPUT_FIRST = {
     **{f"datasets_scripts build {name} --text-features": "--src is read first (the text "
        "features are matched to its captions)" for name in BUILDERS if name != "videos"},
     "datasets_scripts build didemo --lists": "--src is read first",
+    "rudder.data.epic_relevance --out": "--epic is read first (the dataset is built before "
+                                        "it is written)",
     "heuristics.studies.light_verbs_ud --test": "--train is read first (its constructions "
                                                 "are the class map)",
 }

@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from argparse import Namespace
 from pathlib import Path
@@ -62,6 +63,30 @@ def test_who_may_retrain_and_what_the_others_are_told(tmp_path):
     assert retrainer.switch("asha") == "No finished retrain to switch to."
     assert "0 settled labels in tiny (1 pair(s) unsettled, 2 labels)" in retrainer.status()
     assert not retrainer.running
+
+
+def test_a_finished_retrain_reports_its_error_and_leaves_no_console_file(tmp_path,
+                                                                          monkeypatch):
+    from app import retrain
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the console file goes
+    # a child that fails at once with one error line, as `heuristics retrain` does
+    (tmp_path / "failing_retrain.py").write_text(
+        "import sys\nprint('epoch 1/3 done')\nprint('error: the dataset is gone')\nsys.exit(2)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(retrain, "heuristics_module", lambda: "failing_retrain")
+    store = AnnotationStore(tmp_path / "labels.sqlite")
+    store.add(TINY, "asha", "v000-en", "v001-en", "partial")
+    retrainer = Retrainer(settings(tmp_path), store, lambda run: "new")
+    assert retrainer.start("asha").startswith("Retraining PO(M) on 1 settled labels")
+    assert len(list(tmp_path.glob("rudder-retrain-*.log"))) == 1
+    deadline = time.monotonic() + 60
+    while retrainer.running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    status = retrainer.status()
+    assert status == "The retrain failed: error: the dataset is gone"
+    assert list(tmp_path.glob("rudder-retrain-*.log")) == []  # removed once it ended
+    assert retrainer.status() == status  # read from memory afterwards
 
 
 def label_through_the_api(client, count, seen):

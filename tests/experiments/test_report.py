@@ -1,10 +1,10 @@
-"""experiments.report, .claims and .calibrate on hand-made rank archives (no training)."""
+"""experiments.report, .claims and .calibration on hand-made rank archives (no training)."""
 
 import numpy as np
 import pytest
 import yaml
 
-from experiments import calibrate, claims, report, tables
+from experiments import calibration, claims, report, tables
 from experiments.archive import ArchiveError, archive_path, read_archive, write_archive
 from experiments.collect import RowResult
 from rudder.evaluation import significance
@@ -111,16 +111,16 @@ def test_claims_one_holm_over_every_claim(tmp_path, monkeypatch):
 
 
 def test_calibration_pairs_are_disjoint_and_seeded():
-    pairs = calibrate.pairs(60, 10, 7, seed=0)
-    assert len(pairs) == 21 and pairs == calibrate.pairs(60, 10, 7, seed=0)
+    pairs = calibration.pairs(60, 10, 7, seed=0)
+    assert len(pairs) == 21 and pairs == calibration.pairs(60, 10, 7, seed=0)
     for partition in range(7):
         used = [i for a, b, p in pairs if p == partition for i in (*a, *b)]
         assert len(used) == len(set(used)) == 60  # one partition: disjoint pairs
     assert all(not set(a) & set(b) for a, b, _ in pairs)
-    assert len(calibrate.pairs(60, 5, 4, seed=0)) == 24
+    assert len(calibration.pairs(60, 5, 4, seed=0)) == 24
     with pytest.raises(ValueError, match="no pair"):
-        calibrate.pairs(8, 5, 1, seed=0)
-    assert calibrate.clopper_pearson(0, 20) == (0.0, pytest.approx(0.1684, abs=1e-4))
+        calibration.pairs(8, 5, 1, seed=0)
+    assert calibration.clopper_pearson(0, 20) == (0.0, pytest.approx(0.1684, abs=1e-4))
 
 
 def test_calibration_report_from_a_pool(tmp_path, monkeypatch):
@@ -137,7 +137,7 @@ def test_calibration_report_from_a_pool(tmp_path, monkeypatch):
     assert "| p < 0.05 | rate [95% CI] | p < 0.10 |" in md
     assert len(table) == 1 + 2 * (2 * 3 + 5 * 3)  # both directions of every pair
     first = dict(zip(table[0].split(","), table[1].split(","), strict=True))
-    a, b, _ = calibrate.pairs(20, 5, 3, seed=0)[0]
+    a, b, _ = calibration.pairs(20, 5, 3, seed=0)[0]
     direct = significance.crossed_random_effects_test(pool.ranks["t2v"][a], pool.ranks["t2v"][b],
                                                       np.arange(32) // 2)
     assert float(first["p_runs"]) == pytest.approx(direct.pvalue, rel=1e-5)
