@@ -78,15 +78,16 @@ FREE_TEXT = {
     "datasets_scripts build msrvtt --split-lists": "file names inside --src",
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
     "rudder.hub.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
-                                "(tests/hub/test_model_hub_publish.py)",
-    "rudder.hub.publish --revision": "a branch name, checked by rudder.hub.models.is_revision "
-                                 "(tests/hub/test_model_hub.py), then by the Hub",
+                                "(tests/hub/test_published_models_publish.py)",
+    "rudder.hub.publish --revision": "a branch name, checked by "
+                                 "rudder.hub.published_models.is_revision "
+                                 "(tests/hub/test_published_models.py), then by the Hub",
     "rudder.hub.publish --license": "a licence id written into the card "
-                                "(tests/hub/test_model_hub_publish.py)",
+                                "(tests/hub/test_published_models_publish.py)",
     "rudder.evaluation.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
                             "checked by rudder.runs.folders.load_run / "
-                            "rudder.hub.models.parse_hub_id "
-                            "(tests/hub/test_model_hub.py)",
+                            "rudder.hub.published_models.parse_hub_id "
+                            "(tests/hub/test_published_models.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "
                                               "(tests/datasets_scripts/test_videos_experts.py)",
@@ -97,7 +98,7 @@ FREE_TEXT = {
                                      "before any work (tests/evaluation/test_query_langs.py)",
     "rudder.evaluation.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
-                        "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",
+                        "rudder.runs.folders.load_run (tests/hub/test_published_models.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
     "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",

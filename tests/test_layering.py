@@ -68,3 +68,16 @@ def test_only_the_trainer_is_imported_from_the_trainer():
                 if isinstance(node, ast.ImportFrom) and node.module == "rudder.training.trainer":
                     imported |= {alias.name: str(path.relative_to(ROOT)) for alias in node.names}
     assert set(imported) == {"Trainer"}, imported
+
+
+def test_at_most_sixteen_modules_sit_directly_under_rudder():
+    modules = sorted(p.name for p in (ROOT / "rudder").glob("*.py"))
+    assert len(modules) <= 16, modules
+
+
+def test_every_library_folder_is_a_regular_package():
+    """A folder of modules without ``__init__.py`` would import as a namespace package from a
+    checkout and be left out of the wheel."""
+    folders = {p.parent for p in (ROOT / "rudder").rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders
+                  if not (f / "__init__.py").exists()) == []

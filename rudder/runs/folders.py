@@ -250,10 +250,10 @@ def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> N
 
 def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
     """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
-    (:mod:`rudder.hub.models`) for inference (the model is in eval mode)."""
-    from rudder.hub import models as model_hub
+    (:mod:`rudder.hub.published_models`) for inference (the model is in eval mode)."""
+    from rudder.hub import published_models
 
-    if model_hub.is_model_reference(path):
+    if published_models.is_model_reference(path):
         return load_published(path, device, dataset)
     from rudder.runs.weights import SavedFiles, build_checked, parse_experts, parse_vocabulary
     from rudder.training.checkpoints import load_checkpoint
@@ -288,9 +288,10 @@ def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
 
 
 def load_published(spec, device: str = "cpu", dataset: str | None = None) -> LoadedRun:
-    """A :class:`LoadedRun` from a Hub id or a published folder (:mod:`rudder.hub.models`), on
-    ``dataset`` (default: the one it was trained on), refused when the dataset does not fit."""
-    from rudder.hub.models import WEIGHTS, check_compatible, rebuild, resolve
+    """A :class:`LoadedRun` from a Hub id or a published folder
+    (:mod:`rudder.hub.published_models`), on ``dataset`` (default: the one it was trained on),
+    refused when the dataset does not fit."""
+    from rudder.hub.published_models import WEIGHTS, check_compatible, rebuild, resolve
 
     resolved = resolve(spec)
     published = rebuild(resolved.path, device)
