@@ -27,7 +27,7 @@ def model_description(run) -> str:
 
 def engine_for(run, collection):
     """The search engine of a loaded run over the app's collection."""
-    from rudder.runs.folders import encode_queries
+    from rudder.evaluation.loading import encode_queries
 
     from .engine import SearchEngine
 

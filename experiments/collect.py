@@ -18,16 +18,17 @@ import numpy as np
 import torch
 
 from rudder.data.loader import SplitData, build_class_index, load_split
+from rudder.errors import RunError
 from rudder.evaluation import fusion, metrics
 from rudder.evaluation.inference import relevance_matrix, split_metrics
-from rudder.runs.folders import LoadedRun, RunError, load_run
+from rudder.evaluation.loading import LoadedRun, load_run
+from rudder.evaluation.predictions import write_predictions
 from rudder.runs.layout import (
     metrics_file,
     predictions_file,
     read_metrics,
     read_predictions,
     write_metrics,
-    write_predictions,
 )
 
 DIRECTIONS = ("t2v", "v2t")

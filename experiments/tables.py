@@ -49,7 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rudder.evaluation import metrics, significance
-from rudder.evaluation.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
+from rudder.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
 
 from .collect import RowResult
 

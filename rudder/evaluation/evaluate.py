@@ -19,9 +19,12 @@ import torch
 
 from rudder.cli import ArgumentParser, folder, int_in
 from rudder.data.loader import build_class_index, load_split
+from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.evaluation import fusion
 from rudder.evaluation.inference import similarity_matrix, split_metrics
+from rudder.evaluation.loading import load_run
+from rudder.evaluation.predictions import write_predictions
 from rudder.evaluation.query_langs import (
     check_pivots,
     check_query_langs,
@@ -32,14 +35,11 @@ from rudder.evaluation.query_langs import (
 )
 from rudder.evaluation.results_table import results_table
 from rudder.hub import published_models
-from rudder.runs.folders import load_run
 from rudder.runs.layout import (
     evaluation_dir,
     evaluation_predictions_file,
     write_metrics,
-    write_predictions,
 )
-from rudder.training.devices import pick_device
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,7 +29,7 @@ def check_split_has(path, langs: list[str], split: str, dataset: str | None = No
     """Refuse ``--query-langs`` languages that the ``split`` of the dataset the run at
     ``path`` is evaluated on (``dataset``, default the run's own) has no caption in; reads
     only the split's caption languages, before any model is loaded."""
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     spec = dataset or run_data_config(path).get("dataset")
     folder = resolve_dataset(str(spec))
@@ -81,8 +81,8 @@ def run_data_config(path) -> dict:
     ``path`` (read from its config file; a checkpoint without a run folder: its own)."""
     from rudder.config import load_yaml
     from rudder.hub import published_models
+    from rudder.runs.checkpoints import load_checkpoint
     from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
-    from rudder.training.checkpoints import load_checkpoint
 
     if published_models.is_model_reference(path):
         config = load_yaml(published_models.resolve(path).path / published_models.CONFIG)

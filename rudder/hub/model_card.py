@@ -19,8 +19,8 @@ import yaml
 from rudder.atomic import atomic_write_text, replacing
 from rudder.config import dump_yaml, from_dict
 from rudder.errors import RunError
-from rudder.evaluation.metric_names import RECALL_KS
 from rudder.hub import published_models
+from rudder.metric_names import RECALL_KS
 from rudder.runs.layout import (
     checkpoint_file,
     env_file,
@@ -83,7 +83,7 @@ LOSS_PAPERS = {
 def selected_checkpoint(run_dir: Path) -> tuple[Path, dict, dict]:
     """The run's ``best.pt`` (the checkpoint its metrics.json describes), its state and the
     metrics; a RunError for a seeds group, an unfinished run or metrics of another epoch."""
-    from rudder.training.checkpoints import load_checkpoint
+    from rudder.runs.checkpoints import load_checkpoint
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

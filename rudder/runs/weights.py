@@ -1,5 +1,5 @@
 """A saved model checked before anything is allocated, then built: :func:`build_checked`, the
-one path by which a run checkpoint (:func:`rudder.runs.folders.load_run`) and a published
+one path by which a run checkpoint (:func:`rudder.evaluation.loading.load_run`) and a published
 folder (:func:`rudder.hub.published_models.rebuild`) become a model.
 
 A saved model is a config (``model.*`` sizes), experts (``{name: {dim, variable_length}}``),

@@ -34,8 +34,8 @@ import torch
 
 from rudder.atomic import replacing
 from rudder.errors import RudderError
+from rudder.runs.checkpoints import read_plain
 from rudder.search.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
-from rudder.training.checkpoints import read_plain
 
 INDEX_VERSION = 2  # 2: videos embedded in the fixed blocks of rudder.evaluation.inference
 

@@ -12,8 +12,8 @@ import torch
 from rudder.data.layout import DatasetFolder
 from rudder.errors import RunError
 from rudder.evaluation import evaluate
+from rudder.evaluation.loading import load_run
 from rudder.hub import publish, published_models
-from rudder.runs.folders import load_run
 
 from ..factories import concept_dataset, write_ce_text_features
 
