@@ -13,6 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -146,7 +147,9 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
     """A row from ``(seed, result_dir, model_dir)`` triples, in that order: ``result_dir`` holds
     test metrics and predictions (a run or a fusion); ``model_dir`` is a trained run of the same
     data config (itself, or a fusion's first member) whose test split gives the relevance."""
-    seeds, tests, ranks, scores, ids = [], [], {d: [] for d in DIRECTIONS}, {}, None
+    seeds, tests, ids = [], [], None
+    ranks: dict[str, list[Any]] = {d: [] for d in DIRECTIONS}
+    scores: dict[str, Any] = {}
     video_ids = None
     for seed, run_dir, model_dir in run_dirs:
         pred = read_predictions(predictions_file(run_dir, "test"))
