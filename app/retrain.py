@@ -219,6 +219,7 @@ class Retrainer:
 
     def stop(self) -> None:
         """Stop a running retrain (the server shuts down; tests)."""
-        if self.running:
-            self._process.terminate()
-            self._process.wait(timeout=30)
+        process = self._process
+        if process is not None and process.poll() is None:  # running
+            process.terminate()
+            process.wait(timeout=30)

@@ -223,8 +223,8 @@ def fuse_seed(
     ``rudder.evaluate --fuse`` scores them (in float32). No checkpoint is re-scored.
     Cached: an ``out_dir`` with both files of these members is returned as is.
     """
-    digest = hashlib.sha256(b"".join(metrics_file(d).read_bytes() for d in member_dirs))
-    digest = digest.hexdigest()
+    digest = hashlib.sha256(
+        b"".join(metrics_file(d).read_bytes() for d in member_dirs)).hexdigest()
     if (
         metrics_file(out_dir).is_file()
         and predictions_file(out_dir, "test").is_file()
