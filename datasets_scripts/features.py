@@ -29,6 +29,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -164,7 +165,7 @@ def _rudder_pickle_entries(source, wanted):
             video_id = str(record.get("id"))
             if video_id not in wanted:
                 continue
-            value = record
+            value: Any = record
             for key in source.keys:
                 value = value.get(key) if isinstance(value, dict) else None
             yield video_id, value, path, f"record {index} (id {video_id!r})"

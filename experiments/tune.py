@@ -55,6 +55,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -194,7 +195,7 @@ def row_settings(row: Row, keys: list[str]) -> dict:
     tree["loss"]["params"] = {**loss_defaults(config.loss.name), **config.loss.params}
     values = {}
     for key in keys:
-        node = tree
+        node: Any = tree
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         values[key] = node
