@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +45,7 @@ class RetrainSettings:
 
     dataset: str
     runs_dir: Path
-    base_run: object = None
+    base_run: str | Path | Callable[[], str | Path | None] | None = None
     permitted: frozenset = frozenset()
     adjudicators: tuple = ()
     epochs: int | None = None

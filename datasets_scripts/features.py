@@ -101,7 +101,7 @@ def _npy_entries(source, wanted):
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if entry.name.endswith(".npy") and entry.name[:-4] in wanted:
             try:
-                value = read_npy(entry.path)
+                value: Any = read_npy(entry.path)
             except (ValueError, OSError) as error:
                 value = _Unreadable(str(error))
             yield entry.name[:-4], value, entry.path, f"file {entry.name!r}"

@@ -66,7 +66,8 @@ class ClassMap:
 
     def update(self, other: ClassMap) -> ClassMap:
         for key, concept in other.entries.items():
-            self.add(*key, concept, other.sources[key])
+            pos, lang, lemma = key
+            self.add(pos, lang, lemma, concept, other.sources[key])
         return self
 
     def __len__(self) -> int:
