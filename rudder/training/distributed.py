@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from rudder.errors import RudderError
+from rudder.models import interface
 
 
 @dataclass
@@ -74,9 +75,9 @@ class PairEncoder(torch.nn.Module):
         self.model = model
 
     def forward(self, tokens, mask, features, frame_masks, available):
-        text, logits = self.model.encode_text(tokens, mask)  # type: ignore[operator]  # a MODEL_INTERFACE method
-        video = self.model.encode_video(features, frame_masks, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
-        return text, logits, video
+        model = interface(self.model)
+        text, logits = model.encode_text(tokens, mask)
+        return text, logits, model.encode_video(features, frame_masks, available)
 
 
 def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device,

@@ -134,7 +134,7 @@ class Trainer:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
         # load_split validated the data; checks would sync the GPU (a MODEL_INTERFACE attribute)
-        self.model.check_values = False  # type: ignore[assignment]
+        models.interface(self.model).check_values = False
         self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
         self.optimizer = build_optimizer(self.model.parameters(), config.optim)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.epochs)
@@ -187,7 +187,7 @@ class Trainer:
                                                available)
         text, logits, video, available = gather_with_grad([text, logits, video, available],
                                                           self.ctx, len(videos))
-        sims = self.model.similarity(  # type: ignore[operator]  # a MODEL_INTERFACE method
+        sims = models.interface(self.model).similarity(
             text, logits, video, available, check_values=False
         )
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))
