@@ -337,7 +337,8 @@ def _export(db: Path, out: Path) -> None:
 def _build(args, auth=None):
     """The app for ``args`` and, when no model exists yet, the thread that trains one (to
     start once the page is served; None otherwise)."""
-    from rudder.runs.folders import encode_queries, load_run, resolve_dataset
+    from rudder.data.lookup import resolve_dataset
+    from rudder.evaluation.loading import encode_queries, load_run
 
     from .annotations_db import AnnotationStore
     from .ui import build_app
@@ -386,7 +387,8 @@ def _build(args, auth=None):
 def _build_training(args, dataset: str, languages, extra, auth=None):
     """The app served while a quick model trains (:class:`app.model_slot.ModelSlot`), and
     the thread that trains it, loads it and hands its engine to the app."""
-    from rudder.runs.folders import load_run, resolve_dataset
+    from rudder.data.lookup import resolve_dataset
+    from rudder.evaluation.loading import load_run
 
     from .model_slot import ModelSlot
     from .ui import build_app

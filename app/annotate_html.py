@@ -70,7 +70,7 @@ def terms_html(row: dict) -> str:
     return f"<div class='rudder-terms'>{' · '.join(parts)}</div>" if parts else ""
 
 
-def other_captions_html(collection: Collection, query_id: str, candidate_id: str) -> str:
+def other_captions_html(collection: Collection, query_id: str, candidate_id: str | None) -> str:
     """The other captions of the query's and the candidate's videos, side by side."""
     blocks = []
     for role, caption_id in (("query", query_id), ("candidate", candidate_id)):

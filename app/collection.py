@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rudder.data.layout import DatasetFolder, LayoutError
 from rudder.search.index_cache import present_splits
+
+if TYPE_CHECKING:
+    from .playback import Playback
 
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".ogv", ".ogg", ".mov", ".m4v", ".mkv", ".avi", ".ts",
                     ".m2ts", ".mts", ".mpg", ".mpeg", ".flv", ".3gp", ".wmv")
@@ -31,7 +35,7 @@ class Collection:
         self.folder = folder
         self.name = folder.meta.name
         self.media_dir = Path(media_dir).resolve() if media_dir else None
-        self.playback = None
+        self.playback: Playback | None = None
         media = folder.meta.extra.get("media") if isinstance(folder.meta.extra, dict) else None
         self.media_files = {
             str(video_id): str(entry["file"])

@@ -68,7 +68,7 @@ class SearchEngine:
 
     ``encode(texts, langs) -> (tokens, mask)`` tokenises queries as training did (default:
     :func:`rudder.text.tokenize` per language and ``vocab.batch(max_len=max_words)``, what
-    :func:`rudder.runs.folders.encode_queries` does for a loaded run). ``train_langs`` are the
+    :func:`rudder.evaluation.loading.encode_queries` does for a loaded run). ``train_langs`` are the
     model's training caption languages (default: all supported); ``check_words=False``
     skips the vocabulary check (a frozen pretrained text encoder has its own tokeniser);
     ``fitted_langs`` are the languages whose text fitted the text side's statistics

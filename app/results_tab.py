@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from rudder.errors import RudderError
-from rudder.evaluation.metric_names import RECALL_KS as KS
-from rudder.evaluation.metric_names import TABLE_METRICS as METRICS
+from rudder.metric_names import RECALL_KS as KS
+from rudder.metric_names import TABLE_METRICS as METRICS
 from rudder.runs.layout import folders_with_results, read_config, read_history, read_metrics
 
 from .escaping import markdown_text

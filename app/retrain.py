@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -45,7 +46,7 @@ class RetrainSettings:
 
     dataset: str
     runs_dir: Path
-    base_run: object = None
+    base_run: str | Path | Callable[[], str | Path | None] | None = None
     permitted: frozenset = frozenset()
     adjudicators: tuple = ()
     epochs: int | None = None
@@ -233,8 +234,9 @@ class Retrainer:
 
     def stop(self) -> None:
         """Stop a running retrain (the server shuts down; tests)."""
-        if self.running:
-            self._process.terminate()
-            self._process.wait(timeout=30)
-        if self._process is not None:
-            self._read_console(self._process)
+        process = self._process
+        if process is not None and process.poll() is None:  # running
+            process.terminate()
+            process.wait(timeout=30)
+        if process is not None:
+            self._read_console(process)

@@ -27,7 +27,7 @@ def model_description(run) -> str:
 
 def engine_for(run, collection):
     """The search engine of a loaded run over the app's collection."""
-    from rudder.runs.folders import encode_queries
+    from rudder.evaluation.loading import encode_queries
 
     from .engine import SearchEngine
 
@@ -53,4 +53,5 @@ def fitted_langs(run) -> list[str]:
 
     names = ("caption_langs", "sentence_fit_langs", "sentence_fit_text", *SENTENCE_TRANSFORMS)
     data = {name: getattr(run.config.data, name, None) for name in names}
-    return [lang for lang in langs_read(data) if lang not in data["caption_langs"]]
+    trained = data["caption_langs"] or []
+    return [lang for lang in langs_read(data) if lang not in trained]

@@ -245,7 +245,7 @@ def switch_run(run_dir, dataset: str, collection: Collection, slot: ModelSlot,
                queues: QueueService) -> str:
     """Serve the retrained run ``run_dir``: search with it and rebuild the model queue;
     returns its description."""
-    from rudder.runs.folders import load_run
+    from rudder.evaluation.loading import load_run
 
     from .served_run import engine_for, model_description
 

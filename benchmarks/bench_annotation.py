@@ -129,7 +129,7 @@ def build_queues(collection, run_dir: Path, cache: Path) -> dict:
 
     from app.engine import SearchEngine
     from app.pair_queue import QueueBuilder, model_scores
-    from rudder.runs.folders import encode_queries, load_run
+    from rudder.evaluation.loading import encode_queries, load_run
 
     run = load_run(run_dir)
     engine = SearchEngine(run.model, run.vocab, collection, encode=partial(encode_queries, run),
@@ -401,7 +401,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from app.collection import Collection
     from rudder.config import from_dict
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     print(machine(), flush=True)
     print("dataset: the embedded sample, SIMULATED captions and features")

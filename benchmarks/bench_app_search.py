@@ -110,7 +110,7 @@ def in_process_search(runs: Path, dataset: str, collection):
     """``SearchTab.search`` over the run the app serves (the same choice of run)."""
     from app.__main__ import engine_for, newest_run_for
     from app.search_tab import SearchTab
-    from rudder.runs.folders import load_run
+    from rudder.evaluation.loading import load_run
 
     checkpoint = newest_run_for(runs, dataset, collection.folder.meta.languages)
     run = load_run(checkpoint, dataset=dataset)
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     from gradio_client import Client
 
     from app.collection import Collection
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -49,7 +49,7 @@ def measure(run_dir: Path) -> dict[str, float]:
     """Language -> percent of its test captions whose own video is in the top 10."""
     from app.__main__ import engine_for
     from app.collection import Collection
-    from rudder.runs.folders import load_run
+    from rudder.evaluation.loading import load_run
 
     run = load_run(run_dir)
     collection = Collection(run.dataset)
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     run_dir, scratch = args.run, None
     if run_dir is None:
         from app.__main__ import QUICK_EPOCHS, train_quick
-        from rudder.runs.folders import resolve_dataset
+        from rudder.data.lookup import resolve_dataset
 
         scratch = None if args.runs else tempfile.TemporaryDirectory(prefix="bench-quick-")
         runs = args.runs or Path(scratch.name)

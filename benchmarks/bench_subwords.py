@@ -26,7 +26,7 @@ from rudder import train
 from rudder.data.loader import load_split
 from rudder.evaluation import metrics
 from rudder.evaluation.inference import similarity_matrix
-from rudder.runs.folders import load_run
+from rudder.evaluation.loading import load_run
 from rudder.text import tokenize
 
 SUFFIX = {"mr": "ची", "en": "s"}

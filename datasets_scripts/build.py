@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +38,7 @@ class CaptionRows:
     """Captions collected column by column (base columns, noun/verb columns when given)."""
 
     def __init__(self):
-        self.columns = {name: [] for name in CAPTIONS_SCHEMA.names}
+        self.columns: dict[str, list[Any]] = {name: [] for name in CAPTIONS_SCHEMA.names}
         self.noun_verb: dict[str, list] = {}
         self.ids: set[str] = set()
 
@@ -185,7 +186,8 @@ def write_dataset(
     used = set(raw.captions.columns["lang"])
     languages = [lang for lang in SUPPORTED if lang in used]
     wanted = set(raw.videos)
-    scans, available = {}, {}
+    scans: dict[str, Any] = {}
+    available: dict[str, Any] = {}
     for source in raw.feature_sources:
         print(f"scanning expert {source.expert} ({source.location})", file=stream)
         scan = scan_source(source, wanted, reporter, keep_zeros)

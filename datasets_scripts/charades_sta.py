@@ -43,6 +43,7 @@ import math
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from rudder.cli import float_in
 from rudder.data.layout import SPLITS
@@ -190,7 +191,8 @@ def read_clips(args, files: dict, durations: dict, reporter: Reporter) -> RawDat
             for video_id, items in parse_file(path, durations, reporter).items():
                 for start, end, sentence in items:
                     sentences[_clip_id(video_id, start, end)].append(sentence)
-    videos, captions, first_taken, expected = {}, CaptionRows(), 0, {}
+    videos: dict[str, Any] = {}
+    captions, first_taken, expected = CaptionRows(), 0, {}
     for pair in args.clip_lists:
         split, sep, file = pair.partition("=")
         if not sep or split not in SPLITS:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from .build import CaptionRows, RawDataset, read_id_list, read_json
 from .build_report import BuildError, Reporter
@@ -77,7 +78,7 @@ def parse_file(path: Path, reporter: Reporter, seen_ids: set):
     data = read_json(path, "it as JSON")
     if not isinstance(data, list):
         raise BuildError(f"{path}: expected a JSON list of annotations")
-    videos = {}
+    videos: dict[str, Any] = {}
     for index, item in enumerate(data):
         where = f"entry {index}"
         missing = [f for f in FIELDS if not isinstance(item, dict) or f not in item]
@@ -133,7 +134,7 @@ def parse_file(path: Path, reporter: Reporter, seen_ids: set):
 
 def merge_containers(path: Path, parsed: dict, reporter: Reporter) -> dict:
     """``{video_id: {"segments": longest, "moments": [...], "names": [...]}}`` over file names."""
-    merged = {}
+    merged: dict[str, Any] = {}
     for name, video in parsed.items():
         into = merged.setdefault(
             name.split(".")[0], {"segments": 0, "moments": [], "names": [], "seen": set()}
@@ -163,7 +164,9 @@ def read(args, reporter: Reporter) -> RawDataset:
     files = {part: src / f"{part}_data.json" for part in PARTS}
     if not any(p.is_file() for p in files.values()):
         raise BuildError(f"{src}: no train_data.json, val_data.json or test_data.json")
-    videos, captions, seen_ids = {}, CaptionRows(), set()
+    videos: dict[str, Any] = {}
+    captions = CaptionRows()
+    seen_ids: set[str] = set()
     expected, got, method = {}, {}, []
     for part, path in files.items():
         split = PARTS[part]

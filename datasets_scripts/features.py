@@ -29,6 +29,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -100,7 +101,7 @@ def _npy_entries(source, wanted):
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if entry.name.endswith(".npy") and entry.name[:-4] in wanted:
             try:
-                value = read_npy(entry.path)
+                value: Any = read_npy(entry.path)
             except (ValueError, OSError) as error:
                 value = _Unreadable(str(error))
             yield entry.name[:-4], value, entry.path, f"file {entry.name!r}"
@@ -164,7 +165,7 @@ def _rudder_pickle_entries(source, wanted):
             video_id = str(record.get("id"))
             if video_id not in wanted:
                 continue
-            value = record
+            value: Any = record
             for key in source.keys:
                 value = value.get(key) if isinstance(value, dict) else None
             yield video_id, value, path, f"record {index} (id {video_id!r})"

@@ -35,6 +35,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from rudder.data.layout import SPLITS
 
@@ -215,7 +216,7 @@ def _list_splits(pairs, videos, reporter: Reporter) -> dict[str, str]:
         raise BuildError(
             "--split lists needs --split-lists SPLIT=FILE ... (splits: train, validation, test)"
         )
-    assigned = {}
+    assigned: dict[str, Any] = {}
     for pair in pairs:
         split, sep, file = pair.partition("=")
         if not sep or split not in SPLITS:

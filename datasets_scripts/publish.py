@@ -141,7 +141,9 @@ def sharing_warnings(folder: DatasetFolder) -> list[str]:
     videos --expert NAME=ARCH@random``), and local paths its recorded build command holds
     (folders built before commands were recorded without them)."""
     extra = folder.meta.extra if isinstance(folder.meta.extra, dict) else {}
-    experts = extra.get("experts") if isinstance(extra.get("experts"), dict) else {}
+    experts = extra.get("experts")
+    if not isinstance(experts, dict):
+        experts = {}
     warnings = [
         f"expert {name} ({record.get('spec', name)}) has RANDOM weights: its features only "
         "check the pipeline and say nothing about the videos; rebuild with trained weights "

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -156,7 +157,7 @@ def _read_captions(
 ):
     """Add the valid captions of one file; ``entries`` gets each caption's line ordinal k
     within its video (a skipped line keeps its k, so later lines keep their ids)."""
-    counts = {}
+    counts: dict[str, Any] = {}
     for line, row in _rows(path, ("video_id", "text", "start", "end", "kind"), reporter):
         where, video_id, text = f"line {line}", row["video_id"].strip(), row["text"].strip()
         k = counts[video_id] = counts.get(video_id, -1) + 1
@@ -221,7 +222,8 @@ def _read_captions(
 
 
 def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
-    rows, seen = {name: [] for name in RELATIONS_SCHEMA.names}, set()
+    rows: dict[str, list[Any]] = {name: [] for name in RELATIONS_SCHEMA.names}
+    seen: set[Any] = set()
     for line, row in _rows(path, ("caption_id_a", "caption_id_b", "label"), reporter):
         a, b, label = row["caption_id_a"].strip(), row["caption_id_b"].strip(), row["label"].strip()
         value = PAIR_LABELS.get(label, int(label) if label in _PAIR_LABEL_DIGITS else None)
@@ -247,7 +249,8 @@ def _read_relations(path: Path, caption_ids, reporter) -> pa.Table:
 
 def read_folder(src: Path, args, reporter: Reporter) -> RawDataset:
     videos = _read_videos(src, reporter)
-    captions, forced, entries = CaptionRows(), set(args.machine_translated or ()), {}
+    captions, forced = CaptionRows(), set(args.machine_translated or ())
+    entries: dict[str, Any] = {}
     files = sorted(src.glob("captions_*.tsv"))
     if not files:
         raise BuildError(f"{src}: no captions_<lang>.tsv files")

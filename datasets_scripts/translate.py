@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,7 +74,8 @@ def translate_dataset(root, src: str, dests, *, stream=None, **options) -> dict[
                           "was deleted or not copied; restore it (or rebuild the dataset)")
     state, tables = files_state(root, "captions"), _caption_tables(root)
     existing = {c for t in tables.values() for c in t["caption_id"].to_pylist()}
-    added, parts = {}, {s: [] for s in tables}
+    added: dict[str, Any] = {}
+    parts: dict[str, list[Any]] = {s: [] for s in tables}
     for dest in dests:
         texts = []
         for table in tables.values():

@@ -31,6 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -237,7 +238,7 @@ def iter_frames(path, targets, chunk: int = 32, duration: float | None = None,
         for index, (_, times, _, _) in enumerate(targets)
         for position, t in enumerate(times)
     )
-    buffers = [[] for _ in targets]
+    buffers: list[list[Any]] = [[] for _ in targets]
     next_target, shown, converted = 0, None, {}
     scalers: dict = {}  # (resize, crop) -> a VideoReformatter kept for the file
 
@@ -303,7 +304,7 @@ def iter_audio(path, rate: int, segments, block: int, max_pixels: int = MAX_PIXE
         origin = _origin(container)
         resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
         bounds = [(key, round(start * rate), round(end * rate)) for key, start, end in segments]
-        buffers = {key: [] for key, _, _ in bounds}
+        buffers: dict[Any, list[Any]] = {key: [] for key, _, _ in bounds}
         sizes = dict.fromkeys(buffers, 0)
         position = None  # sample index (at ``rate``) of the next resampled sample
 

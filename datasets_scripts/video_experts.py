@@ -175,7 +175,7 @@ def _build(arch: str):
 
 def _load_state(model, path: Path, label: str) -> None:
     from rudder.errors import RudderError
-    from rudder.training.checkpoints import read_plain
+    from rudder.runs.checkpoints import read_plain
 
     try:
         state = read_plain(path)  # tensors and plain values only: no code runs

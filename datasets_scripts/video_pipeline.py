@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import queue as queue_module
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,8 @@ def run_tasks(tasks: list[Task], workers: int):
         return proc
 
     procs = [start() for _ in range(min(workers, len(tasks)))]
-    current, finished = {}, set()  # worker pid -> the stem it decodes
+    current: dict[int, str] = {}  # worker pid -> the stem it decodes
+    finished: set[str] = set()
     try:
         while len(finished) < len(tasks):
             try:
@@ -173,8 +175,8 @@ class Extractor:
 
     def __init__(self, experts):
         self.experts = experts
-        self.groups = []  # frame groups: (fps, resize, crop)
-        self.by_group = {}
+        self.groups: list[tuple[Any, ...]] = []  # frame groups: (fps, resize, crop)
+        self.by_group: dict[Any, Any] = {}
         for expert in experts:
             if expert.arch.kind != "audio" and expert.group[1:] not in self.groups:
                 self.groups.append(expert.group[1:])

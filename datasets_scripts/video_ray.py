@@ -33,6 +33,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -196,7 +197,8 @@ def _collect(dataset, write, total: int, progress: bool) -> dict:
     order, then ``done`` or ``error``."""
     from tqdm import tqdm
 
-    pending, last = defaultdict(dict), {}
+    pending: defaultdict[Any, dict] = defaultdict(dict)
+    last: dict[Any, Any] = {}
     bar = tqdm(total=total, unit="file", file=sys.stderr, disable=not progress,
                dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)
     began, frames = time.perf_counter(), 0

@@ -49,6 +49,7 @@ import time
 import zipfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -521,7 +522,8 @@ def extract(videos, todo, experts, work: Path, workers: int, progress: bool = Tr
     extractor = Extractor(experts)
     tasks = [extractor.task(s, videos[s].path, [(i.start, i.end) for i in videos[s].items],
                             max_pixels) for s in todo]
-    stores, infos = defaultdict(dict), {}
+    stores: defaultdict[Any, dict] = defaultdict(dict)
+    infos: dict[Any, Any] = {}
     # on a terminal a live bar; in a log file (a scheduler's) one line every 30 s
     bar = tqdm(total=len(tasks), unit="file", file=sys.stderr, disable=not progress,
                dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)

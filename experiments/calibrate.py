@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         except RudderError as error:
             print(f"error: {one_line(error)}", file=sys.stderr)
             return 2
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     from .collect import EvalSplits
 

@@ -13,21 +13,23 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from rudder.data.loader import SplitData, build_class_index, load_split
+from rudder.errors import RunError
 from rudder.evaluation import fusion, metrics
 from rudder.evaluation.inference import relevance_matrix, split_metrics
-from rudder.runs.folders import LoadedRun, RunError, load_run
+from rudder.evaluation.loading import LoadedRun, load_run
+from rudder.evaluation.predictions import write_predictions
 from rudder.runs.layout import (
     metrics_file,
     predictions_file,
     read_metrics,
     read_predictions,
     write_metrics,
-    write_predictions,
 )
 
 DIRECTIONS = ("t2v", "v2t")
@@ -145,7 +147,9 @@ def load_row(label: str, run_dirs: list[tuple[int, Path, Path]], splits: EvalSpl
     """A row from ``(seed, result_dir, model_dir)`` triples, in that order: ``result_dir`` holds
     test metrics and predictions (a run or a fusion); ``model_dir`` is a trained run of the same
     data config (itself, or a fusion's first member) whose test split gives the relevance."""
-    seeds, tests, ranks, scores, ids = [], [], {d: [] for d in DIRECTIONS}, {}, None
+    seeds, tests, ids = [], [], None
+    ranks: dict[str, list[Any]] = {d: [] for d in DIRECTIONS}
+    scores: dict[str, Any] = {}
     video_ids = None
     for seed, run_dir, model_dir in run_dirs:
         pred = read_predictions(predictions_file(run_dir, "test"))
@@ -219,8 +223,8 @@ def fuse_seed(
     ``rudder.evaluate --fuse`` scores them (in float32). No checkpoint is re-scored.
     Cached: an ``out_dir`` with both files of these members is returned as is.
     """
-    digest = hashlib.sha256(b"".join(metrics_file(d).read_bytes() for d in member_dirs))
-    digest = digest.hexdigest()
+    digest = hashlib.sha256(
+        b"".join(metrics_file(d).read_bytes() for d in member_dirs)).hexdigest()
     if (
         metrics_file(out_dir).is_file()
         and predictions_file(out_dir, "test").is_file()

@@ -71,7 +71,7 @@ def recall_curve(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     counts an untied first place only (rank == 0), R@K for K > 1 counts rank < K."""
     ranks = ranks[:, ~np.isnan(ranks[0])]
     ks = np.arange(1, int(np.max(ranks)) + 2)
-    return ks, np.stack([metrics.recall_at(ranks, k) for k in ks], axis=-1).mean(axis=0)
+    return ks, np.stack([metrics.recall_at(ranks, int(k)) for k in ks], axis=-1).mean(axis=0)
 
 
 def recall_curves(rows: Sequence[RowResult], path: Path, title: str = "") -> Path:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rudder.cli import int_in
 from rudder.config import MAX_EPOCHS
+from rudder.data.lookup import resolve_dataset
 from rudder.errors import RudderError, one_line
 from rudder.optional import check_installed, config_needs
-from rudder.runs.folders import resolve_dataset
 
 from .jobs import Job, train_job
 from .suite_cli import suite_parser

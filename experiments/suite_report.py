@@ -12,8 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rudder.data.lookup import resolve_dataset
+from rudder.errors import RunError
+from rudder.evaluation.loading import load_run
 from rudder.evaluation.selection import reported_value
-from rudder.runs.folders import RunError, environment_record, load_run, resolve_dataset
+from rudder.runs.folders import environment_record
 from rudder.runs.layout import (
     env_file,
     predictions_file,

@@ -350,7 +350,7 @@ def run_key(data: dict, dataset_fingerprint: str) -> str:
     return f"{data.get('name', 'run')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def config_changes(saved: dict, config: TrainConfig, prefix: str = "") -> list[str]:
+def config_changes(saved: dict, config: TrainConfig | dict, prefix: str = "") -> list[str]:
     """Settings whose saved value (a run's ``config.yaml``) differs from ``config``'s, over the
     keys both have (fields added to TrainConfig later, or filled in by the trainer, are not
     differences; nor are loss parameters that a run trained before :func:`row_config` wrote

@@ -45,11 +45,12 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from rudder.evaluation import metrics, significance
-from rudder.evaluation.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
+from rudder.metric_names import RANK_AVERAGES, RECALL_KS, RECALLS, RELEVANCE_METRICS
 
 from .collect import RowResult
 
@@ -100,7 +101,7 @@ def summarise(row: RowResult, n_resamples: int = N_RESAMPLES):
     per-query values (ranks; nDCG/mAP where the row has them): each run's metric, then the
     mean and std over runs (std None with one run: no spread), and the paired bootstrap
     interval; ``mean`` and ``std`` are None for a metric defined for no query (n/a)."""
-    out = {}
+    out: dict[str, Any] = {}
     for d in DIRECTION_TITLES:
         out[d] = {}
         for name in COLUMNS:

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rudder.atomic import atomic_write_text, staged_folder, swap_into_place
-from rudder.runs.folders import resolve_dataset
+from rudder.data.lookup import resolve_dataset
 from rudder.runs.layout import metrics_file
 
 LANGS = ["mr", "hi", "ta", "te", "en"]
@@ -214,8 +214,8 @@ def evaluate(run_dir: Path, split: str, pivots: int, pivot_langs=None) -> dict:
     (ranked over all the split's videos; ``pivots`` and ``pivot_langs`` override
     ``data.sentence_pivots`` and ``data.sentence_pivot_langs``)."""
     from rudder.evaluation.evaluate import evaluate_runs
+    from rudder.evaluation.loading import load_run
     from rudder.evaluation.metrics import query_ranks
-    from rudder.runs.folders import load_run
 
     run = load_run(run_dir)
     pivots_arg = pivots if run.config.data.text_encoder else None
@@ -257,7 +257,7 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
 
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
-    from rudder.runs.folders import load_run
+    from rudder.evaluation.loading import load_run
     from rudder.text.encoders import _unit, load_text_encoder
 
     run = load_run(run_dir)
@@ -544,7 +544,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
 
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
-    from rudder.runs.folders import encode_queries, load_run
+    from rudder.evaluation.loading import encode_queries, load_run
 
     run = load_run(run_dir)
     if pivots is not None:

@@ -55,6 +55,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -62,12 +63,13 @@ import yaml
 from rudder.atomic import atomic_write_text
 from rudder.config import ConfigError, to_dict
 from rudder.data.layout import LayoutError
-from rudder.errors import one_line
+from rudder.data.lookup import resolve_dataset
+from rudder.errors import RunError, one_line
 from rudder.evaluation.selection import improves, reported_value, selection_key, selection_score
 from rudder.losses import LossConfigError
 from rudder.losses import defaults as loss_defaults
 from rudder.optional import MissingExtra, check_installed, config_needs
-from rudder.runs.folders import RunError, prepare_run_dir, resolve_dataset
+from rudder.runs.folders import prepare_run_dir
 from rudder.runs.layout import log_file, read_history, read_json
 
 from .jobs import Job, train_job
@@ -193,7 +195,7 @@ def row_settings(row: Row, keys: list[str]) -> dict:
     tree["loss"]["params"] = {**loss_defaults(config.loss.name), **config.loss.params}
     values = {}
     for key in keys:
-        node = tree
+        node: Any = tree
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         values[key] = node
@@ -298,8 +300,8 @@ def trial_status(job: Job) -> str:
 
 def fit_without_test(config, run_dir: Path, resume: bool = False, overwrite: bool = False) -> None:
     """:func:`rudder.train.run` without its test step: train and select on validation only."""
+    from rudder.devices import pick_device
     from rudder.train import _log_to
-    from rudder.training.devices import pick_device
     from rudder.training.distributed import init_distributed, shutdown
     from rudder.training.trainer import Trainer
 

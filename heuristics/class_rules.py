@@ -94,25 +94,25 @@ class _Index:
     """The class map's instances of one language as sets, for word lookups."""
 
     def __init__(self, class_map, lang: str):
-        self.verbs: set[str] = set()
-        self.nouns: set[str] = set()
+        verbs: set[str] = set()
+        nouns: set[str] = set()
         self.phrases: dict[tuple[str, ...], str] = {}
         for pos, code, lemma in class_map.entries:
             if code != lang:
                 continue
             if pos == "verb":
-                self.verbs.add(lemma)
+                verbs.add(lemma)
                 if "-" in lemma and "+" not in lemma:
-                    self.verbs.add(lemma.split("-", 1)[0])
+                    verbs.add(lemma.split("-", 1)[0])
             else:
-                self.nouns.add(lemma)
+                nouns.add(lemma)
                 if ":" in lemma and lang == "en":
                     head, *mods = lemma.split(":")
                     self.phrases[tuple(mods + [head])] = lemma
                 elif " " in lemma and lang != "en":
                     self.phrases[tuple(lemma.split())] = lemma
         self.longest = max((len(p) for p in self.phrases), default=0)
-        self.verbs, self.nouns = frozenset(self.verbs), frozenset(self.nouns)
+        self.verbs, self.nouns = frozenset(verbs), frozenset(nouns)
 
 
 _INDEX_CACHE: dict[tuple[int, str, int], tuple] = {}
@@ -130,7 +130,7 @@ def _index(class_map, lang: str) -> _Index:
     return cached[1]
 
 
-def _first(candidates, known: set[str]) -> str | None:
+def _first(candidates, known: set[str] | frozenset[str]) -> str | None:
     return next((c for c in candidates if c in known), None)
 
 

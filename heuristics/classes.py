@@ -30,6 +30,7 @@ import csv
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rudder.languages import check_language
 
@@ -65,7 +66,8 @@ class ClassMap:
 
     def update(self, other: ClassMap) -> ClassMap:
         for key, concept in other.entries.items():
-            self.add(*key, concept, other.sources[key])
+            pos, lang, lemma = key
+            self.add(pos, lang, lemma, concept, other.sources[key])
         return self
 
     def __len__(self) -> int:
@@ -80,7 +82,8 @@ class ClassMap:
         ``h`` (EPIC's ``top:plate`` is a plate, ``piece:onion`` an onion): parts of a whole."""
         key = (lang, len(self.entries))
         if self._partitive_key != key:
-            own, votes = {}, {}
+            own: dict[str, Any] = {}
+            votes: dict[str, Any] = {}
             for (pos, code, lemma), concept in self.entries.items():
                 if pos == "noun" and code == lang:
                     if ":" in lemma:
@@ -185,7 +188,7 @@ def _check_class_rows(path: Path, rows) -> None:
     last cell (EPIC's category) appears on no other row: a line cut mid-row (``head -c``, a
     partial download). EPIC's own files end without a line end, so that alone is no error."""
     ids = [concept for _, concept, _ in rows]
-    seen = {}
+    seen: dict[str, Any] = {}
     for line, concept, _ in rows:
         if concept in seen:
             raise ClassFileError(f"{path}:{line}: class id {concept!r} is also on line "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from rudder.atomic import atomic_write_text
 
@@ -352,7 +353,7 @@ def surface_sentence(sentence: Sentence, retokenize=None, normalise_lemma=None) 
             for k, text in enumerate(tokens[u][1:], start=1)
         ]
     heads = [w.head for w in out]
-    if out and (None in heads or not _is_tree(heads)):
+    if out and (None in heads or not _is_tree(cast("list[int]", heads))):
         out = [
             replace(w, head=0 if w.id == 1 else 1, deprel="root" if w.id == 1 else "dep")
             for w in out

@@ -14,6 +14,7 @@ lemma scores.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .conllu import read_conllu
 from .nouns_verbs import NOUN_UPOS, normalise
@@ -47,7 +48,7 @@ def score(gold_words, predicted_words, lang: str) -> dict:
                 parts[name]["tp_lemma"] += in_gold and in_pred and lemma_ok
     words = counts["words"]
     has_lemmas = any(g.lemma not in ("_", "") for sentence in gold_words for g in sentence)
-    out = {
+    out: dict[str, Any] = {
         "words": words,
         "upos_accuracy": counts["upos"] / words if words else 0.0,
         "lemma_accuracy": (counts["lemma"] / words if words else 0.0) if has_lemmas else None,

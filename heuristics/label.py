@@ -18,6 +18,7 @@ to judge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -128,7 +129,7 @@ def annotate(
     class-map ``rules`` apply, and ``stop_nouns`` are left out of ``noun_classes``."""
     langs = table.column("lang").to_pylist()
     texts = table.column("text").to_pylist()
-    columns = {
+    columns: dict[str, list[Any]] = {
         name: table.column(name).to_pylist() if name in table.column_names else [None] * len(texts)
         for name in NOUN_VERB_COLUMNS
     }
@@ -217,7 +218,8 @@ def query_statistics(
         for k, label in enumerate(HEURISTIC_LABELS):
             counts[start : start + len(q), k] = (labels == label).sum(1)
     empty = sum(1 for i in queries if not noun_classes[i] and not verb_classes[i])
-    out = {"captions": n, "queries": len(queries), "queries_without_nouns_or_verbs": int(empty)}
+    out: dict[str, Any] = {"captions": n, "queries": len(queries),
+                           "queries_without_nouns_or_verbs": int(empty)}
     shares = 100.0 * counts / max(n - 1, 1)
     for k, name in enumerate(LABEL_NAMES):
         out[name] = {

@@ -58,7 +58,7 @@ class RelationError(ValueError):
     """A malformed annotation file or one that does not fit the dataset."""
 
 
-def _items(cell: str) -> list[str]:
+def _items(cell: str | None) -> list[str]:
     """``;``-separated items; a Charades action ``c092 11.90 21.20`` becomes ``c092``."""
     out = []
     for item in (cell or "").split(";"):

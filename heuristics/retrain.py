@@ -190,7 +190,7 @@ def retrain(dataset: str, db_path, out, base_run=None, db_dataset: str | None = 
     docstring); returns the record written as ``manual_labels.json`` (with ``run`` and
     ``test``, the run's test metrics)."""
     from rudder import train
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     read_app_labels(db_path, None)  # a wrong file is named before the dataset is looked up
     folder = resolve_dataset(dataset)

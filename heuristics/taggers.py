@@ -114,7 +114,8 @@ class StanzaTagger:
             info = json.loads((folder / MODEL_INFO).read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise TaggerError(f"{folder / MODEL_INFO}: not valid JSON ({error})") from None
-        paths = {"pos": folder / "pos" / "default.pt", "lemma": folder / "lemma" / "default.pt"}
+        paths: dict[str, Path | None] = {"pos": folder / "pos" / "default.pt",
+                                         "lemma": folder / "lemma" / "default.pt"}
         if info.get("lemmatizer") == "identity":
             paths["lemma"] = None
         for name, path in paths.items():
@@ -176,9 +177,9 @@ class StanzaTagger:
                 )
             else:
                 self._check_official(lang)
-                digest = hashlib.sha256((self.model_dir / "resources.json").read_bytes())
+                resources = hashlib.sha256((self.model_dir / "resources.json").read_bytes())
                 models = sorted((self.model_dir / lang).rglob("*.pt"))
-                digest = _file_digest(models, self.model_dir, digest)
+                digest = _file_digest(models, self.model_dir, resources)
                 self._ids[lang] = f"stanza-official:{digest}:parser={self._use_parser(lang)}"
         return self._ids[lang]
 

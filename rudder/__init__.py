@@ -1,117 +1,45 @@
 """rudder: multilingual, low-resource text-video retrieval.
 
-Submodules are imported on demand (``from rudder.evaluation import metrics``) so that
-``import rudder`` stays fast. The library is grouped by role (docs/architecture.md, 'Layout');
-the module names it had before that grouping still import, as the same module objects, with a
-DeprecationWarning naming the new place.
+The public API of docs/architecture.md ('Public API'), importable from here:
+``rudder.losses`` (``losses.build``), ``rudder.models`` (``models.build``),
+``rudder.metrics`` (:mod:`rudder.evaluation.metrics`) and ``rudder.load_text_encoder``
+(:func:`rudder.text.encoders.load_text_encoder`). They are imported on first use, so that
+``import rudder`` stays fast and loads neither torch nor any optional extra.
 """
 
+from __future__ import annotations
+
 import importlib
-import importlib.abc
-import importlib.util
-import os
-import sys
-import types
-import warnings
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-MOVED_MODULES = {
-    "rudder.trainer": "rudder.training.trainer",
-    "rudder.batch_supervision": "rudder.training.batch_supervision",
-    "rudder.optim": "rudder.training.optim",
-    "rudder.distributed": "rudder.training.distributed",
-    "rudder.devices": "rudder.training.devices",
-    "rudder.checkpoints": "rudder.training.checkpoints",
-    "rudder.step_audit": "rudder.training.step_audit",
-    "rudder.metrics": "rudder.evaluation.metrics",
-    "rudder.metric_names": "rudder.evaluation.metric_names",
-    "rudder.significance": "rudder.evaluation.significance",
-    "rudder.selection": "rudder.evaluation.selection",
-    "rudder.fusion": "rudder.evaluation.fusion",
-    "rudder.inference": "rudder.evaluation.inference",
-    "rudder.results_table": "rudder.evaluation.results_table",
-    "rudder.query_langs": "rudder.evaluation.query_langs",
-    "rudder.index": "rudder.search.index",
-    "rudder.index_cache": "rudder.search.index_cache",
-    "rudder.index_faiss": "rudder.search.index_faiss",
-    "rudder.topk": "rudder.search.topk",
-    "rudder.run_layout": "rudder.runs.layout",
-    "rudder.model_hub": "rudder.hub.models",
-    "rudder.model_card": "rudder.hub.model_card",
+_PUBLIC = {
+    "losses": ("rudder.losses", None),
+    "models": ("rudder.models", None),
+    "metrics": ("rudder.evaluation.metrics", None),
+    "load_text_encoder": ("rudder.text.encoders", "load_text_encoder"),
 }
-"""Old module name -> where the module lives now."""
+"""Public name -> (module, attribute of that module, or None for the module itself)."""
+
+__all__ = ["__version__", "load_text_encoder", "losses", "metrics", "models"]
+
+if TYPE_CHECKING:
+    from rudder import losses as losses
+    from rudder import models as models
+    from rudder.evaluation import metrics as metrics
+    from rudder.text.encoders import load_text_encoder as load_text_encoder
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_IMPORTLIB_DIR = os.path.dirname(os.path.abspath(importlib.__file__))
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'rudder' has no attribute {name!r}")
+    module_name, attribute = _PUBLIC[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
 
 
-def _is_import_machinery(filename: str) -> bool:
-    """importlib's frames and rudder's package ``__init__`` files, which only pass an import on."""
-    if filename.startswith("<frozen importlib"):
-        return True
-    path = os.path.abspath(filename)
-    return (os.path.dirname(path) == _IMPORTLIB_DIR
-            or (os.path.basename(path) == "__init__.py"
-                and os.path.commonpath([path, _PACKAGE_DIR]) == _PACKAGE_DIR))
-
-
-def _skipped_by_warnings(filename: str) -> bool:
-    """Frames ``warnings.warn`` leaves out when it counts ``stacklevel`` (CPython's
-    ``_is_internal_frame``: importlib's bootstrap)."""
-    return "importlib" in filename and "_bootstrap" in filename
-
-
-def warn_moved(old: str, new: str) -> None:
-    """A DeprecationWarning that ``old`` is now ``new``, attributed to the code that imported it
-    (past the import machinery), so Python's default filters show it in a script."""
-    frame: types.FrameType | None = sys._getframe(1)
-    level = 2
-    while frame is not None and _is_import_machinery(frame.f_code.co_filename):
-        if not _skipped_by_warnings(frame.f_code.co_filename):
-            level += 1
-        frame = frame.f_back
-    warnings.warn(f"{old} is now {new}; import it from there", DeprecationWarning,
-                  stacklevel=level)
-
-
-def moved_attribute(package: str, module: str, name: str):
-    """``package.name``, now ``module.name`` (``package`` was that module before it became a
-    package), with a DeprecationWarning: the ``__getattr__`` of such a package."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    target = importlib.import_module(module)
-    if not hasattr(target, name):
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    warn_moved(f"{package}.{name}", f"{module}.{name}")
-    return getattr(target, name)
-
-
-class _MovedModuleLoader(importlib.abc.Loader):
-    """Loads an old module name as the module object at its new name (one object, two names)."""
-
-    def __init__(self, new_name: str):
-        self.new_name = new_name
-        self.real_spec = None
-
-    def create_module(self, spec):
-        warn_moved(spec.name, self.new_name)
-        module = importlib.import_module(self.new_name)
-        self.real_spec = module.__spec__
-        return module
-
-    def exec_module(self, module):
-        module.__spec__ = self.real_spec  # the import system set the alias's spec on it
-
-
-class _MovedModuleFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
-        new_name = MOVED_MODULES.get(fullname)
-        if new_name is None:
-            return None
-        return importlib.util.spec_from_loader(fullname, _MovedModuleLoader(new_name))
-
-
-if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

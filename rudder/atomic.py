@@ -1,7 +1,7 @@
 """Writing files and folders so that readers see the old or the new version, never half of one.
 
 Files: :func:`replacing` yields a temporary sibling to write, then renames it over the target
-(:func:`atomic_write_text`, :func:`atomic_savez` and ``rudder.training.checkpoints`` use it).
+(:func:`atomic_write_text`, :func:`atomic_savez` and ``rudder.runs.checkpoints`` use it).
 Folders: writers stage into a hidden sibling ``.<target>.<tag>-<pid>-<random>`` and rename it
 into place on success (:func:`staged_folder`, :func:`swap_into_place`). Three things cover
 the ways a writer can die:

@@ -1,7 +1,6 @@
-"""``python -m rudder.evaluate``: the evaluate command, and every public name of
-:mod:`rudder.evaluation.evaluate` for code that imports them from here (patch them there)."""
+"""``python -m rudder.evaluate``: the evaluate command (:mod:`rudder.evaluation.evaluate`)."""
 
-from rudder.evaluation.evaluate import *  # this module only forwards
+from rudder.evaluation.evaluate import cli
 
 if __name__ == "__main__":
     cli()

@@ -1,7 +1,6 @@
-"""``python -m rudder.publish``: the publish command, and every public name of
-:mod:`rudder.hub.publish` for code that imports them from here (patch them there)."""
+"""``python -m rudder.publish``: the publish command (:mod:`rudder.hub.publish`)."""
 
-from rudder.hub.publish import *  # this module only forwards
+from rudder.hub.publish import cli
 
 if __name__ == "__main__":
     cli()

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from rudder.data.classes import ClassIndex, binary, video_class_sets
+from rudder.devices import upload
 from rudder.labels import NO_LABEL, PairLabel
-from rudder.training.devices import upload
 
 # ClassIndex and video_class_sets live with the data (the loader builds class sets without
 # importing supervision); they stay importable here, where the data flow of

@@ -156,7 +156,7 @@ def run(config: TrainConfig, run_dir: Path, resume: bool = False, overwrite: boo
 
     ``files`` (name -> path) are copied into a new run folder before training starts, so the
     run keeps what it reads from there (``supervision.relations_file``'s relative path)."""
-    from rudder.training.devices import pick_device
+    from rudder.devices import pick_device
     from rudder.training.distributed import barrier, broadcast_object, init_distributed, shutdown
     from rudder.training.trainer import Trainer
 

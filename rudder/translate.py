@@ -47,7 +47,7 @@ class TranslationCache:
         self.db.commit()
 
     def get(self, src: str, dest: str, texts) -> dict[str, str]:
-        found = {}
+        found: dict[str, str] = {}
         texts = list(texts)
         for i in range(0, len(texts), 500):
             chunk = texts[i : i + 500]

@@ -21,8 +21,8 @@ step "2/4 browser test dependencies with apt-get (scripts/install_browser_deps.s
 bash scripts/install_browser_deps.sh
 
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
-# Lint and type checks: the hooks of .pre-commit-config.yaml (ruff check; mypy on rudder/,
-# settings in pyproject.toml). pre-commit needs a git checkout; elsewhere the same commands.
+# Lint and type checks: the hooks of .pre-commit-config.yaml (ruff check; mypy on rudder/ and
+# the outer packages, settings in pyproject.toml). pre-commit needs a git checkout; elsewhere the same commands.
 step "3/4 lint and type checks (ruff, mypy)"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     python -m pre_commit run --all-files --show-diff-on-failure

@@ -43,14 +43,14 @@ NO_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._StoreFals
 FREE_TEXT = {
     "rudder.train --set": "KEY=VALUE, every key and value checked by rudder.config.from_dict "
                           "(tests/config/test_config.py)",
-    "rudder.train --dataset": "rudder.runs.folders.resolve_dataset: 'sample', a folder or a Hub id",
+    "rudder.train --dataset": "rudder.data.lookup.resolve_dataset: 'sample', a folder or a Hub id",
     "rudder.train --loss": "loss.name, checked by rudder.losses (tests/losses/test_registry.py)",
-    "rudder.evaluation.evaluate --dataset": "rudder.runs.folders.resolve_dataset, then the "
+    "rudder.evaluation.evaluate --dataset": "rudder.data.lookup.resolve_dataset, then the "
                                             "run's experts (tests/test_cli_hardening.py)",
-    "app --dataset": "rudder.runs.folders.resolve_dataset",
+    "app --dataset": "rudder.data.lookup.resolve_dataset",
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
-    "app --annotate": "rudder.runs.folders.resolve_dataset",
+    "app --annotate": "rudder.data.lookup.resolve_dataset",
     "app --can-retrain": "a login name, checked by app.__main__.retrain_settings "
                          "(tests/app/test_retrain.py)",
     "app --adjudicator": "a login name, checked by app.__main__.retrain_settings "
@@ -65,7 +65,7 @@ FREE_TEXT = {
     "heuristics import-relations --resolve": "refuse, majority or annotator:NAME, checked by "
                                              "heuristics.relations (tests/heuristics/"
                                              "test_relations.py)",
-    "heuristics retrain --dataset": "rudder.runs.folders.resolve_dataset",
+    "heuristics retrain --dataset": "rudder.data.lookup.resolve_dataset",
     "heuristics retrain --db-dataset": "a dataset name in the app's database; none of its "
                                        "labels is an error (tests/heuristics/test_retrain.py)",
     "heuristics retrain --adjudicator": "any annotator name",
@@ -78,15 +78,16 @@ FREE_TEXT = {
     "datasets_scripts build msrvtt --split-lists": "file names inside --src",
     "datasets_scripts publish --repo-id": "USER/NAME, checked by datasets_scripts.publish",
     "rudder.hub.publish --repo-id": "USER/NAME, checked by rudder.publish before staging "
-                                "(tests/hub/test_model_hub_publish.py)",
-    "rudder.hub.publish --revision": "a branch name, checked by rudder.hub.models.is_revision "
-                                 "(tests/hub/test_model_hub.py), then by the Hub",
+                                "(tests/hub/test_published_models_publish.py)",
+    "rudder.hub.publish --revision": "a branch name, checked by "
+                                 "rudder.hub.published_models.is_revision "
+                                 "(tests/hub/test_published_models.py), then by the Hub",
     "rudder.hub.publish --license": "a licence id written into the card "
-                                "(tests/hub/test_model_hub_publish.py)",
+                                "(tests/hub/test_published_models_publish.py)",
     "rudder.evaluation.evaluate runs": "run folders, checkpoints, published folders or hf:// ids, "
-                            "checked by rudder.runs.folders.load_run / "
-                            "rudder.hub.models.parse_hub_id "
-                            "(tests/hub/test_model_hub.py)",
+                            "checked by rudder.evaluation.loading.load_run / "
+                            "rudder.hub.published_models.parse_hub_id "
+                            "(tests/hub/test_published_models.py)",
     "datasets_scripts build videos --expert": "NAME=ARCH[@hub|@random|@/path], checked by "
                                               "datasets_scripts.video_experts.parse_spec "
                                               "(tests/datasets_scripts/test_videos_experts.py)",
@@ -97,15 +98,15 @@ FREE_TEXT = {
                                      "before any work (tests/evaluation/test_query_langs.py)",
     "rudder.evaluation.evaluate --ensemble": "as rudder.evaluate runs (the --fuse runs)",
     "app --checkpoint": "a run folder, published folder or hf:// id, checked by "
-                        "rudder.runs.folders.load_run (tests/hub/test_model_hub.py)",
+                        "rudder.evaluation.loading.load_run (tests/hub/test_published_models.py)",
     "experiments.run suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.run --dataset": "rudder.runs.folders.resolve_dataset",
+    "experiments.run --dataset": "rudder.data.lookup.resolve_dataset",
     "experiments.tune suite": "a suite folder name, checked by experiments.suites.load_suite",
-    "experiments.tune --dataset": "rudder.runs.folders.resolve_dataset",
+    "experiments.tune --dataset": "rudder.data.lookup.resolve_dataset",
     "experiments.calibrate suite": "a suite folder name, checked by "
                                    "experiments.suites.load_suite",
     "experiments.calibrate --row": "a row label of the suite, checked against its rows",
-    "experiments.calibrate --dataset": "rudder.runs.folders.resolve_dataset",
+    "experiments.calibrate --dataset": "rudder.data.lookup.resolve_dataset",
     **{f"heuristics.studies.{name} --lang": "rudder.languages.check_language(s) "
        "(tests/heuristics/test_studies_cli.py)"
        for name in ("indic_sample", "lemma_eval", "light_verbs_ud")},

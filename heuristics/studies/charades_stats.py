@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rudder.cli import ArgumentParser, folder
 from rudder.errors import RudderError
@@ -49,7 +50,8 @@ def _run(args) -> int:
     tagged = tag_texts(StanzaTagger(args.model_dir), texts, "en", cache=TagCache())
     vocabulary = corpus_vocabulary(tagged, "en")
     classes, stop = ClassMap(), default_stop_nouns()
-    nouns, verb_classes, changed = [], [], Counter()
+    nouns, verb_classes = [], []
+    changed: Counter[Any] = Counter()
     for words in tagged:
         n, _, _, v = extract_classes(words, "en", classes, vocabulary=vocabulary)
         nouns.append(n)

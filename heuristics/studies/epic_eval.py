@@ -21,6 +21,7 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rudder.atomic import atomic_write_text
 from rudder.cli import ArgumentParser, folder, output_file
@@ -93,7 +94,7 @@ def _run(args) -> int:
         methods[f"  without {name}"] = predict_tagged(
             tagged, classes, replace(ClassRules(), **{name: False})
         )
-    results = {}
+    results: dict[str, Any] = {}
     print("| method | rows | verb class | noun set | both | noun Jaccard |")
     print("|---|---|---|---|---|---|")
     for subset, index in subsets.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rudder.cli import ArgumentParser, folder
 from rudder.errors import RudderError
@@ -46,7 +47,8 @@ def _run(args) -> int:
     tagger = StanzaTagger(args.model_dir)
     tagged = tagger.tag_tokens([[w.form for w in s] for s in gold], lang)
     vocabulary = lemma_vocabulary(tagger, tagged, lang)
-    counts, changed = Counter(), Counter()
+    counts: Counter[Any] = Counter()
+    changed: Counter[Any] = Counter()
     for gold_words, words in zip(gold, tagged, strict=False):
         fixed = word_lemmas(words, lang, vocabulary)
         for g, before, after in zip(gold_words, words, fixed, strict=False):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rudder.cli import ArgumentParser
 from rudder.languages import check_language
@@ -47,7 +48,7 @@ def _sentences(path: Path, lang: str):
 
 
 def score(sentences, lang: str, known=None) -> dict:
-    counts = Counter()
+    counts: Counter[Any] = Counter()
     for words, gold in sentences:
         _, verbs = extract(words, lang, known_verb=known)
         joined = Counter(v for v in verbs if "+" in v)

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from rudder.config.coerce import check_section
 from rudder.config.fields import Rule, at_least, fraction, leaves, one_of, setting
-from rudder.evaluation.metric_names import SELECTION_METRICS
 from rudder.languages import SUPPORTED
+from rudder.metric_names import SELECTION_METRICS
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
 # ``rudder.evaluation.inference.split_metrics`` that

@@ -13,9 +13,9 @@ import torch
 from rudder.data.classes import ClassIndex, video_class_sets
 from rudder.data.layout import DatasetFolder, ExpertInfo, LayoutError, parse_expert
 from rudder.data.token_store import TokenStore, store_from_encoder, store_from_parquet
+from rudder.devices import upload
 from rudder.text import Vocabulary, tokenize
 from rudder.text.caption_features import CaptionFeatureFile, DatasetTextFeatures
-from rudder.training.devices import upload
 
 log = logging.getLogger(__name__)
 

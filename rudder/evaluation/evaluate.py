@@ -19,9 +19,12 @@ import torch
 
 from rudder.cli import ArgumentParser, folder, int_in
 from rudder.data.loader import build_class_index, load_split
+from rudder.devices import pick_device
 from rudder.errors import RunError, exit_on_error
 from rudder.evaluation import fusion
 from rudder.evaluation.inference import similarity_matrix, split_metrics
+from rudder.evaluation.loading import load_run
+from rudder.evaluation.predictions import write_predictions
 from rudder.evaluation.query_langs import (
     check_pivots,
     check_query_langs,
@@ -31,15 +34,12 @@ from rudder.evaluation.query_langs import (
     transfer_table,
 )
 from rudder.evaluation.results_table import results_table
-from rudder.hub import models as model_hub
-from rudder.runs.folders import load_run
+from rudder.hub import published_models
 from rudder.runs.layout import (
     evaluation_dir,
     evaluation_predictions_file,
     write_metrics,
-    write_predictions,
 )
-from rudder.training.devices import pick_device
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
             name = f"fusion-{how}" + (f"{args.hybrid_q}" if how == "hybrid" else "")
             out = args.output or _default_output(args.fuse[0], args.split, name)
             return _evaluate(args, args.fuse, out, device, how)
-        run_dirs = [model_hub.result_dir(p) for p in args.runs]
+        run_dirs = [published_models.result_dir(p) for p in args.runs]
         outputs = [evaluation_dir(run_dir, args.split, "single") for run_dir in run_dirs]
         if args.output and len(args.runs) > 1:
             outputs = [args.output / f"{i}-{run_dir.name}" for i, run_dir in enumerate(run_dirs)]
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _default_output(path, split: str, name: str) -> Path:
-    return evaluation_dir(model_hub.result_dir(path), split, name)
+    return evaluation_dir(published_models.result_dir(path), split, name)
 
 
 def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
@@ -173,7 +173,7 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
                                                  args.hybrid_q, pivots=args.sentence_pivots,
                                                  alignment=args.sentence_alignment)
     summary = {"test" if args.split == "test" else args.split: result,
-               "runs": [model_hub.pinned(p) for p in paths],  # Hub ids with their commit
+               "runs": [published_models.pinned(p) for p in paths],  # Hub ids with their commit
                "combination": how if len(paths) > 1 else None}
     v2t = None if sims_v2t is None else sims_v2t.numpy()
     write_predictions(evaluation_predictions_file(out), sims.numpy(), data.caption_mask.numpy(),

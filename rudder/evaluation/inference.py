@@ -24,6 +24,7 @@ import torch
 
 from rudder.data.loader import SplitData, VideoData
 from rudder.evaluation import metrics
+from rudder.models import interface
 from rudder.supervision import relevance
 
 BLOCK = 256  # rows (captions or videos) of every forward pass and similarity product
@@ -76,7 +77,7 @@ def embed_videos(model: torch.nn.Module, data: VideoData, device,
             features, masks, available = data.video_batch(rows, device)
             for expert, mask in masks.items():
                 features[expert], masks[expert] = pad_steps(features[expert], mask, max_frames)
-            video = model.encode_video(features, masks, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
+            video = interface(model).encode_video(features, masks, available)
             out.append(video[: stop - start])
     return torch.cat(out)
 
@@ -87,7 +88,7 @@ def _text_blocks(model: torch.nn.Module, text_input: TextInput, count: int, devi
     already in :func:`scoring` mode)."""
     for start, stop, rows in blocks(count):
         tokens, mask = pad_steps(*text_input(rows), max_words)
-        text, logits = model.encode_text(tokens.to(device), mask.to(device))  # type: ignore[operator]  # a MODEL_INTERFACE method
+        text, logits = interface(model).encode_text(tokens.to(device), mask.to(device))
         yield start, stop, text, logits
 
 
@@ -114,7 +115,7 @@ class _VideoBlocks:
     def score(self, model: torch.nn.Module, text: torch.Tensor, logits: torch.Tensor,
               rows: int) -> torch.Tensor:
         """Similarities ``(rows, V)`` on the host of a padded text block's first ``rows``."""
-        out = torch.cat([model.similarity(text, logits, video, available)  # type: ignore[operator]  # a MODEL_INTERFACE method
+        out = torch.cat([interface(model).similarity(text, logits, video, available)
                          for video, available in self.blocks], 1)
         return out[:rows, : self.count].float().cpu()
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rudder.evaluation.metric_names import GEOMETRIC_MEAN, RANK_STATISTICS, RECALL_KS
+from rudder.metric_names import GEOMETRIC_MEAN, RANK_STATISTICS, RECALL_KS
 
 _BLOCK = 1 << 20  # elements per processing block (4 MB of float32: its temporaries stay in cache)
 

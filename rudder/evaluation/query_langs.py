@@ -29,7 +29,7 @@ def check_split_has(path, langs: list[str], split: str, dataset: str | None = No
     """Refuse ``--query-langs`` languages that the ``split`` of the dataset the run at
     ``path`` is evaluated on (``dataset``, default the run's own) has no caption in; reads
     only the split's caption languages, before any model is loaded."""
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     spec = dataset or run_data_config(path).get("dataset")
     folder = resolve_dataset(str(spec))
@@ -57,18 +57,18 @@ def check_pivots(pivots: int, text_encoder, flag: str = "--sentence-pivots") -> 
 
 
 def _published_text_side(path) -> dict:
-    from rudder.hub import models as model_hub
+    from rudder.hub import published_models
 
-    folder = model_hub.resolve(path).path
-    return model_hub.read_json_file(folder / model_hub.TEXT_SIDE)
+    folder = published_models.resolve(path).path
+    return published_models.read_json_file(folder / published_models.TEXT_SIDE)
 
 
 def training_langs(path) -> list[str]:
     """``data.caption_langs`` of the run (directory or checkpoint) at ``path``, or of a
     published model (folder or ``hf://`` id: its ``text_side.json``)."""
-    from rudder.hub import models as model_hub
+    from rudder.hub import published_models
 
-    if model_hub.is_model_reference(path):
+    if published_models.is_model_reference(path):
         langs = _published_text_side(path).get("caption_langs")
         if not langs:
             raise RunError(f"{path}: its text_side.json has no 'caption_langs'")
@@ -80,12 +80,12 @@ def run_data_config(path) -> dict:
     """The ``data`` section of the config of the run, checkpoint or published model at
     ``path`` (read from its config file; a checkpoint without a run folder: its own)."""
     from rudder.config import load_yaml
-    from rudder.hub import models as model_hub
+    from rudder.hub import published_models
+    from rudder.runs.checkpoints import load_checkpoint
     from rudder.runs.layout import config_file, find_checkpoint, read_config, run_of_checkpoint
-    from rudder.training.checkpoints import load_checkpoint
 
-    if model_hub.is_model_reference(path):
-        config = load_yaml(model_hub.resolve(path).path / model_hub.CONFIG)
+    if published_models.is_model_reference(path):
+        config = load_yaml(published_models.resolve(path).path / published_models.CONFIG)
     else:
         checkpoint = find_checkpoint(path)
         run_dir = run_of_checkpoint(checkpoint)
@@ -104,9 +104,9 @@ def text_langs(path) -> list[str]:
     sentence encoder with transforms, the text its statistics were fitted on
     (``data.sentence_fit_langs``, default the training languages, and
     ``data.sentence_fit_text``). A query in any other language is zero-shot."""
-    from rudder.hub import models as model_hub
+    from rudder.hub import published_models
 
-    if model_hub.is_model_reference(path):
+    if published_models.is_model_reference(path):
         side = _published_text_side(path)
         transforms = side.get("sentence_transforms") or {}
         return sorted(set(side.get("caption_langs") or []) | set(transforms.get("fit_langs")

@@ -7,8 +7,8 @@ so are nDCG and mAP on a dataset without noun/verb classes (no row has them).
 
 from __future__ import annotations
 
-from rudder.evaluation.metric_names import RELEVANCE_METRICS
-from rudder.evaluation.metric_names import TABLE_METRICS as COLUMNS
+from rudder.metric_names import RELEVANCE_METRICS
+from rudder.metric_names import TABLE_METRICS as COLUMNS
 
 NA = "n/a"
 RELEVANT = {"nDCG": "> 0", "mAP": "= 1"}  # the items each metric counts as relevant

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rudder.errors import ConfigError
-from rudder.evaluation.metric_names import GMEAN_MDR_MNR, GMEAN_R5_R10_R50, LOWER_IS_BETTER
+from rudder.metric_names import GMEAN_MDR_MNR, GMEAN_R5_R10_R50, LOWER_IS_BETTER
 
 
 def _gmean(parts: list[float]) -> float:

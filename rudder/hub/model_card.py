@@ -1,4 +1,5 @@
-"""The files of a published model (:mod:`rudder.hub.models`'s layout) made from a training run:
+"""The files of a published model (:mod:`rudder.hub.published_models`'s layout) made from a
+training run:
 the selected checkpoint's tensors as safetensors, its config, experts and text side, the
 run's metrics and environment, and the model card.
 
@@ -18,8 +19,8 @@ import yaml
 from rudder.atomic import atomic_write_text, replacing
 from rudder.config import dump_yaml, from_dict
 from rudder.errors import RunError
-from rudder.evaluation.metric_names import RECALL_KS
-from rudder.hub import models as hub
+from rudder.hub import published_models
+from rudder.metric_names import RECALL_KS
 from rudder.runs.layout import (
     checkpoint_file,
     env_file,
@@ -82,7 +83,7 @@ LOSS_PAPERS = {
 def selected_checkpoint(run_dir: Path) -> tuple[Path, dict, dict]:
     """The run's ``best.pt`` (the checkpoint its metrics.json describes), its state and the
     metrics; a RunError for a seeds group, an unfinished run or metrics of another epoch."""
-    from rudder.training.checkpoints import load_checkpoint
+    from rudder.runs.checkpoints import load_checkpoint
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -116,14 +117,14 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
     text_side = {
         "caption_langs": list(config.data.caption_langs),
         "max_words": config.data.max_words,
-        "text_encoder": hub.text_encoder_identity(config.data.text_encoder,
+        "text_encoder": published_models.text_encoder_identity(config.data.text_encoder,
                                                   config.model.text_input_dim),
-        "sentence_transforms": hub.sentence_transforms(config.data),
+        "sentence_transforms": published_models.sentence_transforms(config.data),
         "vocabulary": state["vocab"],
     }
     fingerprint = str(state["fingerprint"])
     manifest = {
-        "format_version": hub.FORMAT_VERSION,
+        "format_version": published_models.FORMAT_VERSION,
         "experts": state["experts"],
         "checkpoint": {"epoch": state["epoch"], "fingerprint": fingerprint,
                        "selection": metrics.get("selection")},
@@ -140,18 +141,18 @@ def stage(run_dir, out: Path, repo_id: str, license: str | None = None) -> list[
                        "is not here to read its card; pass --license (e.g. mit, cc-by-4.0)")
     tensors = {name: tensor.detach().contiguous().clone()
                for name, tensor in state["model"].items() if isinstance(tensor, torch.Tensor)}
-    with replacing(out / hub.WEIGHTS) as tmp:
+    with replacing(out / published_models.WEIGHTS) as tmp:
         save_file(tensors, str(tmp), metadata={"format": "pt", "rudder_format": "1",
                                                "fingerprint": fingerprint})
         tmp.chmod(0o644)  # safetensors writes 0600; the others are readable like any file
-    atomic_write_text(out / hub.CONFIG, dump_yaml(state["config"]))
-    write_json(out / hub.MANIFEST, manifest)
-    write_json(out / hub.TEXT_SIDE, text_side)
-    write_json(out / hub.METRICS, metrics)
-    write_json(out / hub.ENV, env)
-    atomic_write_text(out / hub.CARD, card(repo_id, config, manifest, text_side, metrics,
-                                           licence))
-    return list(hub.MODEL_FILES)
+    atomic_write_text(out / published_models.CONFIG, dump_yaml(state["config"]))
+    write_json(out / published_models.MANIFEST, manifest)
+    write_json(out / published_models.TEXT_SIDE, text_side)
+    write_json(out / published_models.METRICS, metrics)
+    write_json(out / published_models.ENV, env)
+    atomic_write_text(out / published_models.CARD,
+                      card(repo_id, config, manifest, text_side, metrics, licence))
+    return list(published_models.MODEL_FILES)
 
 
 def _dataset_facts(spec: str) -> dict:
@@ -193,7 +194,7 @@ def card_front_matter(text: str) -> dict:
 
 def _is_hub_dataset(spec: str) -> bool:
     return spec.count("/") == 1 and not spec.startswith((".", "/", "~")) and not Path(
-        spec).exists() and bool(hub.REPO_ID.match(spec))
+        spec).exists() and bool(published_models.REPO_ID.match(spec))
 
 
 def front_matter(repo_id, config, manifest, text_side, metrics, licence) -> dict:
@@ -231,7 +232,7 @@ def front_matter(repo_id, config, manifest, text_side, metrics, licence) -> dict
         front["model-index"] = [{"name": repo_id.split("/")[-1], "results": results}]
     encoder = text_side["text_encoder"]
     front["rudder"] = {
-        "format_version": hub.FORMAT_VERSION,
+        "format_version": published_models.FORMAT_VERSION,
         "dataset": {key: dataset[key] for key in ("spec", "name", "version", "fingerprint")
                     if dataset.get(key) is not None},
         "experts": {name: dict(info) for name, info in sorted(manifest["experts"].items())},

@@ -1,7 +1,7 @@
 """``python -m rudder.publish RUN --repo-id USER/NAME``: upload a trained run as a Hub model.
 
 The run's selected checkpoint (``best.pt``, the one its ``metrics.json`` describes) is
-staged as :mod:`rudder.hub.models`'s files (``model.safetensors``, ``config.yaml``,
+staged as :mod:`rudder.hub.published_models`'s files (``model.safetensors``, ``config.yaml``,
 ``model.json``, ``text_side.json``, ``metrics.json``, ``env.json``, the card ``README.md``;
 :mod:`rudder.hub.model_card`) and validated: the card's front matter parses and the model is
 rebuilt from the staged files alone (safetensors loaded strictly). ``--dry-run`` stops
@@ -23,7 +23,7 @@ from pathlib import Path
 from rudder.atomic import staged_folder, swap_into_place
 from rudder.cli import ArgumentParser, float_in, folder
 from rudder.errors import RunError, exit_on_error
-from rudder.hub import models as hub
+from rudder.hub import published_models
 from rudder.hub.offline import bounded_session, hub_offline
 
 
@@ -58,10 +58,11 @@ def stage_files(run: Path, out: Path, repo_id: str, license: str | None = None
     from rudder.hub import model_card
 
     names = model_card.stage(run, out, repo_id, license)
-    front = model_card.card_front_matter((out / hub.CARD).read_text(encoding="utf-8"))
+    front = model_card.card_front_matter((out / published_models.CARD).read_text(encoding="utf-8"))
     if front.get("library_name") != "rudder" or not front.get("license"):
-        raise PublishError(f"{out / hub.CARD}: the card needs library_name: rudder and a license")
-    hub.rebuild(out)  # the staged files alone rebuild the model
+        raise PublishError(f"{out / published_models.CARD}: the card needs library_name: rudder "
+                           "and a license")
+    published_models.rebuild(out)  # the staged files alone rebuild the model
     return [(name, (out / name).stat().st_size) for name in names]
 
 
@@ -100,14 +101,14 @@ def upload(folder: Path, repo_id: str, *, private: bool = False, revision: str |
             commit = api.upload_folder(
                 repo_id=repo_id, folder_path=str(folder), repo_type="model", revision=revision,
                 commit_message="Upload a rudder model (python -m rudder.publish)",
-                allow_patterns=list(hub.MODEL_FILES))
+                allow_patterns=list(published_models.MODEL_FILES))
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
         hints: dict[int | None, str] = {401: " (the token is not valid)",
                                         403: " (the token lacks write access there)"}
         hint = hints.get(status, "")
-        raise PublishError(f"the Hub refused to {step[0]}: {hub._first_line(error)}{hint}"
-                           ) from None
+        reason = published_models._first_line(error)
+        raise PublishError(f"the Hub refused to {step[0]}: {reason}{hint}") from None
     except (httpx2.HTTPError, OSError) as error:  # connection failures
         raise PublishError(f"could not {step[1]} ({type(error).__name__}: {error}); check the "
                            "network (HTTPS_PROXY, HF_ENDPOINT) and rerun: an existing repo is "
@@ -120,10 +121,10 @@ def publish(run, repo_id: str, *, private=False, dry_run=False, revision=None, l
             ) -> list[tuple[str, int]]:
     """Stage, validate and (unless ``dry_run``) upload ``run``; returns the files."""
     stream = stream or sys.stdout
-    if not hub.REPO_ID.match(repo_id):
+    if not published_models.REPO_ID.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r}: use USER/NAME (letters, digits, '-', '_', "
                            "'.')")
-    if revision is not None and not hub.is_revision(revision):
+    if revision is not None and not published_models.is_revision(revision):
         raise PublishError(f"--revision {revision!r}: use a branch name (letters, digits, "
                            "'-', '_', '.', joined by '/'; no component empty or starting "
                            "with '.')")

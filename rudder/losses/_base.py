@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 import torch
@@ -95,8 +96,9 @@ class RetrievalLoss(nn.Module):
         default; ``rudder.losses.run_params`` calls it."""
         return {}
 
-    def compute(self, sims: torch.Tensor, **inputs) -> torch.Tensor:  # pragma: no cover
-        raise NotImplementedError
+    # Each loss defines ``compute(self, sims, <the inputs it declares>) -> Tensor``; the
+    # keywords differ per loss, so the base class declares only that it is callable.
+    compute: Callable[..., torch.Tensor]
 
     def extra_repr(self) -> str:
         return ", ".join(f"{key}={value!r}" for key, value in self.hparams().items())

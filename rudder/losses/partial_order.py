@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from rudder.devices import upload
 from rudder.labels import PairLabel
-from rudder.training.devices import upload
 
 from ._base import (
     LossConfigError,

@@ -26,20 +26,18 @@ from typing import TYPE_CHECKING
 
 from rudder.errors import ConfigError
 from rudder.models.config import ModelConfig
+from rudder.models.interface import MODEL_INTERFACE, RetrievalModel, interface
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "build",
-           "model_class"]
+__all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "RetrievalModel",
+           "build", "interface", "model_class"]
 
 # model.name -> "module:Class" (rudder.config accepts exactly these names)
 MODELS: dict[str, str] = {
     "ce": "rudder.models.ce:CollaborativeExperts",
 }
-
-MODEL_INTERFACE = ("experts", "encode_text", "encode_video", "similarity", "check_values")
-
 
 def model_class(name: str) -> type:
     """The class registered as ``name`` in :data:`MODELS`."""

@@ -9,6 +9,7 @@ config.py and below).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -287,3 +288,9 @@ class CollaborativeExperts(nn.Module):
         text_emb, logits = self.encode_text(tokens, mask)
         video_emb = self.encode_video(features, frame_masks, available)
         return self.similarity(text_emb, logits, video_emb, available)
+
+
+if TYPE_CHECKING:
+    from rudder.models.interface import RetrievalModel
+
+    _OFFERS_THE_INTERFACE: type[RetrievalModel] = CollaborativeExperts  # checked by mypy

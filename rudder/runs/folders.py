@@ -1,40 +1,27 @@
-"""Run directories, resuming them, and loading a trained run (used by evaluate and the app);
-the files inside a run are :mod:`rudder.runs.layout`'s.
+"""Run directories: naming, creating and resuming them, and the environment a run records;
+the files inside a run are :mod:`rudder.runs.layout`'s. Loading a trained run is
+:mod:`rudder.evaluation.loading`'s; finding a dataset :mod:`rudder.data.lookup`'s.
 
-torch and the model are imported inside the functions that load a run, so command lines
-that only manage run folders (``rudder.train --help``, argument errors) start fast.
+torch is imported inside the function that needs it, so command lines that only manage run
+folders (``rudder.train --help``, argument errors) start fast.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from rudder.config import ConfigError, TrainConfig, from_dict, to_dict
-from rudder.data.layout import DatasetFolder
+from rudder.config import ConfigError, TrainConfig, to_dict
 from rudder.errors import RunError
-from rudder.optional import check_installed, config_needs
 from rudder.runs.layout import (
     checkpoint_file,
     checkpoints_under,
-    find_checkpoint,
     make_run_dirs,
-    run_of_checkpoint,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    import torch
-
-    from rudder.text import Vocabulary
 
 
 def default_run_dir(name: str, root="runs") -> Path:
@@ -181,156 +168,3 @@ def environment_record(dataset_fingerprint: str) -> dict:
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
         "dataset_fingerprint": dataset_fingerprint,
     }
-
-
-@dataclass
-class LoadedRun:
-    """A trained model with what is needed to query it."""
-
-    model: torch.nn.Module  # built by rudder.models.build
-    vocab: Vocabulary
-    config: TrainConfig
-    dataset: DatasetFolder
-    run_dir: Path
-    checkpoint: Path
-    fingerprint: str
-    experts: list[str]
-    # (texts, langs=...) -> (features, mask); loaded on first use when the run has one
-    text_encoder: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
-    source: str | None = None  # a Hub model's pinned id, hf://USER/NAME@<commit>
-
-
-def resolve_dataset(spec: str) -> DatasetFolder:
-    """A dataset folder from ``sample``, a local path or a Hub repo id (downloaded once)."""
-    if spec == "sample":
-        from rudder.data.sample import sample_dataset_path
-
-        return DatasetFolder(sample_dataset_path())
-    path = Path(spec).expanduser()
-    if path.exists():
-        return DatasetFolder(path)
-    if spec.count("/") == 1 and not spec.startswith((".", "/")):
-        return DatasetFolder(_download_from_hub(spec))
-    raise RunError(f"dataset {spec!r} is neither 'sample', an existing folder nor a Hub repo id")
-
-
-def _download_from_hub(repo_id: str) -> Path:
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
-    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
-    from huggingface_hub import snapshot_download
-
-    try:
-        return Path(snapshot_download(repo_id, repo_type="dataset"))
-    except Exception as error:  # noqa: BLE001 -- offline errors come in many types
-        raise RunError(
-            f"could not fetch dataset {repo_id!r} from the Hugging Face Hub "
-            f"({type(error).__name__}: {error}); with no network, build it locally with "
-            "`python -m datasets_scripts build` and pass the folder"
-        ) from None
-
-
-def check_dataset_experts(checkpoint, experts: dict, folder: DatasetFolder) -> None:
-    """Refuse a dataset that lacks an expert the run was trained with, or has it with
-    another dimension, naming them (the model needs every one)."""
-    missing = sorted(e for e in experts if e not in folder.meta.experts)
-    if missing:
-        raise RunError(
-            f"{checkpoint} was trained with experts {sorted(experts)}, but dataset "
-            f"{folder.root} lacks {missing} (it has {folder.experts}); evaluate on a dataset "
-            "with these experts (e.g. the run's own: drop --dataset)"
-        )
-    for name, info in experts.items():
-        if folder.meta.experts[name].dim != info.dim:
-            raise RunError(
-                f"{checkpoint}: expert {name!r} has dim {info.dim} in the run but "
-                f"{folder.meta.experts[name].dim} in dataset {folder.root}; evaluate on a "
-                "dataset built with the same features"
-            )
-
-
-def load_run(path, device="cpu", dataset: str | None = None) -> LoadedRun:
-    """Load a run directory, checkpoint, published model folder or ``hf://`` Hub id
-    (:mod:`rudder.hub.models`) for inference (the model is in eval mode)."""
-    from rudder.hub import models as model_hub
-
-    if model_hub.is_model_reference(path):
-        return load_published(path, device, dataset)
-    from rudder.runs.weights import SavedFiles, build_checked, parse_experts, parse_vocabulary
-    from rudder.training.checkpoints import load_checkpoint
-
-    checkpoint = find_checkpoint(path)
-    state = load_checkpoint(checkpoint, map_location=device)
-    missing = [key for key in ("config", "experts", "vocab", "model") if key not in state]
-    if missing:
-        raise RunError(f"{checkpoint}: not a rudder checkpoint (it lacks {missing})")
-    try:
-        config = from_dict(state["config"])
-    except ConfigError as error:
-        raise RunError(f"{checkpoint}: its config is not valid ({error})") from None
-    check_installed(config_needs(config))  # e.g. its text encoder's extra, before any work
-    experts = parse_experts(state["experts"], f"{checkpoint} (experts)")
-    vocab = parse_vocabulary(state["vocab"], f"{checkpoint} (vocab)")
-    files = SavedFiles(config=f"{checkpoint} (config)", experts=f"{checkpoint} (experts)",
-                       vocabulary=f"{checkpoint} (vocab)", weights=f"{checkpoint} (model)")
-    model = build_checked(config, experts, vocab, state["model"], files, device)
-    folder = resolve_dataset(dataset or config.data.dataset)
-    check_dataset_experts(checkpoint, experts, folder)
-    return LoadedRun(
-        model=model,
-        vocab=vocab,
-        config=config,
-        dataset=folder,
-        run_dir=run_of_checkpoint(checkpoint),
-        checkpoint=checkpoint,
-        fingerprint=state["fingerprint"],
-        experts=sorted(experts),
-    )
-
-
-def load_published(spec, device: str = "cpu", dataset: str | None = None) -> LoadedRun:
-    """A :class:`LoadedRun` from a Hub id or a published folder (:mod:`rudder.hub.models`), on
-    ``dataset`` (default: the one it was trained on), refused when the dataset does not fit."""
-    from rudder.hub.models import WEIGHTS, check_compatible, rebuild, resolve
-
-    resolved = resolve(spec)
-    published = rebuild(resolved.path, device)
-    trained_on = published.config.data.dataset
-    try:
-        folder = resolve_dataset(dataset or trained_on)
-    except RunError as error:
-        if dataset:
-            raise
-        raise RunError(f"{error}; the model {spec} was trained on {trained_on!r}: pass "
-                       "--dataset with a dataset of the same experts and languages") from None
-    check_compatible(resolved.source or resolved.path, published.manifest, published.text_side,
-                     published.config, folder)
-    return LoadedRun(
-        model=published.model,
-        vocab=published.vocab,
-        config=published.config,
-        dataset=folder,
-        run_dir=resolved.path,
-        checkpoint=resolved.path / WEIGHTS,
-        fingerprint=str(published.manifest.get("checkpoint", {}).get("fingerprint")),
-        experts=sorted(published.manifest["experts"]),
-        source=resolved.source,
-    )
-
-
-def encode_queries(run: LoadedRun, texts, langs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model text inputs of free-text queries: token ids tokenised per language like training,
-    or token features of the run's frozen text encoder."""
-    from rudder.text import tokenize
-
-    if run.config.data.text_encoder:
-        if run.text_encoder is None:
-            from rudder.text.encoders import load_text_encoder
-
-            run.text_encoder = load_text_encoder(run.config.data.text_encoder, folder=run.dataset,
-                                                 max_words=run.config.data.max_words,
-                                                 data=run.config.data)
-        if getattr(run.text_encoder, "uses_langs", False):
-            return run.text_encoder(list(texts), langs=list(langs))
-        return run.text_encoder(list(texts))
-    token_lists = [tokenize(text, lang) for text, lang in zip(texts, langs, strict=True)]
-    return run.vocab.batch(token_lists, max_len=run.config.data.max_words)

@@ -8,7 +8,8 @@ checks that no other source names them). A run directory (``python -m rudder.tra
     train.log                the training log
     metrics.jsonl            one line per validation      append_history / read_history
     metrics.json             test metrics of best.pt      write_metrics / read_metrics
-    predictions/<split>.npz  similarities and ranks       write_predictions / read_predictions
+    predictions/<split>.npz  similarities and ranks       read_predictions (written by
+                                                          rudder.evaluation.predictions)
     checkpoints/last.pt, checkpoints/best.pt
     evaluations/<split>-<name>/   ``rudder.evaluate``'s metrics.json and predictions.npz
 
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rudder.atomic import atomic_savez, atomic_write_text
+from rudder.atomic import atomic_write_text
 from rudder.config import dump_yaml, load_yaml, to_dict
 from rudder.errors import RunError
 
@@ -226,29 +227,9 @@ class Predictions:
 REQUIRED_ARRAYS = ("sims", "query_masks", "caption_ids", "video_ids", "ranks_t2v", "ranks_v2t")
 
 
-def write_predictions(path, sims, query_masks, caption_ids, video_ids, sims_v2t=None) -> Path:
-    """Save scores with their per-query ranks (:func:`rudder.evaluation.metrics.query_ranks` of each
-    direction), compressed, through a temporary file and a rename; returns ``path``."""
-    from rudder.evaluation import metrics
-
-    sims = np.asarray(sims, dtype=np.float32)
-    masks = np.asarray(query_masks)
-    v2t = sims if sims_v2t is None else np.asarray(sims_v2t, dtype=np.float32)
-    arrays = {
-        "sims": sims,
-        "query_masks": masks,
-        "caption_ids": np.asarray(caption_ids).astype(str),
-        "video_ids": np.asarray(video_ids).astype(str),
-        "ranks_t2v": metrics.query_ranks(sims, masks, "t2v"),
-        "ranks_v2t": metrics.query_ranks(v2t, masks, "v2t"),
-    }
-    if sims_v2t is not None:
-        arrays["sims_v2t"] = v2t
-    return atomic_savez(path, **arrays)
-
-
 def read_predictions(path) -> Predictions:
-    """Predictions saved by :func:`write_predictions` (or by rudder before it, which wrote the
+    """Predictions saved by :func:`rudder.evaluation.predictions.write_predictions` (or by
+    rudder before it, which wrote the
     same arrays); a missing file or array is a RunError naming it."""
     path = Path(path)
     try:

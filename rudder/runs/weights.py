@@ -1,6 +1,6 @@
 """A saved model checked before anything is allocated, then built: :func:`build_checked`, the
-one path by which a run checkpoint (:func:`rudder.runs.folders.load_run`) and a published
-folder (:func:`rudder.hub.models.rebuild`) become a model.
+one path by which a run checkpoint (:func:`rudder.evaluation.loading.load_run`) and a published
+folder (:func:`rudder.hub.published_models.rebuild`) become a model.
 
 A saved model is a config (``model.*`` sizes), experts (``{name: {dim, variable_length}}``),
 a vocabulary (tokens and n-gram buckets) and tensors (``model.safetensors``, or a

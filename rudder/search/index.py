@@ -34,8 +34,8 @@ import torch
 
 from rudder.atomic import replacing
 from rudder.errors import RudderError
+from rudder.runs.checkpoints import read_plain
 from rudder.search.topk import chunk_topk, merge_topk, settle_kth_ties, sorted_by_score
-from rudder.training.checkpoints import read_plain
 
 INDEX_VERSION = 2  # 2: videos embedded in the fixed blocks of rudder.evaluation.inference
 
@@ -219,7 +219,8 @@ class VideoIndex:
             prefilter = half_scan_pays()
         self._half = self._half_copies() if prefilter and fits_half(masked) else None
         self._half_norms = None if self._half is None else torch.tensor([c[2] for c in self._half])
-        self._groups = None  # per availability pattern, for batch searches (pattern_groups)
+        # per availability pattern, for batch searches (pattern_groups)
+        self._groups: list | None = None
         # (chunk size, the groups' packed rows), for batch searches
         self._packed: tuple[int, list] | None = None
 
@@ -373,6 +374,7 @@ class VideoIndex:
                 )
                 found = (scores, members[positions + start])
                 best = found if best is None else merge_topk(best, found, k)
+        assert best is not None  # the index holds at least one video
         return sorted_by_score(*best)
 
     def approximate(

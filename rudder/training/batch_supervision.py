@@ -18,6 +18,7 @@ import torch
 
 from rudder import losses
 from rudder.config import ConfigError
+from rudder.devices import upload
 from rudder.supervision import (
     RelationTable,
     RelevantCaptionSampler,
@@ -26,7 +27,6 @@ from rudder.supervision import (
     description_pairs,
 )
 from rudder.text import CaptionSimilarity
-from rudder.training.devices import upload
 
 
 class BatchSupervision:

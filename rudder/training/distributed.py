@@ -13,12 +13,15 @@ gradient. Each process uses the GPU of its ``LOCAL_RANK``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from rudder.errors import RudderError
+from rudder.models import interface
 
 
 @dataclass
@@ -72,8 +75,9 @@ class PairEncoder(torch.nn.Module):
         self.model = model
 
     def forward(self, tokens, mask, features, frame_masks, available):
-        text, logits = self.model.encode_text(tokens, mask)
-        return text, logits, self.model.encode_video(features, frame_masks, available)
+        model = interface(self.model)
+        text, logits = model.encode_text(tokens, mask)
+        return text, logits, model.encode_video(features, frame_masks, available)
 
 
 def wrap_encoder(model: torch.nn.Module, ctx: DistContext, device: torch.device,
@@ -96,7 +100,7 @@ class CompiledOrEager:
 
     def __init__(self, module: torch.nn.Module, mode: str):
         self.module, self.mode = module, mode
-        self.compiled = torch.compile(module, mode=mode)
+        self.compiled: Callable[..., Any] | None = torch.compile(module, mode=mode)
 
     def __call__(self, *args):
         if self.compiled is not None:

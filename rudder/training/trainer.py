@@ -23,15 +23,27 @@ from rudder.config import (
 )
 from rudder.data.batching import epoch_batches
 from rudder.data.loader import build_class_index, load_split, select_experts
+from rudder.data.lookup import resolve_dataset
 from rudder.data.text_side import (
     build_text_side,
     cache_shards,
     caption_langs_note,
     encoder_summary,
 )
+from rudder.devices import pick_device, upload
+from rudder.errors import RunError
 from rudder.evaluation.inference import similarity_matrix, split_metrics
+from rudder.evaluation.predictions import write_predictions
 from rudder.evaluation.selection import improves, reported_value, selection_key
-from rudder.runs.folders import RunError, environment_record, resolve_dataset
+from rudder.runs.checkpoints import (
+    CHECKPOINT_VERSION,
+    atomic_torch_save,
+    link_or_copy,
+    load_checkpoint,
+    restore_generator,
+    restore_scaler,
+)
+from rudder.runs.folders import environment_record
 from rudder.runs.layout import (
     append_history,
     checkpoint_file,
@@ -41,19 +53,9 @@ from rudder.runs.layout import (
     write_config,
     write_json,
     write_metrics,
-    write_predictions,
 )
 from rudder.text.subwords import vocabulary_from_dict
 from rudder.training.batch_supervision import BatchSupervision
-from rudder.training.checkpoints import (
-    CHECKPOINT_VERSION,
-    atomic_torch_save,
-    link_or_copy,
-    load_checkpoint,
-    restore_generator,
-    restore_scaler,
-)
-from rudder.training.devices import pick_device, upload
 from rudder.training.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
 from rudder.training.optim import build_optimizer, build_scheduler
 
@@ -132,7 +134,7 @@ class Trainer:
             self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
         self.model.to(self.device)
         # load_split validated the data; checks would sync the GPU (a MODEL_INTERFACE attribute)
-        self.model.check_values = False  # type: ignore[assignment]
+        models.interface(self.model).check_values = False
         self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)
         self.optimizer = build_optimizer(self.model.parameters(), config.optim)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.epochs)
@@ -185,7 +187,7 @@ class Trainer:
                                                available)
         text, logits, video, available = gather_with_grad([text, logits, video, available],
                                                           self.ctx, len(videos))
-        sims = self.model.similarity(  # type: ignore[operator]  # a MODEL_INTERFACE method
+        sims = models.interface(self.model).similarity(
             text, logits, video, available, check_values=False
         )
         loss = self.loss_fn(sims, **self.supervision.batch(videos, slots, own_slots, self.loss_rng))

@@ -149,7 +149,7 @@ def served_retrain(tmp_path, concept, base_run, monkeypatch):
     from app.auth import Logins
     from app.retrain import RetrainSettings
     from app.ui import build_app, launch_app
-    from rudder.runs.folders import encode_queries, load_run
+    from rudder.evaluation.loading import encode_queries, load_run
 
     monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))  # the switched run's index
     run = load_run(base_run)

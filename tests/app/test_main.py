@@ -101,7 +101,8 @@ class Recorder:
 def patched(monkeypatch, tmp_path):
     """main() with training, loading, building and serving replaced by recorders."""
     import app.ui
-    import rudder.runs.folders
+    import rudder.data.lookup
+    import rudder.evaluation.loading
 
     recorder = Recorder()
 
@@ -114,10 +115,10 @@ def patched(monkeypatch, tmp_path):
         config = type("C", (), {"data": data()})()
 
     monkeypatch.setattr(cli, "train_quick", recorder("train", tmp_path / "runs" / "quick"))
-    monkeypatch.setattr(rudder.runs.folders, "load_run", recorder("load", Run()))
+    monkeypatch.setattr(rudder.evaluation.loading, "load_run", recorder("load", Run()))
     meta = type("Meta", (), {"languages": FIVE})()
     monkeypatch.setattr(
-        rudder.runs.folders, "resolve_dataset", lambda spec: type("Folder", (), {"meta": meta})()
+        rudder.data.lookup, "resolve_dataset", lambda spec: type("Folder", (), {"meta": meta})()
     )
     monkeypatch.setattr(app.ui, "build_app", recorder("build", "demo"))
     monkeypatch.setattr(app.ui, "launch_app", recorder("launch"))
@@ -164,15 +165,15 @@ def test_after_the_main_job_the_app_serves_its_run_and_says_what_it_reads(
         patched, monkeypatch, tmp_path, capsys):
     """The main job trains Marathi, Hindi and English: the app serves that run (no second
     training), names the languages it reads and how to get the others."""
-    import rudder.runs.folders
+    import rudder.evaluation.loading
 
     main_job = fake_run(tmp_path / "runs", "20260101-000000-ce", "sample", age=0,
                         langs=["mr", "hi", "en"])
-    run = rudder.runs.folders.load_run()  # the patched loader's run, trained on three
+    run = rudder.evaluation.loading.load_run()  # the patched loader's run, trained on three
     patched.calls.clear()
     run.config.data.caption_langs = ["mr", "hi", "en"]
     run.dataset.meta = type("Meta", (), {"languages": FIVE})()
-    monkeypatch.setattr(rudder.runs.folders, "load_run", patched("load", run))
+    monkeypatch.setattr(rudder.evaluation.loading, "load_run", patched("load", run))
     cli.main(["--runs", str(tmp_path / "runs"), "--db", str(tmp_path / "l.sqlite")])
     assert [name for name, *_ in patched.calls] == ["load", "build", "launch"]
     assert patched.calls[0][1] == (main_job,)
@@ -305,7 +306,7 @@ def test_a_bad_db_is_one_line_naming_it_before_the_model_loads(patched, tmp_path
 @pytest.mark.slow
 def test_the_default_model_reads_tamil_and_telugu(app_dataset, tmp_path):
     """Today's default (Marathi, Hindi, English only) maps every Tamil word to <unk>."""
-    from rudder.runs.folders import encode_queries, load_run
+    from rudder.evaluation.loading import encode_queries, load_run
 
     run = load_run(cli.train_quick(tmp_path, str(app_dataset.root), 2, FIVE))
     assert run.config.data.caption_langs == FIVE

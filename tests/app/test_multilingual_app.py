@@ -45,8 +45,8 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
     from app.engine import SearchEngine
     from app.search_tab import SearchTab
     from rudder import train
+    from rudder.evaluation.loading import encode_queries, load_run
     from rudder.languages import language_name
-    from rudder.runs.folders import encode_queries, load_run
 
     out = tmp_path / "mr-e5"
     train.main(["--dataset", str(app_dataset.root), "--epochs", "2", "--output-dir", str(out),

@@ -184,7 +184,8 @@ def test_every_example_finds_its_videos_on_the_sample_with_the_quick_model(tmp_p
     """The examples of the sample searched with the model ``python -m app`` trains first:
     each finds, among its top 5, a video with a caption saying what the example says."""
     import app.__main__ as cli
-    from rudder.runs.folders import load_run, resolve_dataset
+    from rudder.data.lookup import resolve_dataset
+    from rudder.evaluation.loading import load_run
 
     folder = resolve_dataset("sample")
     run = load_run(cli.train_quick(tmp_path / "runs", "sample", 2, folder.meta.languages))

@@ -3,8 +3,9 @@ import json
 import numpy as np
 import pytest
 
+from rudder.errors import RunError
 from rudder.evaluation import evaluate
-from rudder.runs.folders import RunError, load_run
+from rudder.evaluation.loading import load_run
 from rudder.runs.layout import read_predictions
 
 

@@ -155,8 +155,7 @@ def test_training_with_a_missing_encoder_is_one_error_naming_the_extra(tiny_data
 def test_query_langs_on_a_published_folder(marathi_run, tmp_path, monkeypatch):
     """Training languages of a published model come from its text_side.json, and are read
     before any evaluation work (a broken one fails before evaluate_runs runs)."""
-    from rudder.hub import models as model_hub
-    from rudder.hub import publish
+    from rudder.hub import publish, published_models
 
     run, _ = marathi_run
     published = tmp_path / "pub"
@@ -168,8 +167,8 @@ def test_query_langs_on_a_published_folder(marathi_run, tmp_path, monkeypatch):
                            str(tmp_path / "e2")])
     assert again["training_langs"] == ["mr"]
     assert again["per_language"] == own["per_language"] and again["test"] == own["test"]
-    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
-    (published / model_hub.TEXT_SIDE).write_text(json.dumps({**side, "caption_langs": []}))
+    side = json.loads((published / published_models.TEXT_SIDE).read_text())
+    (published / published_models.TEXT_SIDE).write_text(json.dumps({**side, "caption_langs": []}))
 
     def no_work(*args, **kwargs):
         raise AssertionError("evaluated before the training languages were read")

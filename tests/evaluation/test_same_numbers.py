@@ -11,6 +11,7 @@ import torch
 from rudder import models
 from rudder.config import ModelConfig
 from rudder.data.loader import build_class_index, build_vocabulary, load_split, select_experts
+from rudder.data.lookup import resolve_dataset
 from rudder.evaluation import inference
 from rudder.evaluation.inference import (
     BLOCK,
@@ -19,7 +20,6 @@ from rudder.evaluation.inference import (
     similarities,
     similarity_matrix,
 )
-from rudder.runs.folders import resolve_dataset
 from rudder.text import tokenize
 
 MAX_WORDS, MAX_FRAMES = 30, 32
@@ -148,8 +148,8 @@ def test_a_trained_run_gives_the_same_numbers_on_every_path(tmp_path, threads, m
     from app.collection import Collection
     from rudder import train
     from rudder.evaluation import evaluate
+    from rudder.evaluation.loading import load_run
     from rudder.hub import publish
-    from rudder.runs.folders import load_run
     from rudder.runs.layout import evaluation_predictions_file, metrics_file, predictions_file
 
     run = tmp_path / "run"

@@ -101,7 +101,7 @@ def test_the_committed_ranks_reproduce_every_table(finished, tiny_dataset):
         assert list(npz["run_seed"][npz["run_label"] == "Fusion MAX (RAN)"]) == [-1]  # pooled
         assert all(len(c) >= 7 for c in npz["run_commit"])  # a git commit (or "unknown")
         fingerprint = str(npz["dataset_fingerprint"])
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
 
     assert fingerprint == resolve_dataset(str(tiny_dataset)).fingerprint()
     rows, _meta = read_archive(results / "tiny-ranks.npz")

@@ -8,7 +8,7 @@ import yaml
 
 from experiments import run, tune
 from experiments.suites import SuiteError, load_suite
-from rudder.training.checkpoints import load_checkpoint
+from rudder.runs.checkpoints import load_checkpoint
 
 from .conftest import write_suite
 

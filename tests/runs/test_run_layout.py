@@ -11,6 +11,7 @@ import pytest
 
 from rudder.config import ConfigError, TrainConfig
 from rudder.errors import RunError
+from rudder.evaluation.predictions import write_predictions
 from rudder.runs import layout as run_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +126,7 @@ VIDEO_IDS = np.array(["v0", "v1"])
 
 
 def test_predictions_round_trip_with_their_ranks(tmp_path):
-    path = run_layout.write_predictions(tmp_path / "p.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS)
+    path = write_predictions(tmp_path / "p.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS)
     saved = run_layout.read_predictions(path)
     np.testing.assert_array_equal(saved.sims, SIMS)
     np.testing.assert_array_equal(saved.caption_ids, CAPTION_IDS)
@@ -137,7 +138,7 @@ def test_predictions_round_trip_with_their_ranks(tmp_path):
     assert saved.sims_v2t is None
     v2t = np.array([[0.1, 0.5], [0.2, 0.9], [0.3, 0.1], [-np.inf, -np.inf]], dtype=np.float32)
     both = run_layout.read_predictions(
-        run_layout.write_predictions(tmp_path / "q.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS, v2t)
+        write_predictions(tmp_path / "q.npz", SIMS, MASKS, CAPTION_IDS, VIDEO_IDS, v2t)
     )
     np.testing.assert_array_equal(both.sims_v2t, v2t)
     # v2t from its own scores: v0's column [0.1, 0.2, 0.3] ranks v0c1 second -> 1; v1's column

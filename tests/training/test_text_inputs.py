@@ -14,7 +14,7 @@ from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
 from rudder.data.text_side import build_text_side
 from rudder.errors import RudderError
-from rudder.runs.folders import encode_queries, load_run
+from rudder.evaluation.loading import encode_queries, load_run
 from rudder.text.subwords import SubwordVocabulary
 
 from ..factories import caption, write_ce_text_features, write_dataset

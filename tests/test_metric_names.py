@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rudder import metric_names as names
 from rudder.config import SELECTIONS, from_dict
-from rudder.evaluation import metric_names as names
 from rudder.evaluation import metrics
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RANKS = np.array([0, 0, 1, 3, 4.5, 7, 12, 40, 60, 99], dtype=float)
 
 

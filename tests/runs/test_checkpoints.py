@@ -14,8 +14,8 @@ import torch
 from rudder import train
 from rudder.errors import RunError
 from rudder.evaluation import evaluate
-from rudder.runs.folders import load_run
-from rudder.training.checkpoints import (
+from rudder.evaluation.loading import load_run
+from rudder.runs.checkpoints import (
     CHECKPOINT_VERSION,
     load_checkpoint,
     restore_generator,
@@ -53,7 +53,7 @@ class Custom:
                          ids=["builtin-exec", "blocked-module", "custom-class"])
 def test_each_kind_of_payload_is_refused_for_safety(tmp_path, payload):
     """On the installed torch (2.13 words a blocked module's refusal differently)."""
-    from rudder.training.checkpoints import read_plain
+    from rudder.runs.checkpoints import read_plain
 
     path = tmp_path / "x.pt"
     torch.save({"version": CHECKPOINT_VERSION, "model": payload}, path)
@@ -126,7 +126,7 @@ def test_every_torch_load_goes_through_the_safe_reader():
     calls = [(str(path.relative_to(REPO)), line.strip()) for path in REPO.glob("[!.]*/**/*.py")
              if "tests" not in path.parts for line in path.read_text(encoding="utf-8").splitlines()
              if re.search(r"(?<!`)torch\.load\(", line)]
-    assert [file for file, _ in calls] == ["rudder/training/checkpoints.py"], calls
+    assert [file for file, _ in calls] == ["rudder/runs/checkpoints.py"], calls
     assert "weights_only=True" in calls[0][1]
 
 
@@ -242,7 +242,7 @@ def test_a_checkpoint_with_an_invalid_config_is_named(run_copy):
 
 
 def test_best_is_a_second_name_that_keeps_its_bytes(tmp_path):
-    from rudder.training.checkpoints import link_or_copy
+    from rudder.runs.checkpoints import link_or_copy
 
     last, best = tmp_path / "last.pt", tmp_path / "best.pt"
     last.write_bytes(b"epoch 3")
