@@ -19,7 +19,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rudder.evaluation.agreement import settle
+from rudder.paths import cache_dir
 
 from .annotations_db import AnnotationStore
 from .escaping import markdown_text
@@ -148,7 +148,8 @@ class Retrainer:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             out = (self.settings.runs_dir / f"{stamp}-retrained-po").resolve()
             # the child's console (its epochs and error line), removed once it has ended
-            self._log = Path(tempfile.mkstemp(prefix="rudder-retrain-", suffix=".log")[1])
+            self._log = cache_dir("retrain-logs", f"{out.name}.log")
+            self._log.parent.mkdir(parents=True, exist_ok=True)
             self._console = ""
             environment = {**os.environ,
                            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}

@@ -8,7 +8,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from argparse import Namespace
 from pathlib import Path
@@ -69,7 +68,7 @@ def test_a_finished_retrain_reports_its_error_and_leaves_no_console_file(tmp_pat
                                                                           monkeypatch):
     from app import retrain
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the console file goes
+    monkeypatch.setenv("RUDDER_CACHE", str(tmp_path))  # the console file goes under it
     # a child that fails at once with one error line, as `heuristics retrain` does
     (tmp_path / "failing_retrain.py").write_text(
         "import sys\nprint('epoch 1/3 done')\nprint('error: the dataset is gone')\nsys.exit(2)\n")
@@ -79,13 +78,13 @@ def test_a_finished_retrain_reports_its_error_and_leaves_no_console_file(tmp_pat
     store.add(TINY, "asha", "v000-en", "v001-en", "partial")
     retrainer = Retrainer(settings(tmp_path), store, lambda run: "new")
     assert retrainer.start("asha").startswith("Retraining PO(M) on 1 settled labels")
-    assert len(list(tmp_path.glob("rudder-retrain-*.log"))) == 1
+    assert len(list(tmp_path.glob("retrain-logs/*.log"))) == 1
     deadline = time.monotonic() + 60
     while retrainer.running and time.monotonic() < deadline:
         time.sleep(0.1)
     status = retrainer.status()
     assert status == "The retrain failed: error: the dataset is gone"
-    assert list(tmp_path.glob("rudder-retrain-*.log")) == []  # removed once it ended
+    assert list(tmp_path.glob("retrain-logs/*.log")) == []  # removed once it ended
     assert retrainer.status() == status  # read from memory afterwards
 
 
