@@ -108,7 +108,9 @@ def with_request(handler):
     def event(*args):
         return handler(*args)
 
-    event.__signature__ = inspect.signature(handler)
+    # inspect.signature reads __signature__ on any callable (PEP 362); typeshed's
+    # FunctionType does not declare it.
+    event.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
     event.__annotations__ = {"request": gr.Request}
     return event
 
@@ -121,7 +123,9 @@ def view_event(handler):
     def shown(*args):
         return handler(*args).as_outputs()
 
-    shown.__signature__ = inspect.signature(handler)
+    # inspect.signature reads __signature__ on any callable (PEP 362); typeshed's
+    # FunctionType does not declare it.
+    shown.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
     return with_request(shown)
 
 

@@ -76,6 +76,7 @@ class CandidateRanker:
         heuristic = np.full(n, NO_LABEL, dtype=np.int64)
         rel = np.full(n, np.nan)
         sim = np.full(n, np.nan)
+        order_keys: tuple[np.ndarray, ...]  # np.lexsort's keys, the last one primary
         if self.method == "text":
             sim = self.similarity.pairwise([captions["text"].iat[q]], captions["text"].tolist())[
                 0

@@ -133,33 +133,28 @@ class QueueBuilder:
             columns = ("nouns", "verbs")
         else:
             columns = None
-        self.nouns = self.verbs = None
+        self.nouns: torch.Tensor | None = None
+        self.verbs: torch.Tensor | None = None
         if columns is not None:
             nouns, verbs = (table[c].tolist() for c in columns)
             index = ClassIndex.build(nouns, verbs)
             self.nouns, self.verbs = index.multi_hot(nouns), index.multi_hot(verbs)
 
     # ------------------------------------------------------------ pieces
-    def _need_classes(self, strategy: str) -> None:
-        if self.nouns is None:
-            raise QueueError(
-                f"the {strategy} queue needs noun/verb columns, which {self.collection.name} "
-                "lacks; add them with `python -m heuristics label --dataset DIR`, or use the "
-                "random queue"
-            )
-
     def labels(self, queries: np.ndarray) -> np.ndarray:
         """Heuristic labels ``(len(queries), n)`` of universe positions ``queries`` against
         every universe caption (:func:`rudder.supervision.partial_labels`)."""
+        nouns, verbs = _classes(self, "heuristic")
         q = torch.from_numpy(queries)
-        return partial_labels(self.nouns[q], self.verbs[q], self.nouns, self.verbs,
+        return partial_labels(nouns[q], verbs[q], nouns, verbs,
                               self.alpha_n, self.alpha_v).numpy()
 
     def boundary(self, queries: np.ndarray) -> np.ndarray:
         """The partial-boundary closeness (module docstring) of ``queries`` against all."""
         out = np.zeros((len(queries), len(self.rows)), dtype=np.float32)
+        nouns, verbs = _classes(self, "model-disagreement")
         q = torch.from_numpy(queries)
-        for part, alpha in ((self.nouns, self.alpha_n), (self.verbs, self.alpha_v)):
+        for part, alpha in ((nouns, self.alpha_n), (verbs, self.alpha_v)):
             size = part[q].sum(1, keepdim=True)
             shared = (part[q] @ part.T).numpy()
             overlap = shared / np.maximum(size.numpy(), 1.0)
@@ -187,13 +182,13 @@ class QueueBuilder:
     # -------------------------------------------------------- strategies
     def heuristic(self) -> PairQueue:
         """Today's query-by-query order over the universe (module docstring)."""
-        self._need_classes("heuristic")
+        nouns, verbs = _classes(self, "heuristic")
         a_parts, b_parts, label_parts = [], [], []
         for start in range(0, len(self.rows), self.block):
             queries = np.arange(start, min(start + self.block, len(self.rows)))
             labels = self.labels(queries)
             q = torch.from_numpy(queries)
-            rel = relevance(self.nouns[q], self.verbs[q], self.nouns, self.verbs).numpy()
+            rel = relevance(nouns[q], verbs[q], nouns, verbs).numpy()
             eligible = self._other_video(queries) & (self.lang[queries][:, None] == self.lang)
             key = np.where(eligible, -(4.0 * labels + rel), np.inf)
             order = np.argsort(key, axis=1, kind="stable")[:, : self.limit]
@@ -220,11 +215,12 @@ class QueueBuilder:
         keys = keys[:size]
         a, b = keys // n, keys % n
         heuristic = np.zeros(len(a), np.int8)
-        if self.nouns is not None:
+        if self.nouns is not None and self.verbs is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
             for part in range(0, len(a), 65536):
                 one = slice(part, part + 65536)
-                heuristic[one] = _pair_labels(self, ta[one], tb[one])
+                heuristic[one] = _pair_labels(self.nouns, self.verbs, self.alpha_n,
+                                              self.alpha_v, ta[one], tb[one])
         return PairQueue("random", self.rows[a], self.rows[b], np.full(len(a), np.nan),
                          heuristic, np.zeros(len(a), np.int32))
 
@@ -232,7 +228,7 @@ class QueueBuilder:
         """The model-disagreement queue (module docstring). ``scores`` are the model's
         similarities ``(n, V)`` of every universe caption (in :attr:`rows` order) to the
         videos ``score_videos``; only the training videos among them are ranked."""
-        self._need_classes("model-disagreement")
+        _classes(self, "model-disagreement")
         ranks = self.video_ranks(scores, score_videos)
         parts = []
         for start in range(0, len(self.rows), self.block):
@@ -306,16 +302,29 @@ class QueueBuilder:
         return ranks.astype(np.int32)
 
 
-def _pair_labels(builder: QueueBuilder, a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
-    """Heuristic labels of the pairs ``(a[i], b[i])`` (universe positions), one per pair:
-    :func:`rudder.supervision.partial_labels`' rule on row-wise products."""
-    nq, vq, nc, vc = builder.nouns[a], builder.verbs[a], builder.nouns[b], builder.verbs[b]
+def _classes(builder: QueueBuilder, strategy: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The builder's noun and verb multi-hots, which the ``strategy`` queue needs."""
+    if builder.nouns is None or builder.verbs is None:
+        raise QueueError(
+            f"the {strategy} queue needs noun/verb columns, which {builder.collection.name} "
+            "lacks; add them with `python -m heuristics label --dataset DIR`, or use the "
+            "random queue"
+        )
+    return builder.nouns, builder.verbs
+
+
+def _pair_labels(nouns: torch.Tensor, verbs: torch.Tensor, alpha_n: float, alpha_v: float,
+                 a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """Heuristic labels of the pairs ``(a[i], b[i])`` (universe positions) of the noun and
+    verb multi-hots, one per pair: :func:`rudder.supervision.partial_labels`' rule on
+    row-wise products."""
+    nq, vq, nc, vc = nouns[a], verbs[a], nouns[b], verbs[b]
     size_n, size_v = nq.sum(1), vq.sum(1)
     shared_n, shared_v = (nq * nc).sum(1), (vq * vc).sum(1)
     has_n, has_v = size_n > 0, size_v > 0
     positive = (has_n | has_v) & (~has_n | (shared_n == size_n)) & (~has_v | (shared_v == size_v))
-    partial = ((shared_n > 0) & (shared_n / size_n.clamp(min=1.0) >= builder.alpha_n)) | (
-        (shared_v > 0) & (shared_v / size_v.clamp(min=1.0) >= builder.alpha_v))
+    partial = ((shared_n > 0) & (shared_n / size_n.clamp(min=1.0) >= alpha_n)) | (
+        (shared_v > 0) & (shared_v / size_v.clamp(min=1.0) >= alpha_v))
     return torch.where(positive, 2, torch.where(partial, 1, 0)).numpy().astype(np.int8)
 
 

@@ -23,6 +23,7 @@ copied. While a copy is made the player shows a note and the page retries loadin
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import logging
 import mimetypes
@@ -33,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from rudder.atomic import replacing
@@ -144,17 +146,7 @@ def _copy_streams(inp, out, av) -> None:
     vout.width, vout.height, vout.pix_fmt = width, height, "yuv420p"
     vout.time_base = vout.codec_context.time_base = Fraction(1, 1000)
     vout.options = {"preset": "veryfast", "crf": "23"}
-    aout = resampler = None
-    if ain is not None:
-        channels = min(2, ain.codec_context.channels or 1)
-        sample_rate = ain.codec_context.sample_rate or 48000
-        if sample_rate not in (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000,
-                               12000, 11025, 8000):
-            sample_rate = 48000
-        aout = out.add_stream("aac", rate=sample_rate)
-        aout.layout = "stereo" if channels == 2 else "mono"
-        aout.bit_rate = 128_000
-        resampler = av.AudioResampler(format="fltp", layout=aout.layout.name, rate=sample_rate)
+    audio = _audio_output(ain, out, av) if ain is not None else None
     start = origin(inp)
     last_pts, samples, rotation = -1, None, None
     streams = [vin] + ([ain] if ain is not None else [])
@@ -170,7 +162,8 @@ def _copy_streams(inp, out, av) -> None:
             picture = frame.reformat(width=width, height=height, format="yuv420p")
             picture.pts, picture.time_base, last_pts = pts, Fraction(1, 1000), pts
             out.mux(vout.encode(picture))
-        elif aout is not None:
+        elif audio is not None:
+            aout, resampler = audio
             for piece in resampler.resample(frame):
                 if samples is None:  # the first sample's time; then one after another
                     samples = max(0, round((frame.time - start) * aout.rate))
@@ -178,12 +171,28 @@ def _copy_streams(inp, out, av) -> None:
                 samples += piece.samples
                 out.mux(aout.encode(piece))
     out.mux(vout.encode(None))
-    if aout is not None:
+    if audio is not None:
+        aout, resampler = audio
         for piece in resampler.resample(None):
             piece.pts, piece.time_base = samples or 0, Fraction(1, aout.rate)
             samples = (samples or 0) + piece.samples
             out.mux(aout.encode(piece))
         out.mux(aout.encode(None))
+
+
+def _audio_output(ain, out, av) -> tuple[Any, Any]:
+    """The AAC stream added to ``out`` for the input audio ``ain`` and the resampler that
+    feeds it (stereo at most, at a sample rate AAC takes)."""
+    channels = min(2, ain.codec_context.channels or 1)
+    sample_rate = ain.codec_context.sample_rate or 48000
+    if sample_rate not in (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000,
+                           12000, 11025, 8000):
+        sample_rate = 48000
+    aout = out.add_stream("aac", rate=sample_rate)
+    aout.layout = "stereo" if channels == 2 else "mono"
+    aout.bit_rate = 128_000
+    resampler = av.AudioResampler(format="fltp", layout=aout.layout.name, rate=sample_rate)
+    return aout, resampler
 
 
 class Playback:
@@ -247,7 +256,7 @@ class Playback:
             if key not in self._jobs:
                 job = self._pool.submit(self._copy, media, copy)
                 self._jobs[key] = job
-                job.add_done_callback(lambda done, key=key: self._finish(key, done))
+                job.add_done_callback(functools.partial(self._finish, key))
         return Source(copy, False, note)
 
     def wait(self, media: Path, timeout: float | None = None) -> Source:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import hashlib
 import logging
 import re
@@ -141,7 +142,7 @@ class Thumbnails:
                 job = self._pool.submit(self._make, key, video, middle)
                 self._jobs[key] = job
         if job is not None:  # outside the lock: a job already done runs _finish right here
-            job.add_done_callback(lambda done, key=key: self._finish(key, done))
+            job.add_done_callback(functools.partial(self._finish, key))
         return self.state(key)
 
     def state(self, key: str) -> Path | str | None:
@@ -206,8 +207,7 @@ class Thumbnails:
         """``cells`` with their placeholders swapped for the thumbnails made since, after
         waiting for them up to ``timeout`` seconds (without holding a thread); None when
         none was pending. A placeholder stays for a thumbnail not made by then."""
-        pending = {i: PENDING.match(str(c)) for i, c in enumerate(cells)}
-        pending = {i: m for i, m in pending.items() if m}
+        pending = {i: m for i, c in enumerate(cells) if (m := PENDING.match(str(c)))}
         if not pending:
             return None
         await self.wait([m.group(2) for m in pending.values()], timeout)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -275,7 +276,8 @@ def _text_feature_batches(path: Path, captions: pa.Table, batch_size: int,
                 f"e.g. {unknown[:3]}: their sentence is not among their video's release "
                 "captions, so which feature belongs to them is unknown"
             )
-        ordinals = [entries.get(c, k) for c, k in zip(ids, ordinals, strict=False)]
+        ordinals = np.array([entries.get(c, k) for c, k in zip(ids, ordinals, strict=False)],
+                            dtype=np.int64)
 
     def batches():
         for start in range(0, len(ids), batch_size):

@@ -39,6 +39,7 @@ file is reported with its list and line.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections import defaultdict
@@ -91,8 +92,8 @@ def read_durations(path: Path) -> dict[str, float]:
     durations = {}
     for video_id, value in data.items():
         value = value.get("duration") if isinstance(value, dict) else value
-        try:
-            durations[str(video_id)] = float(value)
+        try:  # a missing duration (None) or a value that is no number: NaN, refused below
+            durations[str(video_id)] = math.nan if value is None else float(value)
         except (TypeError, ValueError):
             durations[str(video_id)] = math.nan
         if not math.isfinite(durations[str(video_id)]) or durations[str(video_id)] <= 0:
@@ -170,11 +171,11 @@ def _clip_lines(path: Path, reporter: Reporter):
         if not line or line.startswith("#"):
             continue
         match = CLIP_LINE.match(line)
-        try:
-            start, end = float(match[2]), float(match[3])
-        except (TypeError, ValueError):
-            start = end = math.nan
-        if not (math.isfinite(start) and math.isfinite(end)):
+        start = end = math.nan
+        if match is not None:
+            with contextlib.suppress(ValueError):
+                start, end = float(match[2]), float(match[3])
+        if match is None or not (math.isfinite(start) and math.isfinite(end)):
             reporter.problem(
                 "malformed clip line", path, f"line {number}", line, "expected 'VIDEOID start end'"
             )

@@ -269,11 +269,9 @@ def read(args, reporter: Reporter) -> RawDataset:
         for video_id, video in videos.items():
             split = SPLIT_NAMES.get(str(video["split"]).lower())
             if split is None:
+                file, where = video["where"]
                 reporter.problem(
-                    "unknown split",
-                    *video["where"],
-                    video["split"],
-                    "expected train, validate or test",
+                    "unknown split", file, where, video["split"], "expected train, validate or test"
                 )
             else:
                 assigned[video_id] = split

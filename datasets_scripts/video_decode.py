@@ -323,21 +323,23 @@ def iter_audio(path, rate: int, segments, block: int, max_pixels: int = MAX_PIXE
                         yield key, np.concatenate(buffers[key])
                         buffers[key], sizes[key] = [], 0
 
-        def resampled(frames):
-            nonlocal position
+        def resampled(frames, first: int):
+            """The pieces of ``frames``, whose first sample has index ``first``; returns the
+            index of the sample after them."""
             for out in frames:
                 samples = out.to_ndarray().reshape(-1).astype(np.float32, copy=False)
-                yield from take(samples, position)
-                position += len(samples)
+                yield from take(samples, first)
+                first += len(samples)
+            return first
 
         try:
             for frame in container.decode(stream):
                 if position is None:
                     start = frame.time if frame.time is not None else origin
                     position = max(0, round((start - origin) * rate))
-                yield from resampled(resampler.resample(frame))
+                position = yield from resampled(resampler.resample(frame), position)
             if position is not None:
-                yield from resampled(resampler.resample(None))
+                yield from resampled(resampler.resample(None), position)
         except av.FFmpegError:
             pass  # a broken audio tail: the samples decoded so far are kept
     for key, buffer in buffers.items():

@@ -28,6 +28,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -201,7 +202,7 @@ class LoadedExpert:
 
     spec: ExpertSpec
     arch: Arch
-    model: object = None
+    model: Any = None  # the torch network (open_clip's: through encode_image); None: logmel
     device: str = "cpu"
     weights_sha256: str | None = None
     weights_file: str | None = None
@@ -284,7 +285,12 @@ def load_expert(spec: ExpertSpec, fps: float, device: str = "cpu") -> LoadedExpe
         model = _build(spec.arch)
         expert.extra["random_seed"] = seed
     else:
-        path = hub_weights(spec.text, arch.url) if spec.weights == "hub" else Path(spec.weights)
+        if spec.weights != "hub":
+            path = Path(spec.weights)
+        elif arch.url is None:  # parse_expert gives a weight-free architecture no weights
+            raise BuildError(f"--expert {spec.text}: {spec.arch} has no published weights")
+        else:
+            path = hub_weights(spec.text, arch.url)
         if not path.is_file():
             raise BuildError(f"--expert {spec.text}: no such weights file {path}")
         model = _build(spec.arch)
@@ -318,7 +324,7 @@ def _load_open_clip(spec: ExpertSpec, fps: float, device: str) -> LoadedExpert:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
     else:
         pretrained = spec.weights
-        if not Path(pretrained).is_file():
+        if pretrained is None or not Path(pretrained).is_file():
             raise BuildError(f"--expert {spec.text}: no such weights file {pretrained}")
         weights_sha256 = sha256_of(pretrained)
     try:

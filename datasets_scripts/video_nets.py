@@ -209,13 +209,14 @@ class VGGish(nn.Module):
 
     def __init__(self):
         super().__init__()
-        layers, channels = [], 1
+        layers: list[nn.Module] = []
+        channels = 1
         for width in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M"):
-            if width == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
+            if isinstance(width, int):
                 layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(inplace=True)]
                 channels = width
+            else:  # "M"
+                layers.append(nn.MaxPool2d(2, 2))
         self.features = nn.Sequential(*layers)
         self.embeddings = nn.Sequential(
             nn.Linear(512 * 4 * 6, 4096), nn.ReLU(inplace=True),

@@ -51,7 +51,7 @@ class Task:
 
 def _segments(task: Task, duration: float):
     """Each item's ``(start, end)`` clipped to the video, or an error string."""
-    out = []
+    out: list[tuple[float, float] | str] = []
     for start, end in task.items:
         if start is None:
             out.append((0.0, duration))
@@ -195,7 +195,8 @@ class Extractor:
         if message[0] == "frames":
             _, _, group, item, frames = message
             self.frames_seen += len(frames)
-            for expert in self.by_group[("frames", *self.groups[group])]:
+            frame_group = ("frames", *self.groups[group])
+            for expert in self.by_group[frame_group]:
                 batch = frames
                 if expert.arch.kind == "clip":
                     batch = _clips(frames, expert.arch.clip_frames)

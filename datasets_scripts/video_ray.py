@@ -98,6 +98,7 @@ class Encoder:
         rows = []
         for k in range(len(batch["stem"])):
             stem, seq, kind = str(batch["stem"][k]), int(batch["seq"][k]), str(batch["kind"][k])
+            message: tuple  # ("frames", stem, group, item, frames) or ("patches", stem, item, x)
             if kind == "frames":
                 group, item = map(int, str(batch["key"][k]).split("|"))
                 message = ("frames", stem, group, item, _unpack(batch["data"][k]))
@@ -109,7 +110,8 @@ class Encoder:
             store: dict = {}
             self.extractor.features(message, store)
             buffer = io.BytesIO()
-            np.savez(buffer, **{f"{e}|{i}": np.concatenate(p) for (e, i), p in store.items()})
+            arrays = {f"{e}|{i}": np.concatenate(p) for (e, i), p in store.items()}
+            np.savez(buffer, allow_pickle=False, **arrays)
             count = str(len(message[-1])) if kind == "frames" else ""
             rows.append(_row(stem, seq, "features", data=buffer.getvalue(), info=count))
         out = {name: np.array([r[name] for r in rows], dtype=object)

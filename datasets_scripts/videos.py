@@ -182,6 +182,7 @@ def plan_videos(rows, src: Path, captions_path, reporter: Reporter) -> dict[str,
                              f"{where}, field video_id", row.video_id,
                              f"other rows name {video.path.name}")
             continue
+        key: tuple[str, None] | tuple[str, float, float]  # the whole video, or a segment
         if row.start is None:
             key, item_id, start, end = (stem, None), stem, None, None
         else:
@@ -299,7 +300,7 @@ def write_part(path: Path, video: Video, info: dict | None, error: str | None, s
     for (expert, item), pieces in sorted(store.items()):
         arrays[f"{expert}|{item}"] = np.concatenate(pieces).astype(np.float32)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, allow_pickle=False, **arrays)
     with replacing(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
 
@@ -656,7 +657,7 @@ def _feature_batches(work, videos, entries, batch: int = 256):
     ids, arrays, open_stem, data = [], [], None, None
     try:
         for item_id, stem, key in entries:
-            if stem != open_stem:
+            if data is None or stem != open_stem:
                 if data is not None:
                     data.close()
                 data, open_stem = np.load(_part_path(work, stem), allow_pickle=False), stem

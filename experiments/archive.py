@@ -67,6 +67,9 @@ def write_archive(path: Path, rows: dict[str, RowResult], runs: dict[str, list[d
                 arrays[f"{d}_rank"].append(row.ranks[d][i])
                 for name in SCORES if has_scores else ():
                     arrays.setdefault(f"{d}_{name}", []).append(row.scores[d][name][i])
+    if ids is None:
+        raise ArchiveError("no row names its test queries (RowResult.query_ids): the archive "
+                           "keeps the caption id of each query slot")
     first = next(iter(rows.values()))
     videos = first.video_ids if first.video_ids is not None else np.array([], dtype=str)
     data = {
@@ -86,6 +89,13 @@ def write_archive(path: Path, rows: dict[str, RowResult], runs: dict[str, list[d
             raise ArchiveError(f"{name}: ranks not exact in float32")
         data[name] = stacked
     return atomic_savez(path, **data)
+
+
+def _query_ids(stored: np.ndarray) -> np.ndarray:
+    """The archived caption ids as objects, None for an empty slot ("" in the archive)."""
+    ids = stored.astype(object)
+    ids[stored == ""] = None
+    return ids
 
 
 def read_archive(path: Path) -> tuple[dict[str, RowResult], dict]:
@@ -116,7 +126,7 @@ def read_archive(path: Path) -> tuple[dict[str, RowResult], dict]:
                 [],
                 {d: data[f"{d}_rank"][where].astype(np.float64) for d in DIRECTIONS},
                 {d: s for d, s in scores.items() if s},
-                np.where(data["query_ids"] == "", None, data["query_ids"]).astype(object),
+                _query_ids(data["query_ids"]),
                 video_ids=data["video_ids"],
             )
         meta["runs"] = [

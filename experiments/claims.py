@@ -70,7 +70,7 @@ def evaluate(claims: list[dict], output: Path) -> list[dict]:
         if missing:
             raise ArchiveError(f"claim {claim['id']!r}: suite {claim['suite']!r} has no row "
                                f"{missing}; rows: {list(rows)}")
-        a, b = (rows[x] for x in labels)
+        a, b = (rows[str(x)] for x in labels)  # each a row's label, checked above
         d, metric = claim["direction"], claim["metric"]
         values_a, values_b = (tables.test_values(x, d, metric) for x in (a, b))
         test = significance.crossed_random_effects_test(values_a, values_b,

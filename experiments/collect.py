@@ -237,8 +237,11 @@ def fuse_seed(
         if not np.array_equal(p.caption_ids, first.caption_ids):
             raise RunError(f"{d}: its test queries differ from {member_dirs[0]}; cannot fuse")
     q = hybrid_q if method == "hybrid" else None
-    t2v, v2t = fusion.fuse_directions([p.sims for p in preds], first.query_masks, method, q)
-    t2v, v2t = (None if s is None else torch.as_tensor(s, dtype=torch.float32) for s in (t2v, v2t))
+    t2v_scores, v2t_scores = fusion.fuse_directions(
+        [p.sims for p in preds], first.query_masks, method, q
+    )
+    t2v = torch.as_tensor(t2v_scores, dtype=torch.float32)
+    v2t = None if v2t_scores is None else torch.as_tensor(v2t_scores, dtype=torch.float32)
     result = split_metrics(t2v, split.data, run.config.supervision.rho, v2t, splits.own_video)
     write_predictions(
         predictions_file(out_dir, "test"),

@@ -349,6 +349,9 @@ def relevance_reach(job: Job, tau: float) -> float:
     cfg = run.config
     train = load_split(run.dataset, "train", run.experts, run.vocab, cfg.data.caption_langs,
                        build_class_index(run.dataset), cfg.data.max_words, cfg.data.max_frames)
+    if train.nouns is None or train.verbs is None:
+        raise ValueError(f"{job.run_dir}: the relevance reach needs the dataset's "
+                         "noun_classes/verb_classes columns")
     mask = train.caption_mask
     owner = torch.nonzero(mask)[:, 0]
     weight = 1.0 / mask.sum(1).float()  # a caption's chance to be its video's batch caption
@@ -430,7 +433,7 @@ def write_report(
         )
     )
     values, baseline = hard_negatives(suite, jobs, splits)
-    if values:
+    if values and baseline is not None:  # a baseline comes with the first row's values
         written.append(
             plots.hard_negative_histograms(
                 values, baseline, stem.with_name(f"{suite.name}-hardneg.png")

@@ -72,6 +72,7 @@ def _statistic(name: str):
 
 def per_query_values(row: RowResult, direction: str, name: str) -> np.ndarray | None:
     """``(seeds, valid queries)`` values behind metric ``name`` (None when not available)."""
+    values: np.ndarray | None
     if name in RANK_METRICS:
         values = row.ranks[direction]
     else:
@@ -211,7 +212,7 @@ def compare(a: RowResult, b: RowResult, direction: str = "t2v", metric: str = "r
     videos = video_of_queries(a, direction)
     all_a, all_b = test_values(a, direction, metric), test_values(b, direction, metric)
     offset = 1.0 if metric == "rank" else 0.0  # mean rank is 1-based
-    out = {
+    out: dict[str, Any] = {  # the row: labels, counts and statistics (NaN until computed)
         "a": a.label,
         "b": b.label,
         "direction": direction,

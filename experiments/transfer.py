@@ -258,10 +258,15 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
     from rudder.evaluation.loading import load_run
+    from rudder.models import interface
     from rudder.text.encoders import _unit, load_text_encoder
 
     run = load_run(run_dir)
     data = run.config.data
+    if data.text_encoder is None:
+        raise ValueError(f"{run_dir}: the pivot proxy needs a run with a sentence encoder "
+                         "(data.text_encoder)")
+    model = interface(run.model)
     encoder = load_text_encoder(data.text_encoder, folder=run.dataset, data=data)
     captions = run.dataset.captions("validation", columns=["video_id", "lang", "text"])
     captions = captions.filter(pc.equal(captions.column("lang"), SOURCE)).to_pydict()
@@ -283,9 +288,9 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
     for k in ks:
         vectors = torch.from_numpy(_unit(pool[order[:, :k]].mean(axis=1)))
         with torch.no_grad():
-            emb, logits = run.model.encode_text(vectors.unsqueeze(1),
-                                                torch.ones(len(vectors), 1, dtype=torch.bool))
-            sims = run.model.similarity(emb, logits, video_emb, videos.available).numpy()
+            emb, logits = model.encode_text(vectors.unsqueeze(1),
+                                            torch.ones(len(vectors), 1, dtype=torch.bool))
+            sims = model.similarity(emb, logits, video_emb, videos.available).numpy()
         ranks = _own_video_ranks(sims, target)
         result[k] = 100 * float(np.mean(ranks < K))
     return result
@@ -545,8 +550,10 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
     from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.models import interface
 
     run = load_run(run_dir)
+    model = interface(run.model)
     if pivots is not None:
         run.config.data.sentence_pivots = pivots
     if rounds is not None:
@@ -563,8 +570,8 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
                        "mr" and (c["start"], c["end"]) == (source["start"], source["end"]))
         with torch.no_grad():
             inputs, mask = encode_queries(run, [text, english, marathi], [lang, "en", "mr"])
-            emb, logits = run.model.encode_text(inputs, mask)
-            sims = run.model.similarity(emb, logits, video_emb, videos.available)
+            emb, logits = model.encode_text(inputs, mask)
+            sims = model.similarity(emb, logits, video_emb, videos.available)
         target = videos.video_ids.index(video)
         # tie-averaged ranks, as rudder.evaluation.metrics
         ranks = [float((row > row[target]).sum() + ((row == row[target]).sum() + 1) / 2)

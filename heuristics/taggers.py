@@ -229,7 +229,7 @@ class StanzaTagger:
 
     def tag_tokens(self, token_lists, lang: str) -> list[list[TaggedWord]]:
         token_lists = [list(tokens) for tokens in token_lists]
-        out: list[list[TaggedWord] | None] = [[] if not t else None for t in token_lists]
+        out: list[list[TaggedWord]] = [[] for _ in token_lists]  # filled below where todo
         todo = [i for i, t in enumerate(token_lists) if t]
         if not todo:
             return [[] for _ in token_lists]

@@ -9,12 +9,12 @@ generated reference page (:mod:`rudder.config.reference`, docs/config.md) read t
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import typing
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import MISSING, dataclass
 from typing import Any
 
+from rudder.config.registry import Registry
 from rudder.languages import SUPPORTED
 
 
@@ -22,23 +22,22 @@ from rudder.languages import SUPPORTED
 class Rule:
     """Valid values of one key: a closed range (``low``/``high``; ``low_open`` and
     ``high_open`` exclude an end), a set of ``choices``, the names of a ``registry``
-    (``"module:NAME"``, imported when checked, so a new entry is valid at once), or
-    languages (every item a supported code)."""
+    (:mod:`rudder.config.registry`, read when checked, so a new entry is valid at once),
+    or languages (every item a supported code)."""
 
     low: float | None = None
     high: float | None = None
     high_open: bool = False
     low_open: bool = False
     choices: tuple | None = None
-    registry: str | None = None
+    registry: Registry[Any] | None = None
     languages: bool = False
     non_empty: bool = False
 
     def options(self) -> Collection | None:
         """The valid choices (a registry's live keys), or None for a range or languages."""
         if self.registry is not None:
-            module, _, name = self.registry.partition(":")
-            return getattr(importlib.import_module(module), name).keys()
+            return self.registry.keys()
         return self.choices
 
     def describe(self) -> str:

@@ -91,7 +91,7 @@ def allowed_text(rule: Rule | None, hint) -> str:
     options = rule.options()
     if options is not None:
         text = ", ".join(f"`{option}`" for option in options)
-        return text + (f" (`{rule.registry.replace(':', '.')}`)" if rule.registry else "")
+        return text + (f" (`{rule.registry.where}`)" if rule.registry else "")
     if rule.languages:
         codes = ", ".join(f"`{code}`" for code in SUPPORTED)
         return f"{'a non-empty' if rule.non_empty else 'a'} list of {codes}"

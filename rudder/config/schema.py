@@ -10,13 +10,19 @@ rule by dotted name; :func:`resolved_config` is the copy of a config that a run 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from rudder.config.coerce import check_section
 from rudder.config.fields import Rule, at_least, fraction, leaves, one_of, setting
+from rudder.config.registry import Implementation, Registry
 from rudder.languages import SUPPORTED
 from rudder.metric_names import SELECTION_METRICS
+
+if TYPE_CHECKING:
+    import torch
+    from torch.optim.optimizer import ParamsT
 
 # What ``selection`` may name: ``<direction>.<metric>`` over the metrics of
 # ``rudder.evaluation.inference.split_metrics`` that
@@ -28,6 +34,29 @@ SELECTIONS = tuple(f"{direction}.{name}" for direction in ("t2v", "v2t")
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; seeds are offset per run and rank
 MAX_EPOCHS = 100_000
 ACTIVATIONS = ("relu", "mish")
+
+# The plug points a config key picks from (rudder.config.registry): declared here with their
+# entry types, filled by the part that owns the entries when it is imported.
+
+# A model's class, imported when the model is built (so that reading a config does not import
+# torch): ``cls(config, experts {name: ExpertInfo}, vocab_size)`` makes the model, a
+# ``torch.nn.Module`` offering rudder.models.MODEL_INTERFACE.
+ModelClass = Callable[["ModelConfig", Mapping[str, Any], "int | None"], "torch.nn.Module"]
+MODELS: Registry[Callable[[], ModelClass]] = Registry("model.name", "rudder.models.MODELS")
+
+# (parameters, OptimConfig, implementation kwargs) -> the optimiser
+OptimizerFactory = Callable[["ParamsT", "OptimConfig", Implementation], "torch.optim.Optimizer"]
+OPTIMIZERS: Registry[OptimizerFactory] = Registry("optim.name", "rudder.training.optim.OPTIMIZERS")
+
+# (optimizer, OptimConfig, epochs) -> the learning-rate schedule, stepped each epoch
+SchedulerFactory = Callable[["torch.optim.Optimizer", "OptimConfig", int],
+                            "torch.optim.lr_scheduler.LRScheduler"]
+SCHEDULERS: Registry[SchedulerFactory] = Registry(
+    "optim.scheduler", "rudder.training.optim.SCHEDULERS")
+
+# how torch runs the update (fused, foreach)
+IMPLEMENTATIONS: Registry[Implementation] = Registry(
+    "optim.implementation", "rudder.training.optim.IMPLEMENTATIONS")
 
 SENTENCE = "sentence encoders ([architecture](architecture.md#text-side)): "
 
@@ -125,7 +154,7 @@ class ModelConfig:
     """
 
     name: str = setting(
-        "ce", rule=Rule(registry="rudder.models:MODELS"),
+        "ce", rule=Rule(registry=MODELS),
         doc="the model, a key of `rudder.models.MODELS` (`ce`: Collaborative Experts); "
         "another model reads the fields below that apply to it")
     shared_dim: int = setting(
@@ -245,19 +274,19 @@ class OptimConfig:
     """Optimiser and learning-rate schedule (the registries of :mod:`rudder.training.optim`)."""
 
     name: str = setting(
-        "adam", rule=Rule(registry="rudder.training.optim:OPTIMIZERS"), doc="the optimiser")
+        "adam", rule=Rule(registry=OPTIMIZERS), doc="the optimiser")
     lr: float = setting(1e-3, rule=at_least(0.0), doc="learning rate")
     weight_decay: float = setting(0.0, rule=at_least(0.0), doc="weight decay")
     momentum: float = setting(0.9, rule=fraction(high_open=True), doc="SGD momentum (sgd only)")
     scheduler: str = setting(
-        "step", rule=Rule(registry="rudder.training.optim:SCHEDULERS"),
+        "step", rule=Rule(registry=SCHEDULERS),
         doc="the learning-rate schedule, stepped each epoch")
     step_size: int = setting(10, rule=at_least(1), doc="epochs between `step` decays")
     gamma: float = setting(0.5, rule=fraction(), doc="factor of each `step` decay")
     grad_clip: float | None = setting(
         None, rule=at_least(0.0), doc="the largest gradient norm; 0 or null: no clipping")
     implementation: str = setting(
-        "fused", rule=Rule(registry="rudder.training.optim:IMPLEMENTATIONS"),
+        "fused", rule=Rule(registry=IMPLEMENTATIONS),
         doc="how torch runs the update: `fused` (one kernel per step; torch's fused "
         "Adam/AdamW/SGD run on CPU and CUDA), `foreach` (multi-tensor ops) or `loop` (one "
         "parameter at a time). On 2 CPU threads at CE's MSR-VTT shapes fused Adam takes "

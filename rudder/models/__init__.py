@@ -1,9 +1,10 @@
 """Retrieval models, built from the config by name: ``models.build(config, experts, vocab_size)``.
 
-:data:`MODELS` maps ``model.name`` to the model's class as ``"module:Class"``; the default
-``ce`` is Collaborative Experts (Liu et al., BMVC 2019) with its parts (NetVLAD, gated
-units, collaborative gating). Classes are imported when built, so that reading a
-:class:`ModelConfig` (every command line does, before ``--help``) does not import torch.
+:data:`MODELS` (declared in :mod:`rudder.config.schema`, filled here) maps ``model.name`` to
+a function that imports and returns the model's class; the default ``ce`` is Collaborative
+Experts (Liu et al., BMVC 2019) with its parts (NetVLAD, gated units, collaborative gating).
+Classes are imported when built, so that reading a :class:`ModelConfig` (every command line
+does, before ``--help``) does not import torch.
 
 A model is a ``torch.nn.Module`` constructed as ``cls(config: ModelConfig, experts:
 {name: ExpertInfo}, vocab_size: int | None)`` that offers :data:`MODEL_INTERFACE`, which is
@@ -20,31 +21,41 @@ all the trainer, evaluation and the search index use:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rudder.config.schema import MODELS, ModelClass
 from rudder.errors import ConfigError
 from rudder.models.config import ModelConfig
-from rudder.models.interface import MODEL_INTERFACE, RetrievalModel, interface
+from rudder.models.interface import (
+    MODEL_INTERFACE,
+    RetrievalModel,
+    TakesWordVectors,
+    interface,
+)
 
 if TYPE_CHECKING:
     import torch
 
+    from rudder.models.ce import CollaborativeExperts
+
 __all__ = ["MODELS", "MODEL_INTERFACE", "CollaborativeExperts", "ModelConfig", "RetrievalModel",
            "build", "interface", "model_class"]
 
-# model.name -> "module:Class" (rudder.config accepts exactly these names)
-MODELS: dict[str, str] = {
-    "ce": "rudder.models.ce:CollaborativeExperts",
-}
 
-def model_class(name: str) -> type:
+def _collaborative_experts() -> type[CollaborativeExperts]:
+    from rudder.models.ce import CollaborativeExperts
+
+    return CollaborativeExperts
+
+
+# model.name -> the model's class, imported when called (rudder.config accepts these names)
+MODELS.register("ce", _collaborative_experts)
+
+
+def model_class(name: str) -> ModelClass:
     """The class registered as ``name`` in :data:`MODELS`."""
-    if name not in MODELS:
-        raise ConfigError(f"model.name={name!r} is not valid; expected one of {list(MODELS)}")
-    module, _, attribute = MODELS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return MODELS.pick(name)()
 
 
 def build(config: ModelConfig, experts: Mapping, vocab_size: int | None,
@@ -62,7 +73,7 @@ def build(config: ModelConfig, experts: Mapping, vocab_size: int | None,
             f"model {config.name!r} ({type(model).__name__}) lacks {missing} (see rudder.models)"
         )
     if word_vectors is not None:
-        if not hasattr(model, "init_word_embeddings"):
+        if not isinstance(model, TakesWordVectors):
             raise ConfigError(
                 f"model {config.name!r} takes no word vectors; unset data.word_vectors"
             )

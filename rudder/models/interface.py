@@ -5,7 +5,7 @@ each registered model class against it (as ``ce.py`` does for Collaborative Expe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 if TYPE_CHECKING:
     import torch
@@ -30,6 +30,14 @@ class RetrievalModel(Protocol):
     def similarity(self, text_emb: torch.Tensor, text_logits: torch.Tensor,
                    video_emb: torch.Tensor, available: torch.Tensor,
                    check_values: bool = True) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class TakesWordVectors(Protocol):
+    """A model whose word embeddings start from pretrained vectors (``data.word_vectors``);
+    optional, and checked when the model is built (``isinstance``: the method is there)."""
+
+    def init_word_embeddings(self, vectors: torch.Tensor) -> None: ...
 
 
 def interface(model: torch.nn.Module) -> RetrievalModel:

@@ -55,6 +55,20 @@ def test_archive_round_trip_without_pickle(tmp_path):
         read_archive(tmp_path / "bad-ranks.npz")
 
 
+def test_archive_query_ids_round_trip_and_are_required(tmp_path):
+    rng = np.random.default_rng(0)
+    row = _row("MM", *_ranks(rng, 2))
+    row.query_ids[3] = None  # an empty caption slot
+    runs = {"MM": [{"key": "k", "commit": "c"}] * 2}
+    meta = {"suite": "s", "rows": ["MM"]}
+    write_archive(archive_path(tmp_path, "s"), {"MM": row}, runs, "f", meta)
+    back = read_archive(archive_path(tmp_path, "s"))[0]["MM"].query_ids
+    assert back.dtype == object and back[3] is None and list(back) == list(row.query_ids)
+    row.query_ids = None
+    with pytest.raises(ArchiveError, match="no row names its test queries"):
+        write_archive(archive_path(tmp_path, "t"), {"MM": row}, runs, "f", meta)
+
+
 def test_report_writes_and_checks_a_suite(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(tables, "BOOT_RESAMPLES", 500)
     _suite_archive(tmp_path)

@@ -53,7 +53,27 @@ class Incomplete(torch.nn.Module):
 
 
 def test_a_registered_model_is_built_and_checked(monkeypatch):
-    monkeypatch.setitem(models.MODELS, "incomplete", f"{__name__}:Incomplete")
+    monkeypatch.setitem(models.MODELS, "incomplete", lambda: Incomplete)
     config = from_dict({"model": {"name": "incomplete"}})  # the config accepts a new registry entry
     with pytest.raises(TypeError, match=r"lacks \['encode_video', 'similarity', 'check_values'\]"):
         models.build(config.model, EXPERTS, 10)
+
+
+class WithoutWordEmbeddings(Incomplete):
+    check_values = True
+
+    def encode_video(self, features, frame_masks, available):
+        raise NotImplementedError
+
+    @staticmethod
+    def similarity(text, logits, video, available, check_values=True):
+        raise NotImplementedError
+
+
+def test_word_vectors_need_a_model_that_takes_them(monkeypatch):
+    monkeypatch.setitem(models.MODELS, "plain", lambda: WithoutWordEmbeddings)
+    config = from_dict({"model": {"name": "plain"}})
+    assert isinstance(models.build(config.model, EXPERTS, 10), WithoutWordEmbeddings)
+    with pytest.raises(ConfigError, match="model 'plain' takes no word vectors; unset "
+                                          "data.word_vectors"):
+        models.build(config.model, EXPERTS, 10, word_vectors=torch.zeros(10, 4))
