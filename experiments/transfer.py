@@ -544,7 +544,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
 
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
 
     run = load_run(run_dir)
     if pivots is not None:
@@ -562,7 +562,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
         marathi = next(c["text"] for c in captions if c["video_id"] == video and c["lang"] ==
                        "mr" and (c["start"], c["end"]) == (source["start"], source["end"]))
         with torch.no_grad():
-            inputs, mask = encode_queries(run, [text, english, marathi], [lang, "en", "mr"])
+            inputs, mask = run.encode_queries([text, english, marathi], [lang, "en", "mr"])
             emb, logits = run.model.encode_text(inputs, mask)
             sims = run.model.similarity(emb, logits, video_emb, videos.available)
         target = videos.video_ids.index(video)
