@@ -258,11 +258,11 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
     from rudder.evaluation.loading import load_run
-    from rudder.text.encoders import _unit, load_text_encoder
+    from rudder.text.encoders import _unit
 
     run = load_run(run_dir)
     data = run.config.data
-    encoder = load_text_encoder(data.text_encoder, folder=run.dataset, data=data)
+    encoder = run.text_encoder
     captions = run.dataset.captions("validation", columns=["video_id", "lang", "text"])
     captions = captions.filter(pc.equal(captions.column("lang"), SOURCE)).to_pydict()
     videos = load_videos(run.dataset, "validation", run.experts, data.max_frames)
