@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from functools import partial
 from pathlib import Path
 
 from rudder.cli import ArgumentParser, float_in, folder, int_in
 from rudder.errors import RunError, exit_on_error
 from rudder.optional import Need, check_installed
 
-from .served_run import engine_for, fitted_langs, model_description
+from .served_run import engine_for, model_description
 
 QUICK_NAME = "app-quick"
 QUICK_EPOCHS = 20
@@ -338,7 +337,7 @@ def _build(args, auth=None):
     """The app for ``args`` and, when no model exists yet, the thread that trains one (to
     start once the page is served; None otherwise)."""
     from rudder.data.lookup import resolve_dataset
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
 
     from .annotations_db import AnnotationStore
     from .ui import build_app
@@ -362,22 +361,15 @@ def _build(args, auth=None):
     print(f"Serving {run.dataset.root} with {run.source or run.checkpoint}: {reads_text(run)}",
           file=sys.stderr, flush=True)
     demo = build_app(
-        run.model,
-        run.vocab,
+        None,
+        None,
         run.dataset,
+        trained=run,
         db_path=args.db,
         runs_dir=args.runs,
         media_dir=args.media,
-        encode=partial(encode_queries, run),
-        model_key=run.fingerprint,
-        max_words=run.config.data.max_words,
-        max_frames=run.config.data.max_frames,
         annotate_datasets=extra,
         description=model_description(run),
-        train_langs=run.config.data.caption_langs,
-        check_words=not run.config.data.text_encoder,
-        text_encoder=run.config.data.text_encoder,
-        fitted_langs=fitted_langs(run),
         double_share=args.double_share,
         retrain=retrain,
     )

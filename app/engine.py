@@ -20,6 +20,7 @@ import torch
 
 from rudder.evaluation.inference import embed_texts, similarities
 from rudder.languages import SUPPORTED, check_language, check_query_language
+from rudder.runs.trained_model import token_inputs
 from rudder.search.index import VideoIndex, mixture_query
 from rudder.search.index_cache import load_or_build
 from rudder.text import tokenize
@@ -66,9 +67,10 @@ class Coverage:
 class SearchEngine:
     """Text-to-video search over one collection with one model.
 
-    ``encode(texts, langs) -> (tokens, mask)`` tokenises queries as training did (default:
-    :func:`rudder.text.tokenize` per language and ``vocab.batch(max_len=max_words)``, what
-    :func:`rudder.evaluation.loading.encode_queries` does for a loaded run). ``train_langs`` are the
+    ``encode(texts, langs) -> (tokens, mask)`` turns queries into the model's text inputs
+    (default: :func:`rudder.runs.trained_model.token_inputs`, the token ids a
+    :class:`~rudder.runs.trained_model.TrainedModel` without a text encoder gives; a loaded
+    model's engine is :func:`app.served_run.engine_for`). ``train_langs`` are the
     model's training caption languages (default: all supported); ``check_words=False``
     skips the vocabulary check (a frozen pretrained text encoder has its own tokeniser);
     ``fitted_langs`` are the languages whose text fitted the text side's statistics
@@ -112,10 +114,7 @@ class SearchEngine:
         )
 
     def _encode(self, texts, langs):
-        return self.vocab.batch(
-            [tokenize(t, lang) for t, lang in zip(texts, langs, strict=False)],
-            max_len=self.max_words,
-        )
+        return token_inputs(self.vocab, texts, langs, self.max_words)
 
     def coverage(self, query: str, lang: str) -> Coverage:
         """Whether ``lang`` is a training language, and the query's out-of-vocabulary words."""

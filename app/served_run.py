@@ -4,8 +4,11 @@ header's line about it (used at start-up and when the app switches to a retraine
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rudder.runs.trained_model import TrainedModel
 
 
 def model_description(run) -> str:
@@ -25,22 +28,23 @@ def model_description(run) -> str:
     return f"Collaborative Experts{with_loss} on {langs} captions{when} ({name})"
 
 
-def engine_for(run, collection):
-    """The search engine of a loaded run over the app's collection."""
-    from rudder.evaluation.loading import encode_queries
-
+def engine_for(run: TrainedModel, collection, index=None, cache_dir=None):
+    """The search engine of a loaded model over the app's collection: its queries encoded by
+    the model's text side, its index cached under its checkpoint's fingerprint."""
     from .engine import SearchEngine
 
     return SearchEngine(
         run.model,
         run.vocab,
         collection,
-        encode=partial(encode_queries, run),
+        index=index,
+        encode=run.encode_queries,
         model_key=run.fingerprint,
+        cache_dir=cache_dir,
         max_words=run.config.data.max_words,
         max_frames=run.config.data.max_frames,
         train_langs=run.config.data.caption_langs,
-        check_words=not run.config.data.text_encoder,
+        check_words=run.reads_tokens,
         text_encoder=run.config.data.text_encoder,
         fitted_langs=fitted_langs(run),
     )

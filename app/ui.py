@@ -11,6 +11,7 @@ import importlib.util
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rudder.data.layout import DatasetFolder
 from rudder.languages import NAMES, SUPPORTED
@@ -29,6 +30,9 @@ from .results_tab import ResultsTab
 from .retrain import Retrainer, RetrainSettings, read_record
 from .search_tab import SearchTab, default_translator
 from .thumbnails import Thumbnails
+
+if TYPE_CHECKING:
+    from rudder.runs.trained_model import TrainedModel
 
 CSS = """
 .rudder-text { font-size: 1.25rem; margin: 0.3rem 0; }
@@ -116,6 +120,7 @@ def build_app(
     check_words: bool = True,
     text_encoder: str | None = None,
     fitted_langs=(),
+    trained: TrainedModel | None = None,
     pending: ModelSlot | None = None,
     thumbnail_dir=None,
     playback_dir=None,
@@ -133,8 +138,11 @@ def build_app(
     ``text_encoder`` is the run's ``data.text_encoder`` (the untrained-language warning says
     when a multilingual one covers the query's language) and ``fitted_langs`` the languages
     whose text fitted its statistics without training captions (not labelled zero-shot).
-    With ``pending`` (a :class:`ModelSlot` a training thread fills later) ``model`` and
-    ``vocab`` are None: the page is served at once and says that the model is training.
+    With ``trained`` (a loaded :class:`~rudder.runs.trained_model.TrainedModel`) ``model``
+    and ``vocab`` are None and the engine is :func:`app.served_run.engine_for` (these
+    settings come from the model). With ``pending`` (a :class:`ModelSlot` a training thread
+    fills later) ``model`` and ``vocab`` are None: the page is served at once and says that
+    the model is training.
     ``description`` says which model searches (the header shows it); thumbnails of
     ``--media`` videos are cached in ``thumbnail_dir`` (default ``$RUDDER_CACHE/thumbnails``),
     browser-playable copies of the files browsers cannot play in ``playback_dir`` (default
@@ -145,7 +153,12 @@ def build_app(
     gr = require("gradio", "app")
 
     collection = Collection(dataset, media_dir)
-    if pending is None:
+    if pending is None and trained is not None:
+        from .served_run import engine_for
+
+        pending = ModelSlot(engine_for(trained, collection, index=index, cache_dir=cache_dir),
+                            description)
+    elif pending is None:
         engine = SearchEngine(
             model,
             vocab,

@@ -125,14 +125,13 @@ def noisy(labels: np.ndarray, error_rate: float, rng) -> np.ndarray:
 # ----------------------------------------------------------------------- queues
 def build_queues(collection, run_dir: Path, cache: Path) -> dict:
     """The three queues over the training captions of the run's languages."""
-    from functools import partial
 
     from app.engine import SearchEngine
     from app.pair_queue import QueueBuilder, model_scores
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
 
     run = load_run(run_dir)
-    engine = SearchEngine(run.model, run.vocab, collection, encode=partial(encode_queries, run),
+    engine = SearchEngine(run.model, run.vocab, collection, encode=run.encode_queries,
                           model_key=run.fingerprint, max_words=run.config.data.max_words,
                           max_frames=run.config.data.max_frames, cache_dir=cache,
                           train_langs=run.config.data.caption_langs)

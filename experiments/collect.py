@@ -22,7 +22,7 @@ from rudder.data.loader import SplitData, build_class_index, load_split
 from rudder.errors import RunError
 from rudder.evaluation import fusion, metrics
 from rudder.evaluation.inference import relevance_matrix, split_metrics
-from rudder.evaluation.loading import LoadedRun, load_run
+from rudder.evaluation.loading import load_run
 from rudder.evaluation.predictions import write_predictions
 from rudder.runs.layout import (
     metrics_file,
@@ -31,6 +31,7 @@ from rudder.runs.layout import (
     read_predictions,
     write_metrics,
 )
+from rudder.runs.trained_model import TrainedModel
 
 DIRECTIONS = ("t2v", "v2t")
 
@@ -68,7 +69,7 @@ class EvalSplits:
         self.own_video = own_video
         self._cache: dict[str, EvalSplit] = {}
 
-    def get(self, run: LoadedRun) -> EvalSplit:
+    def get(self, run: TrainedModel) -> EvalSplit:
         cfg = run.config
         key = json.dumps(
             [

@@ -259,7 +259,7 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
     from rudder.evaluation.inference import embed_videos
     from rudder.evaluation.loading import load_run
     from rudder.models import interface
-    from rudder.text.encoders import _unit, load_text_encoder
+    from rudder.text.encoders import _unit
 
     run = load_run(run_dir)
     data = run.config.data
@@ -267,7 +267,7 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS) -> dict[int, float]:
         raise ValueError(f"{run_dir}: the pivot proxy needs a run with a sentence encoder "
                          "(data.text_encoder)")
     model = interface(run.model)
-    encoder = load_text_encoder(data.text_encoder, folder=run.dataset, data=data)
+    encoder = run.text_encoder
     captions = run.dataset.captions("validation", columns=["video_id", "lang", "text"])
     captions = captions.filter(pc.equal(captions.column("lang"), SOURCE)).to_pydict()
     videos = load_videos(run.dataset, "validation", run.experts, data.max_frames)
@@ -549,7 +549,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
 
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
     from rudder.models import interface
 
     run = load_run(run_dir)
@@ -569,7 +569,7 @@ def illustrate(run_dir: Path, pivots: int | None = None, rounds: int | None = No
         marathi = next(c["text"] for c in captions if c["video_id"] == video and c["lang"] ==
                        "mr" and (c["start"], c["end"]) == (source["start"], source["end"]))
         with torch.no_grad():
-            inputs, mask = encode_queries(run, [text, english, marathi], [lang, "en", "mr"])
+            inputs, mask = run.encode_queries([text, english, marathi], [lang, "en", "mr"])
             emb, logits = model.encode_text(inputs, mask)
             sims = model.similarity(emb, logits, video_emb, videos.available)
         target = videos.video_ids.index(video)

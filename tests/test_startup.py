@@ -23,6 +23,9 @@ def test_import_rudder_gives_the_public_api_and_loads_nothing_heavy():
             "import rudder.losses, rudder.models\n"
             "assert rudder.metrics is metrics and rudder.load_text_encoder is load_text_encoder\n"
             "assert rudder.losses.build and rudder.models.build\n"
+            "from rudder.evaluation.loading import load_run\n"
+            "from rudder.runs.trained_model import TrainedModel\n"
+            "assert rudder.load_run is load_run and rudder.TrainedModel is TrainedModel\n"
             "assert set(rudder.__all__) <= set(dir(rudder))\n"
             "print(heavy)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -83,7 +83,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
     default: the runs' training caption languages); ``pivots`` and ``alignment`` override
     the runs' ``data.sentence_pivots`` and ``data.sentence_alignment``, ``pivot_langs``
-    their ``data.sentence_pivot_langs`` (query-time settings).
+    their ``data.sentence_pivot_langs`` (query-time settings, set before each run's text
+    encoder is loaded).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -106,13 +107,8 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
                                                   "--sentence-alignment")
         if pivot_langs is not None:
             cfg.sentence_pivot_langs = list(pivot_langs)
-        encoder = None
-        if cfg.text_encoder:
-            from rudder.text.encoders import load_text_encoder
-
-            encoder = load_text_encoder(cfg.text_encoder, device, run.dataset, cfg.max_words, cfg)
         data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
-                          class_index, cfg.max_words, cfg.max_frames, encoder)
+                          class_index, cfg.max_words, cfg.max_frames, run.text_encoder)
         matrices.append(similarity_matrix(run.model, data, device, cfg.max_words,
                                           cfg.max_frames))
     sims, sims_v2t = matrices[0], None

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import torch
 
     from rudder.config import TrainConfig
+    from rudder.runs.trained_model import TrainedModel
     from rudder.text import Vocabulary
 
 PREFIX = "hf://"
@@ -428,3 +429,36 @@ def rebuild(folder: Path, device: str = "cpu") -> PublishedModel:
                        vocabulary=str(folder / TEXT_SIDE), weights=str(folder / WEIGHTS))
     model = build_checked(config, manifest["experts"], vocab, folder / WEIGHTS, files, device)
     return PublishedModel(model, config, vocab, manifest, text_side)
+
+
+def load(spec, device: str = "cpu", dataset: str | None = None) -> TrainedModel:
+    """The :class:`~rudder.runs.trained_model.TrainedModel` of a Hub id or a published
+    folder on ``dataset`` (default: the one it was trained on), refused when the dataset does
+    not fit."""
+    from rudder.data.lookup import resolve_dataset
+    from rudder.runs.trained_model import TrainedModel
+
+    resolved = resolve(spec)
+    published = rebuild(resolved.path, device)
+    trained_on = published.config.data.dataset
+    try:
+        folder = resolve_dataset(dataset or trained_on)
+    except RunError as error:
+        if dataset:
+            raise
+        raise RunError(f"{error}; the model {spec} was trained on {trained_on!r}: pass "
+                       "--dataset with a dataset of the same experts and languages") from None
+    check_compatible(resolved.source or resolved.path, published.manifest, published.text_side,
+                     published.config, folder)
+    return TrainedModel(
+        model=published.model,
+        vocab=published.vocab,
+        config=published.config,
+        dataset=folder,
+        run_dir=resolved.path,
+        checkpoint=resolved.path / WEIGHTS,
+        fingerprint=str(published.manifest.get("checkpoint", {}).get("fingerprint")),
+        experts=sorted(published.manifest["experts"]),
+        device=str(device),
+        source=resolved.source,
+    )

@@ -1,6 +1,9 @@
-"""A saved model checked before anything is allocated, then built: :func:`build_checked`, the
-one path by which a run checkpoint (:func:`rudder.evaluation.loading.load_run`) and a published
-folder (:func:`rudder.hub.published_models.rebuild`) become a model.
+"""Building networks: :func:`new_network`, the one call of :func:`rudder.models.build` (a
+fresh model for training, the ``meta``-device builds of the checks below, a saved model), and
+:func:`build_checked`, a saved model checked before anything is allocated, then built: the
+one path by which a run checkpoint
+(:meth:`rudder.runs.trained_model.TrainedModel.from_checkpoint`) and a published folder
+(:func:`rudder.hub.published_models.rebuild`) become a model.
 
 A saved model is a config (``model.*`` sizes), experts (``{name: {dim, variable_length}}``),
 a vocabulary (tokens and n-gram buckets) and tensors (``model.safetensors``, or a
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     import torch
 
     from rudder.config import TrainConfig
+    from rudder.models import ModelConfig
     from rudder.text import Vocabulary
 
 # The largest value a loaded model may have per config field (the reference's largest:
@@ -70,6 +74,15 @@ class SavedFiles:
     experts: str
     vocabulary: str
     weights: str
+
+
+def new_network(config: ModelConfig, experts: Mapping[str, ExpertInfo], table_size: int,
+                initial_embeddings=None) -> torch.nn.Module:
+    """A freshly initialised network of ``config`` over ``experts`` with ``table_size``
+    token rows (the one call of :func:`rudder.models.build`)."""
+    from rudder import models
+
+    return models.build(config, experts, table_size, initial_embeddings)
 
 
 # -- 1. sizes -----------------------------------------------------------------------------------
@@ -173,10 +186,8 @@ def expected_specs(config: TrainConfig, experts: Mapping, table_size: int) -> di
     on the ``meta`` device (no memory)."""
     import torch
 
-    from rudder import models
-
     with torch.device("meta"):
-        model = models.build(config.model, experts, table_size)
+        model = new_network(config.model, experts, table_size)
     return {name: (dtype_name(t.dtype), tuple(t.shape)) for name, t in model.state_dict().items()}
 
 
@@ -309,8 +320,6 @@ def build_checked(config: TrainConfig, experts: dict[str, ExpertInfo], vocab: Vo
     """The model of a saved ``config``, ``experts`` and ``vocab`` with ``weights`` (a path to
     a safetensors file, or a loaded state dict) in eval mode on ``device``, after the checks
     of the module docstring; nothing is allocated for the model before they pass."""
-    from rudder import models
-
     check_config_sizes(config, files.config)
     if isinstance(weights, (str, Path)):
         saved = safetensors_specs(Path(weights))
@@ -326,7 +335,7 @@ def build_checked(config: TrainConfig, experts: dict[str, ExpertInfo], vocab: Vo
         except (SafetensorError, OSError) as error:
             raise RunError(f"{files.weights}: cannot be read ({error})") from None
     check_finite(weights, files.weights)
-    model = models.build(config.model, experts, vocab.table_size)
+    model = new_network(config.model, experts, vocab.table_size)
     model.load_state_dict(weights)
     return model.to(device).eval()
 

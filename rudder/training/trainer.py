@@ -54,6 +54,7 @@ from rudder.runs.layout import (
     write_json,
     write_metrics,
 )
+from rudder.runs.trained_model import TrainedModel, load_text_side
 from rudder.text.subwords import vocabulary_from_dict
 from rudder.training.batch_supervision import BatchSupervision
 from rudder.training.distributed import DistContext, barrier, gather_with_grad, shard, wrap_encoder
@@ -102,12 +103,7 @@ class Trainer:
             text_side = build_text_side(self.folder, config.data, config.seed)
             self.vocab, initial_embeddings = text_side.vocab, text_side.initial_embeddings
         self.class_index = build_class_index(self.folder)
-        self.text_encoder = None
-        if config.data.text_encoder:
-            from rudder.text.encoders import load_text_encoder
-
-            self.text_encoder = load_text_encoder(config.data.text_encoder, str(self.device),
-                                                  self.folder, config.data.max_words, config.data)
+        self.text_encoder = load_text_side(config.data, self.folder, str(self.device))
         cached = cache_shards(self.text_encoder)
         self.splits = {s: self._load(s) for s in ("train", config.data.val_split)}
         self.supervision = BatchSupervision(config, self.folder, self.splits["train"], self.device,
@@ -128,11 +124,12 @@ class Trainer:
                 "`python -m heuristics label`"
             )
         expert_info = {e: self.folder.meta.experts[e] for e in self.experts}
-        self.model = models.build(config.model, expert_info, self.vocab.table_size,
-                                  initial_embeddings)
+        self.trained = TrainedModel.new(config, expert_info, self.vocab, self.folder,
+                                        self.run_dir, str(self.device), initial_embeddings,
+                                        self.text_encoder)
         if config.sync_batchnorm:
-            self.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
-        self.model.to(self.device)
+            self.trained.model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.trained.model)
+        self.model = self.trained.model.to(self.device)
         # load_split validated the data; checks would sync the GPU (a MODEL_INTERFACE attribute)
         models.interface(self.model).check_values = False
         self.encoder = wrap_encoder(self.model, ctx, self.device, config.compile)

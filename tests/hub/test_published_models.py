@@ -427,11 +427,11 @@ def test_the_app_serves_a_hub_model_with_its_pinned_revision(
     cli.main(["--checkpoint", "hf://me/tiny", "--dataset", str(dataset),
               "--db", str(tmp_path / "a.sqlite")])
     assert built["kwargs"]["description"].endswith(f"(hf://me/tiny@{SHA})")  # pinned
-    model, _, folder = built["args"]
-    assert folder.root == dataset and built["kwargs"]["train_langs"] == ["mr", "en"]
+    served, folder = built["kwargs"]["trained"], built["args"][2]
+    assert folder.root == dataset and served.config.data.caption_langs == ["mr", "en"]
     expected = load_run(published, dataset=str(dataset))
     for name, tensor in expected.model.state_dict().items():
-        assert torch.equal(model.state_dict()[name], tensor)
+        assert torch.equal(served.model.state_dict()[name], tensor)
 
 
 def test_a_text_encoder_run_round_trips_and_refuses_other_encoder_files(trained, tmp_path):

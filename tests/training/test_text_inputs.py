@@ -14,7 +14,7 @@ from rudder.data.layout import DatasetFolder, ExpertInfo
 from rudder.data.layout_writer import DatasetWriter
 from rudder.data.text_side import build_text_side
 from rudder.errors import RudderError
-from rudder.evaluation.loading import encode_queries, load_run
+from rudder.evaluation.loading import load_run
 from rudder.text.subwords import SubwordVocabulary
 
 from ..factories import caption, write_ce_text_features, write_dataset
@@ -70,7 +70,7 @@ def test_training_with_word_vectors_and_subwords(train_tiny, tmp_path):
     run = load_run(tmp_path / "run")
     assert isinstance(run.vocab, SubwordVocabulary) and run.config.model.word_dim == DIM
     assert run.model.word_embedding.weight.shape == (len(run.vocab) + 64, DIM)
-    ids, mask = encode_queries(run, ["कागदाची बाटली कापा"], ["mr"])
+    ids, mask = run.encode_queries(["कागदाची बाटली कापा"], ["mr"])
     assert ids.dim() == 3 and mask.all()
     assert ids[0, 0, 0] == 0 and ids[0, 0, 1:].gt(0).any()  # unseen inflection: n-grams only
     table = run.model.word_embedding.weight.detach()
@@ -89,7 +89,7 @@ def test_training_from_a_ce_text_feature_pickle(train_tiny, tiny_dataset, tmp_pa
     run = load_run(tmp_path / "run")
     assert run.config.model.text_input_dim == 5
     with pytest.raises(ValueError, match="cannot encode free text"):
-        encode_queries(run, ["cut the bottle"], ["en"])
+        run.encode_queries(["cut the bottle"], ["en"])
 
 
 def test_text_side_config_is_checked():
@@ -160,7 +160,7 @@ def test_training_from_the_datasets_text_features_config(tiny_dataset, tmp_path)
     run = load_run(tmp_path / "run")
     assert run.config.model.text_input_dim == 7
     with pytest.raises(ValueError, match="cannot encode free text"):
-        encode_queries(run, ["cut the bottle"], ["en"])
+        run.encode_queries(["cut the bottle"], ["en"])
     meta_file = out / "rudder.json"  # a declared size the stored vectors do not have
     meta_file.write_text(meta_file.read_text().replace('"text_features_dim": 7',
                                                        '"text_features_dim": 14'))

