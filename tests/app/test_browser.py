@@ -125,6 +125,8 @@ def wait_rows(page, count, elem_id="search-results"):
 
 def scroll_rows(page, count, elem_id="search-results"):
     """All ``count`` rows of a virtualised dataframe, collected while scrolling through it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     wait_rows(page, 1, elem_id)
     seen = {}
     viewport = page.locator(f"#{elem_id} .virtual-table-viewport")
@@ -134,19 +136,28 @@ def scroll_rows(page, count, elem_id="search-results"):
         if len(seen) >= count:
             return [seen[r] for r in sorted(seen)]
         viewport.evaluate("(e) => { e.scrollTop += Math.max(100, e.clientHeight / 2); }")
-        page.wait_for_function(  # the rows after the last one seen are drawn
-            f"(last) => ({ROWS_JS})({elem_id!r}).some((row) => Number(row[0]) > last)",
-            arg=max(seen),
-        )
+        try:
+            page.wait_for_function(  # the rows after the last one seen are drawn
+                f"(last) => ({ROWS_JS})({elem_id!r}).some((row) => Number(row[0]) > last)",
+                arg=max(seen),
+            )
+        except PlaywrightTimeout:
+            raise AssertionError(
+                f"{len(seen)} of {count} rows drawn; status: "
+                f"{page.locator('#search-status').inner_text()!r}") from None
 
 
 def search(page, query, k=None):
+    from playwright.sync_api import expect
+
     page.locator("#search-query textarea").fill(query)
     if k is not None:
         if not page.locator("#search-k input[type=number]").is_visible():
             page.locator("#search-more").get_by_text("More options").click()  # k lives there
-        page.locator("#search-k input[type=number]").fill(str(k))
-        page.locator("#search-k input[type=number]").press("Enter")
+        field = page.locator("#search-k input[type=number]")
+        field.fill(str(k))
+        field.press("Enter")
+        expect(field).to_have_value(str(k))  # the search reads the field as the page shows it
     page.locator("#search-button").click()
 
 
