@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
@@ -39,6 +40,7 @@ TRANSLATE_TIMEOUT = 4.0
 UNSURE = 0.8  # below this detection confidence the page suggests choosing the language
 THUMBNAIL_BUDGET = 0.5  # seconds a search waits for its thumbnails (the rest come later)
 THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
+ColumnType = Literal["str", "number", "markdown"]  # the results table's column types
 DEFAULT_K, MAX_K = 10, 50
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
@@ -204,7 +206,8 @@ def coverage_warning(coverage: Coverage, lang: str, train_langs, text_encoder=No
 def unread_message(guess: LanguageGuess) -> str:
     """Why a query was not searched: its script, or its language, is one the model does not
     read (a word vocabulary reads the dataset's languages only)."""
-    message = (f"⚠ The query is written in {markdown_text(script_name(guess.script))}, a "
+    script = script_name(guess.script) if guess.script else "an unknown script"
+    message = (f"⚠ The query is written in {markdown_text(script)}, a "
                f"script this model does not read: it reads {covered_scripts_text()}. "
                "Nothing was searched.")
     if guess.lang is not None:
@@ -247,11 +250,14 @@ class SearchTab:
         """Whether searching ``query`` ranks, among the first ``k`` videos, one that has it
         as a caption (the ranking of :meth:`SearchEngine.search`, without picking captions)."""
         engine = self.engine
-        found = engine.index.search(*engine.embed_texts([query], [lang]), k=k)
+        if engine is None:
+            return False
+        text_emb, logits = engine.embed_texts([query], [lang])
+        positions, _ = engine.rank(text_emb, logits, k)
         captions = self.collection.captions
         return any(
             _short_caption(captions["text"].iat[row]) == query
-            for i in found.indices[0].tolist()
+            for i in positions.tolist()
             for row in self.collection.caption_rows(engine.index.video_ids[i])
         )
 
@@ -369,6 +375,8 @@ class SearchTab:
     def thumbnail_markdown(self, video_id, start, end) -> str:
         """Markdown of the segment's thumbnail ('' without a decodable video file; a
         placeholder while the thumbnail pool makes it)."""
+        if self.thumbnails is None:
+            return ""
         path = self.collection.media_path(video_id)
         return self.thumbnails.cells([(video_id, path, start, end)])[0]
 
@@ -524,12 +532,16 @@ class SearchTab:
         status = gr.Markdown(elem_id="search-status")
         with gr.Row(elem_id="search-main"):
             with gr.Column(scale=3, min_width=300):
+                thumbnail_type: list[ColumnType] = ["markdown"] if self.thumbnails else []
+                column_types: list[ColumnType] = [
+                    "number", "str", "str", "str", "str", "number", "str"]
+                widths: list[str | int] = ["56px", "70px", "34%", "48px", "96px", "72px", "120px"]
+                if self.thumbnails:
+                    widths.insert(0, "104px")
                 table = gr.Dataframe(
                     headers=self.columns,
-                    datatype=(["markdown"] if self.thumbnails else [])
-                    + ["number", "str", "str", "str", "str", "number", "str"],
-                    column_widths=(["104px"] if self.thumbnails else [])
-                    + ["56px", "70px", "34%", "48px", "96px", "72px", "120px"],
+                    datatype=thumbnail_type + column_types,
+                    column_widths=widths,
                     interactive=False,
                     wrap=True,
                     label="Ranked videos (click a row to play it)",
