@@ -49,7 +49,13 @@ from rudder.data.layout import (
     LayoutError,
 )
 from rudder.data.layout_writer import DatasetWriter
-from rudder.data.sample import DISTRACTOR_WEIGHT, FEATURE_NOISE, exact_assignment
+from rudder.data.sample import (
+    DISTRACTOR_WEIGHT,
+    FEATURE_NOISE,
+    exact_assignment,
+    unit_rows,
+    with_distractors,
+)
 
 EPIC_VERSION = "1.0"
 EPIC_SEED = 20250101
@@ -155,19 +161,6 @@ def read_sentences(epic_dir) -> list[dict]:
     return out
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
-
-
-def _with_distractors(rng, hot: np.ndarray, count: int) -> np.ndarray:
-    """Add ``count`` random absent classes per row at DISTRACTOR_WEIGHT (detector confusions)."""
-    out = hot.astype(float)
-    for row in range(len(hot)):
-        absent = np.flatnonzero(hot[row] == 0)
-        out[row, rng.choice(absent, count, replace=False)] = DISTRACTOR_WEIGHT
-    return out
-
-
 def features(clips: list[dict], verb_keys: list[str], noun_keys: list[str],
              kitchens: list[str], noise: float = FEATURE_NOISE) -> dict[str, np.ndarray]:
     """Per expert, ``(clips, dim)`` float32 features (module docstring)."""
@@ -182,15 +175,15 @@ def features(clips: list[dict], verb_keys: list[str], noun_keys: list[str],
     kitchen = np.eye(len(kitchens))[[kitchens.index(c["participant"]) for c in clips]]
     evidence = {
         "scene": kitchen + _rng(4).dirichlet(np.full(len(kitchens), 0.3), n),
-        "object": _with_distractors(_rng(2), noun_hot, 2),
-        "action": _with_distractors(_rng(3), verb_hot, 1),
+        "object": with_distractors(_rng(2), noun_hot, 2),
+        "action": with_distractors(_rng(3), verb_hot, 1),
     }
     projection = _rng(1)
     out = {}
     for k, expert in enumerate(("scene", "object", "action")):
         weights = projection.standard_normal((EXPERTS[expert].dim, evidence[expert].shape[1]))
         draw = _rng(10 + k).standard_normal((n, weights.shape[0]))
-        out[expert] = (_unit(evidence[expert]) @ weights.T + noise * draw).astype(np.float32)
+        out[expert] = (unit_rows(evidence[expert]) @ weights.T + noise * draw).astype(np.float32)
     return out
 
 

@@ -201,12 +201,14 @@ def _caption_rows(videos) -> dict[str, list]:
     return columns
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit L2 norm."""
     return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
 
 
-def _with_distractors(rng, hot: np.ndarray, count: int) -> np.ndarray:
-    """Add ``count`` random absent concepts per row at DISTRACTOR_WEIGHT (detector confusions)."""
+def with_distractors(rng, hot: np.ndarray, count: int) -> np.ndarray:
+    """Add ``count`` random absent concepts (or classes) per row at DISTRACTOR_WEIGHT (detector
+    confusions)."""
     out = hot.astype(float)
     for row in range(len(hot)):
         absent = np.flatnonzero(hot[row] == 0)
@@ -230,8 +232,8 @@ def _features(videos, noise: float) -> dict[str, tuple[list[str], list]]:
             hot[v, [index[c] for c in step if c]] = 1.0
     proj_rng = _rng(1)
     evidence = {
-        "object": _with_distractors(_rng(2), hot[:, :nm], 2),
-        "action": _with_distractors(_rng(3), hot[:, nm:], 1),
+        "object": with_distractors(_rng(2), hot[:, :nm], 2),
+        "action": with_distractors(_rng(3), hot[:, nm:], 1),
         "scene": np.eye(len(toys))[[toys.index(v["toy"]) for v in videos]] + _rng(4).dirichlet(
             np.full(len(toys), 0.3), n),
     }
@@ -239,7 +241,7 @@ def _features(videos, noise: float) -> dict[str, tuple[list[str], list]]:
     for k, expert in enumerate(("scene", "object", "action")):
         weights = proj_rng.standard_normal((EXPERTS[expert].dim, evidence[expert].shape[1]))
         noise_draw = _rng(10 + k).standard_normal((n, weights.shape[0]))
-        feats = _unit(evidence[expert]) @ weights.T + noise * noise_draw
+        feats = unit_rows(evidence[expert]) @ weights.T + noise * noise_draw
         keep = [v for v in range(n) if expert in videos[v]["experts"]]
         out[expert] = ([videos[v]["video_id"] for v in keep], feats[keep].astype(np.float32))
     segment_hot, segment_cdf = [], []
@@ -263,7 +265,7 @@ def _features(videos, noise: float) -> dict[str, tuple[list[str], list]]:
             distract = rng.random(frames) < 0.25
             vectors[distract] = 0.0
             vectors[distract, rng.integers(len(index), size=int(distract.sum()))] = 1.0
-            array = _unit(vectors) @ weights.T
+            array = unit_rows(vectors) @ weights.T
             array += noise * rng.standard_normal((frames, weights.shape[0]))
             if expert in video["experts"]:
                 ids.append(video["video_id"])

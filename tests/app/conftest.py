@@ -4,6 +4,7 @@ The app is built from model objects directly (no run directory, no training), so
 tests depend only on the model code and the dataset layout.
 """
 
+import shutil
 import socket
 
 import numpy as np
@@ -282,3 +283,29 @@ def base_run(concept, tmp_path_factory):
                 "--set", "model.video_vlad_clusters=2", "--set", "data.caption_langs=[mr, en]",
                 "--set", "data.audio_langs=[mr]"])
     return out
+
+
+# The browser tests (``-m browser``): Debian's Chromium, driven by Playwright, one browser per
+# test module.
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} not found: run scripts/install_browser_deps.sh")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()

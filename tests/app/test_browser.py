@@ -11,7 +11,6 @@ test gives up waiting for a condition that is not coming.
 
 import os
 import re
-import shutil
 import sqlite3
 
 import pytest
@@ -22,16 +21,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword).*"),
 ]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 1000 * int(os.environ.get("RUDDER_BROWSER_TIMEOUT_S", "300"))
 
 
@@ -48,18 +37,6 @@ def settled(page):
     name: the page's load event fills that field with the browser's remembered name (empty
     in a fresh context), and a late answer would erase what the test typed."""
     page.wait_for_load_state("networkidle")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not found: run scripts/install_browser_deps.sh")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ Every wait is on something the page shows (a field's value, a status text), neve
 sleep. Screenshots go to each test's tmp_path.
 """
 
-import shutil
 import sqlite3
 
 import pytest
@@ -20,18 +19,6 @@ pytestmark = [
 ]
 
 PAIR_JS = tb.PAIR_JS
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(tb.CHROMIUM):
-        pytest.skip(f"{tb.CHROMIUM} not found: run scripts/install_browser_deps.sh")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=tb.CHROMIUM, args=tb.ARGS)
-        yield browser
-        browser.close()
 
 
 def open_page(browser, url, login=None):

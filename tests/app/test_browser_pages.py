@@ -25,18 +25,6 @@ pytestmark = [
 VIEWPORTS = {"phone": (390, 844), "laptop": (1366, 768)}
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(tb.CHROMIUM):
-        pytest.skip(f"{tb.CHROMIUM} not found: run scripts/install_browser_deps.sh")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=tb.CHROMIUM, args=tb.ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture(params=list(VIEWPORTS))
 def size(request):
     return request.param

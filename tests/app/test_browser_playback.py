@@ -2,7 +2,6 @@
 their H.264/AAC copies: in Debian Chromium the player reaches the caption's segment and plays
 on (``pytest -m browser``); the server sends every file with its video MIME type."""
 
-import shutil
 import urllib.parse
 import urllib.request
 
@@ -65,18 +64,6 @@ def test_every_file_is_sent_with_its_video_type(playback_app):
     assert served_type(url, media / "mp4_clip.mp4") == "video/mp4"
     copy = demo.rudder_collection.playback.wait(media / "ts_clip.ts", timeout=60).path
     assert copy.parent == copies.resolve() and served_type(url, copy) == "video/mp4"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(tb.CHROMIUM):
-        pytest.skip(f"{tb.CHROMIUM} not found: run scripts/install_browser_deps.sh")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=tb.CHROMIUM, args=tb.ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.browser
