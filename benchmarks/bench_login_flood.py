@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import socket
 import statistics
@@ -40,6 +39,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from machine import machine_line  # benchmarks/machine.py, beside this script
+
 TARGET_EXTRA_SECONDS = 0.150
 
 
@@ -47,16 +48,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def wait_for_page(url: str, server: subprocess.Popen, timeout: float) -> None:
@@ -131,9 +122,7 @@ def main(argv=None) -> int:
     results: dict[str, tuple[list[float], list[float]]] = {
         phase: ([], []) for phase in ("quiet", "one address", "many addresses")}
     password = "reader-secret"
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, load average before "
-          f"{os.getloadavg()[0]:.1f}")
+    print(machine_line())
     with tempfile.TemporaryDirectory(prefix="rudder-bench-login-") as tmp:
         users = Path(tmp) / "users.txt"
         users.write_text(f"reader:{hash_password(password)}\n", encoding="utf-8")
