@@ -18,13 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rudder.evaluation.inference import embed_texts, similarities
+from rudder.evaluation.inference import TEXT_BLOCK, embed_texts, pad_steps, similarities
 from rudder.languages import SUPPORTED, check_language, check_query_language
 from rudder.runs.trained_model import token_inputs
 from rudder.search.index import VideoIndex, mixture_query
 from rudder.search.index_cache import load_or_build
 from rudder.text import tokenize
 
+from .coalesce import Coalescer
 from .collection import Collection
 
 # Caption embeddings the engine keeps (one row of E*D floats per caption), the least recently
@@ -105,6 +106,8 @@ class SearchEngine:
         self._caption_cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._caption_cache_rows = 0
         self._caption_lock = threading.Lock()
+        self._queries: Coalescer[tuple[str, str], tuple]
+        self._queries = Coalescer(self._score_queries, TEXT_BLOCK)  # one text block a pass
         self.index = index or load_or_build(
             model,
             collection.folder,
@@ -129,6 +132,25 @@ class SearchEngine:
         device = next(self.model.parameters()).device
         return embed_texts(self.model, lambda rows: (tokens[rows], mask[rows]), len(tokens),
                            device, self.max_words)
+
+    @torch.no_grad()
+    def _score_queries(self, queries: list[tuple[str, str]]) -> list[tuple]:
+        """Per ``(query, lang)``: its embedding ``(1, E, D)``, mixture logits ``(1, E)`` and
+        similarity to every video ``(V,)``, all queries through one model pass. Each query is
+        encoded on its own (as :meth:`embed_texts` encodes it); the passes are padded blocks,
+        so every row has the bits it has searched alone."""
+        encoded = [self.encode([query], [lang]) for query, lang in queries]
+        padded = [pad_steps(tokens, mask, self.max_words) for tokens, mask in encoded]
+        if len({mask.shape[1] for _, mask in padded}) > 1:  # an input over max_words: alone
+            return [self._score_queries([one])[0] for one in queries]
+        tokens = torch.cat([tokens for tokens, _ in padded])
+        mask = torch.cat([mask for _, mask in padded])
+        device = next(self.model.parameters()).device
+        text_emb, logits = embed_texts(self.model, lambda rows: (tokens[rows], mask[rows]),
+                                       len(tokens), device, self.max_words)
+        scores = similarities(self.model, text_emb, logits, self.index.embeddings,
+                              self.index.available)
+        return [(text_emb[i : i + 1], logits[i : i + 1], scores[i]) for i in range(len(queries))]
 
     def rank(self, text_emb: torch.Tensor, logits: torch.Tensor, k: int):
         """Positions in the index ``(k,)`` and scores of the ``k`` best videos for one
@@ -176,18 +198,21 @@ class SearchEngine:
     def search(self, query: str, lang: str, k: int = 10, display_lang: str = "en") -> list[Hit]:
         """The top-``k`` videos for ``query`` written in ``lang``.
 
-        Scores are the model's similarity (:meth:`rank`). Each hit shows the caption chosen
-        by :meth:`_best_captions`.
+        Scores are the model's similarity (the numbers of :meth:`rank`). Searches that
+        arrive while another one's model pass runs share the next pass
+        (:class:`app.coalesce.Coalescer`), which leaves every query's numbers as they are
+        alone. Each hit shows the caption chosen by :meth:`_best_captions`.
         """
         check_query_language(lang, "the query language")
         check_language(display_lang, "the display language")
-        text_emb, logits = self.embed_texts([query], [lang])
-        order, top = self.rank(text_emb, logits, k)
+        text_emb, logits, scores = self._queries((query, lang))
+        order = torch.sort(scores, descending=True, stable=True).indices[:k]
+        top = scores[order]
         video_ids = [self.index.video_ids[i] for i in order.tolist()]
         best = self._best_captions(query, lang, text_emb, logits, video_ids, display_lang)
         hits = []
-        scores = top.tolist()
-        for rank, (video_id, score) in enumerate(zip(video_ids, scores, strict=False), start=1):
+        for rank, (video_id, score) in enumerate(zip(video_ids, top.tolist(), strict=False),
+                                                 start=1):
             row = best.get(video_id)
             caption = self.collection.record(row) if row is not None else None
             hits.append(

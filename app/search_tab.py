@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -42,6 +42,10 @@ THUMBNAIL_BUDGET = 0.5  # seconds a search waits for its thumbnails (the rest co
 THUMBNAIL_WAIT = 30.0  # seconds the follow-up event waits for the thumbnails being made
 ColumnType = Literal["str", "number", "markdown"]  # the results table's column types
 DEFAULT_K, MAX_K = 10, 50
+# The search events share one Gradio concurrency group that lets 16 run at once: searches in
+# flight together share the engine's model passes (app.coalesce), so letting them in costs
+# little, while queueing them behind Gradio's default limit (4) makes each wait for others.
+SEARCH_QUEUE: dict[str, Any] = {"concurrency_id": "search", "concurrency_limit": 16}
 # The query field accepts longer pastes than are searched, so the page can say it cut them.
 FIELD_CHARS = 10 * MAX_QUERY_CHARS
 # Keeps the search in the page's URL (runs in the browser before each search).
@@ -565,13 +569,15 @@ class SearchTab:
         def after_search(event):
             return self._then_fill(event.then(**show_player), table)
 
-        after_search(button.click(self.search, inputs, outputs, api_name="search", js=URL_JS))
+        after_search(button.click(self.search, inputs, outputs, api_name="search", js=URL_JS,
+                                  **SEARCH_QUEUE))
         after_search(query.submit(self.search, inputs, outputs, api_name="search_submit",
-                                  js=URL_JS))
+                                  js=URL_JS, **SEARCH_QUEUE))
         # .input, not .change: a search, an example or the page's URL setting the display
         # language must not start a second search
         after_search(display.input(self.search, inputs, outputs,
-                                   api_name="change_display_language", js=URL_JS))
+                                   api_name="change_display_language", js=URL_JS,
+                                   **SEARCH_QUEUE))
         pick.input(self.player, pick, player, api_name="play")
 
         def play_selected(evt):
@@ -588,7 +594,8 @@ class SearchTab:
                 [query, lang, display],
                 api_visibility="private",
                 queue=False,
-            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private"))
+            ).then(self.search, inputs, outputs, js=URL_JS, api_visibility="private",
+                    **SEARCH_QUEUE))
 
         def open_url(request):
             return self.from_url(request)

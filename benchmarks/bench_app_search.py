@@ -54,12 +54,14 @@ def free_port() -> int:
 
 def serve_floor(port: int, table_file: Path) -> None:
     """The do-nothing app: ``/search`` with the search tab's six inputs returns a fixed table
-    (the app's own first answer), with the app's queue settings."""
+    (the app's own first answer), with the app's queue settings and its search events'
+    concurrency group."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     import gradio as gr
     import pandas as pd
 
+    from app.search_tab import SEARCH_QUEUE
     from app.ui import QUEUE_SETTINGS
 
     table = json.loads(table_file.read_text())
@@ -77,7 +79,7 @@ def serve_floor(port: int, table_file: Path) -> None:
         target = gr.Dropdown(["en"], value="en")
         out = gr.Dataframe(headers=list(frame.columns), interactive=False)
         gr.Button().click(nothing, [query, lang, display, k, translate, target], [out],
-                          api_name="search")
+                          api_name="search", **SEARCH_QUEUE)
     demo.queue(**QUEUE_SETTINGS)
     demo.launch(server_port=port, ssr_mode=False, quiet=True, show_error=True)
 

@@ -6,12 +6,13 @@ folder) and the app's search all compute similarities through :func:`embed_texts
 split, rows video-major; see docs/architecture.md). float32 results depend on how the work is
 cut: torch's CPU matrix products take other code paths for a few rows than for many, and
 MKL's split of a product between threads changes with the thread count. So every forward
-pass and every similarity product here has one shape, ``BLOCK`` rows (a short last block is
-padded with copies of its last row and cut off again), captions are padded to ``max_words``
-tokens and variable-length experts to ``max_frames`` frames, and on the CPU the work runs on
-one intra-op thread. A caption's similarity to a video is then the same bits whatever else
-is in its batch, in whichever order, on whichever of these paths (on one machine: another
-CPU or a GPU rounds differently).
+pass and every similarity product here has one shape: ``TEXT_BLOCK`` text rows and
+``BLOCK`` video rows (a short last block is padded with copies of its last row and cut off
+again), captions are padded to ``max_words`` tokens and variable-length experts to
+``max_frames`` frames, and on the CPU the work runs on one intra-op thread. A caption's
+similarity to a video is then the same bits whatever else is in its batch, in whichever
+order, on whichever of these paths (on one machine: another CPU or a GPU rounds
+differently).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from rudder.evaluation import metrics
 from rudder.models import interface
 from rudder.supervision import relevance
 
-BLOCK = 256  # rows (captions or videos) of every forward pass and similarity product
+BLOCK = 256  # video rows of every video forward pass and similarity product
+# Text rows of every text forward pass and similarity product: few, because one search
+# query pays for a whole block (benchmarks/bench_app_search.py), and enough that a pass over
+# thousands of captions costs about what 256-row blocks cost.
+TEXT_BLOCK = 32
 
 TextInput = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # rows -> model input
 
@@ -48,12 +53,12 @@ def scoring(model: torch.nn.Module, device):
         model.train(was_training)
 
 
-def blocks(count: int) -> Iterator[tuple[int, int, torch.Tensor]]:
-    """``(start, stop, rows)`` covering ``range(count)`` in blocks of ``BLOCK``: ``rows`` always
-    holds ``BLOCK`` indices, the last block's tail repeating ``stop - 1``."""
-    for start in range(0, count, BLOCK):
-        stop = min(start + BLOCK, count)
-        yield start, stop, torch.arange(start, start + BLOCK).clamp_max(stop - 1)
+def blocks(count: int, size: int = BLOCK) -> Iterator[tuple[int, int, torch.Tensor]]:
+    """``(start, stop, rows)`` covering ``range(count)`` in blocks of ``size``: ``rows`` always
+    holds ``size`` indices, the last block's tail repeating ``stop - 1``."""
+    for start in range(0, count, size):
+        stop = min(start + size, count)
+        yield start, stop, torch.arange(start, start + size).clamp_max(stop - 1)
 
 
 def pad_steps(values: torch.Tensor, mask: torch.Tensor,
@@ -86,7 +91,7 @@ def _text_blocks(model: torch.nn.Module, text_input: TextInput, count: int, devi
                  max_words: int) -> Iterator[tuple[int, int, torch.Tensor, torch.Tensor]]:
     """``(start, stop, text, logits)`` of the texts ``0..count-1`` in padded blocks (the model
     already in :func:`scoring` mode)."""
-    for start, stop, rows in blocks(count):
+    for start, stop, rows in blocks(count, TEXT_BLOCK):
         tokens, mask = pad_steps(*text_input(rows), max_words)
         text, logits = interface(model).encode_text(tokens.to(device), mask.to(device))
         yield start, stop, text, logits
@@ -129,7 +134,7 @@ def similarities(model: torch.nn.Module, text: torch.Tensor, logits: torch.Tenso
     video_blocks = _VideoBlocks(videos, available, device)
     out = torch.empty(len(text), len(videos))
     with scoring(model, device):
-        for start, stop, rows in blocks(len(text)):
+        for start, stop, rows in blocks(len(text), TEXT_BLOCK):
             out[start:stop] = video_blocks.score(model, text[rows].to(device),
                                                  logits[rows].to(device), stop - start)
     return out
