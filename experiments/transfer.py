@@ -22,9 +22,14 @@ text-to-video queries over all test videos. Protocol:
   interval over the seeds' values (Student 1908; ``t(0.975, n-1)``, 4.30 for 3 seeds).
 - **Choice without target-language data**: the row reported as *chosen* is the zero-shot
   row trained on Marathi only with the best mean Marathi validation t2v R@10 (ties: the
-  earlier row); the number of pivots of the zero-shot path is chosen on Marathi
-  validation too (:func:`pivot_proxy`: Marathi validation queries answered through their k
-  nearest *other* training captions, the query's own text left out of the pool).
+  earlier row); the number of pivots k of the zero-shot path, and for a row that tries it
+  the number m of translation-difference directions removed before the pivot search
+  (``data.sentence_pivot_nullspace``, :data:`NULLSPACES`) and the passage prompt on the
+  captions searched, are chosen on Marathi validation too (:func:`pivot_proxy`: Marathi
+  validation queries answered through their k nearest *other* training captions, the
+  query's own text left out of the pool).
+- **Diagnostic, not zero-shot**: :func:`oracle` fits the Tamil and Telugu statistics on
+  their own test captions (transductive); reported beside the table, never as a row.
 
 Finished runs and evaluations are reused (``DIR/runs``, ``DIR/evaluated``), so the command
 resumes after a kill. Every training command is printed, so each run can be reproduced by

@@ -6,7 +6,8 @@ return features ``(N, 1, D)`` with an all-true mask ``(N, 1)`` (one "word" per c
 their vectors are cached (:mod:`rudder.text.embedding_cache`), so a caption is encoded once
 per model and weights, whoever asks. Every text gets multilingual-e5's ``"query: "`` prompt
 (a sentence-transformers folder: its own ``"query"`` prompt): a caption is a query of
-text-to-video search, and the text-to-text uses are symmetric paraphrase retrieval.
+text-to-video search, and the text-to-text uses are symmetric paraphrase retrieval, except
+the pivots searched with ``data.sentence_pivot_passages`` (the ``"passage: "`` prompt).
 """
 
 from __future__ import annotations
