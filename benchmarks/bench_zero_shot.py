@@ -44,11 +44,10 @@ def main(argv=None) -> int:
              if spec.fraction is None and (not args.only or name in args.only)]
     command = "python benchmarks/bench_zero_shot.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
-    rows, header, chosen, proxies = transfer.study(args.out, "sample", args.seeds, names,
-                                                   command.strip(),
-                                                   train_missing=not args.no_training,
-                                                   epochs=args.epochs)
-    print(transfer.report(rows, header, chosen, proxies))
+    rows, header, chosen, proxies, oracles = transfer.study(
+        args.out, "sample", args.seeds, names, command.strip(),
+        train_missing=not args.no_training, epochs=args.epochs)
+    print(transfer.report(rows, header, chosen, proxies, oracles))
     if chosen is None:
         print("no zero-shot row trained on Marathi only: nothing to check")
         return 4

@@ -114,6 +114,16 @@ class DataConfig:
         None, doc=SENTENCE + "the languages whose training captions the pivots are searched "
         "in, each standing for the training-language captions of its segment (null: the "
         "training languages)")
+    sentence_pivot_nullspace: int = setting(
+        0, rule=at_least(0), doc=SENTENCE + "search the pivots after removing the m top "
+        "directions of translation differences (same-segment training captions of "
+        "`data.sentence_fit_langs` minus those of `data.caption_langs`, other languages; "
+        "the model's input is unchanged; needs `data.sentence_pivots`; 0: off)")
+    sentence_pivot_passages: bool = setting(
+        False, doc=SENTENCE + "search the pivots as passages: the training captions searched "
+        "are encoded with the encoder's passage prompt (multilingual-e5: `passage: `), the "
+        "query with its query prompt (the model's input is unchanged; needs "
+        "`data.sentence_pivots`)")
     sentence_alignment: int = setting(
         0, rule=at_least(0), doc=SENTENCE + "rounds of self-learning Procrustes that rotate a "
         "language outside `data.caption_langs` onto the trained ones, learnt from unpaired "

@@ -101,14 +101,21 @@ def _check_text_side(data: DataConfig) -> None:
             raise ConfigError(f"data.sentence_fit_text: unknown language code(s) {unknown}; "
                               "use ISO 639-1 codes (e.g. bn, kn)")
     if (data.sentence_centering or data.sentence_whitening or data.sentence_pivots
-            or data.sentence_alignment or data.sentence_language_removal):
+            or data.sentence_alignment or data.sentence_language_removal
+            or data.sentence_pivot_nullspace or data.sentence_pivot_passages):
         from rudder.text.encoders import encoder_kind
 
         if encoder_kind(data.text_encoder) != "sentence":
-            raise ConfigError("data.sentence_centering, _whitening, _pivots, _alignment and "
-                              "_language_removal need a "
+            raise ConfigError("data.sentence_centering, _whitening, _pivots, _alignment, "
+                              "_language_removal, _pivot_nullspace and "
+                              "_pivot_passages need a "
                               "sentence encoder (data.text_encoder: multilingual-e5 or "
                               f"sentence:FOLDER), got data.text_encoder={data.text_encoder!r}")
+    for key, off in (("sentence_pivot_nullspace", "0"), ("sentence_pivot_passages", "false")):
+        if getattr(data, key) and not data.sentence_pivots:
+            raise ConfigError(f"data.{key}={getattr(data, key)} changes only the pivot "
+                              "search, and data.sentence_pivots is 0: set "
+                              f"data.sentence_pivots (e.g. 5) or data.{key}={off}")
     if data.subword_min_n > data.subword_max_n:
         raise ConfigError(f"data.subword_min_n={data.subword_min_n} is larger than "
                           f"data.subword_max_n={data.subword_max_n}")

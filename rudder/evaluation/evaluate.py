@@ -75,16 +75,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rotate queries in languages the run was not trained on onto the "
                         "trained ones (N rounds of self-learning Procrustes on unpaired "
                         "training captions; overrides data.sentence_alignment; 0: off)")
+    parser.add_argument("--sentence-pivot-nullspace", type=int_in(0, 1000), metavar="M",
+                        help="search the pivots after removing the M top directions of "
+                        "translation differences (overrides data.sentence_pivot_nullspace; "
+                        "0: off)")
     return parser
 
 
 def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hybrid_q=2,
-                  langs=None, pivots=None, alignment=None, pivot_langs=None):
+                  langs=None, pivots=None, alignment=None, pivot_langs=None,
+                  pivot_nullspace=None, pivot_passages=None):
     """Metrics of one run or the fusion of runs on ``split`` (its captions in ``langs``,
     default: the runs' training caption languages); ``pivots`` and ``alignment`` override
     the runs' ``data.sentence_pivots`` and ``data.sentence_alignment``, ``pivot_langs``
-    their ``data.sentence_pivot_langs`` (query-time settings, set before each run's text
-    encoder is loaded).
+    their ``data.sentence_pivot_langs``, ``pivot_nullspace`` and ``pivot_passages`` their
+    ``data.sentence_pivot_nullspace`` and ``data.sentence_pivot_passages`` (query-time
+    settings, set before each run's text encoder is loaded).
 
     Returns ``(metrics, sims, sims_v2t, data)``; ``sims_v2t`` is None except under rank
     fusion, which ranks each direction separately.
@@ -107,6 +113,11 @@ def evaluate_runs(paths, split="test", dataset=None, device="cpu", how="sum", hy
                                                   "--sentence-alignment")
         if pivot_langs is not None:
             cfg.sentence_pivot_langs = list(pivot_langs)
+        if pivot_nullspace is not None:
+            cfg.sentence_pivot_nullspace = check_pivots(pivot_nullspace, cfg.text_encoder,
+                                                        "--sentence-pivot-nullspace")
+        if pivot_passages is not None:
+            cfg.sentence_pivot_passages = bool(pivot_passages)
         data = load_split(run.dataset, split, run.experts, run.vocab, langs or cfg.caption_langs,
                           class_index, cfg.max_words, cfg.max_frames, run.text_encoder)
         matrices.append(similarity_matrix(run.model, data, device, cfg.max_words,
@@ -167,7 +178,8 @@ def _evaluate(args, paths, out: Path, device: str, how: str = "sum") -> dict:
     trained = training_langs(paths[0]) if args.query_langs else None  # before the work
     result, sims, sims_v2t, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                                  args.hybrid_q, pivots=args.sentence_pivots,
-                                                 alignment=args.sentence_alignment)
+                                                 alignment=args.sentence_alignment,
+                                                 pivot_nullspace=args.sentence_pivot_nullspace)
     summary = {"test" if args.split == "test" else args.split: result,
                "runs": [published_models.pinned(p) for p in paths],  # Hub ids with their commit
                "combination": how if len(paths) > 1 else None}
@@ -195,7 +207,8 @@ def query_language_metrics(paths, args, device: str, how: str = "sum",
     langs = check_query_langs(args.query_langs)
     result, _, _, data = evaluate_runs(paths, args.split, args.dataset, device, how,
                                        args.hybrid_q, langs=langs, pivots=args.sentence_pivots,
-                                       alignment=args.sentence_alignment)
+                                       alignment=args.sentence_alignment,
+                                       pivot_nullspace=args.sentence_pivot_nullspace)
     found = set(data.caption_langs[data.caption_mask.numpy()].tolist())
     missing = [lang for lang in langs if lang not in found]
     if missing:

@@ -305,7 +305,8 @@ def text_encoder_identity(spec: str | None, text_input_dim: int | None) -> dict 
 def sentence_transforms(data) -> dict | None:
     """The run's sentence-vector transforms (``data.sentence_centering``,
     ``sentence_whitening``, ``sentence_alignment``, ``sentence_pivots``; and
-    ``sentence_language_removal`` and ``sentence_fit_langs`` when not their defaults) for a
+    ``sentence_language_removal``, ``sentence_pivot_nullspace``,
+    ``sentence_pivot_passages`` and ``sentence_fit_langs`` when not their defaults) for a
     sentence encoder; None for any other text side."""
     from rudder.text.encoders import encoder_kind
 
@@ -316,6 +317,9 @@ def sentence_transforms(data) -> dict | None:
             "alignment": int(data.sentence_alignment), "pivots": int(data.sentence_pivots),
             **({"language_removal": int(data.sentence_language_removal)}
                if data.sentence_language_removal else {}),
+            **({"pivot_nullspace": int(data.sentence_pivot_nullspace)}
+               if data.sentence_pivot_nullspace else {}),
+            **({"pivot_passages": True} if data.sentence_pivot_passages else {}),
             **({"fit_langs": list(data.sentence_fit_langs)}
                if data.sentence_fit_langs not in (None, data.caption_langs) else {})}
 

