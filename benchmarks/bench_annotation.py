@@ -70,7 +70,8 @@ import pyarrow.parquet as pq
 MISSED, USAGE, DIFFERENT, NOT_CHECKED = 1, 2, 3, 4  # exit codes
 STRATEGIES = ("model-disagreement", "heuristic", "random")
 CONTROLS = ("model-disagreement", "random")  # retrained on their pairs' heuristic labels too
-TAGGED_LANGS = ("mr", "hi", "en")  # the training languages of the runs (the default config)
+TAGGED_LANGS = ("mr", "hi", "en")  # the training languages of the runs (the sample's default)
+LANGS = f"data.caption_langs=[{', '.join(TAGGED_LANGS)}]"  # also on the tagged copy of the sample
 
 
 def machine() -> str:
@@ -314,18 +315,16 @@ def part_b(queues, truth, args, work: Path, reference_runs,
     scores: dict = {}
     for seed in args.seeds:
         scores["PO", seed] = reference_runs[seed]
-        config = retrain_config(args.dataset, epochs=args.epochs, seed=seed)
+        config = retrain_config(args.dataset, epochs=args.epochs, seed=seed, overrides=[LANGS])
         scores["PO(M) every label", seed] = train(config, work / f"pom-all-{seed}",
                                                   every_relation)
         for name, queue in queues.items():
             for n in args.sizes:
                 table = settled_table(queue, n, truth, args.error_rate, args.double_share, seed)
-                config = retrain_config(args.dataset, epochs=args.epochs, seed=seed)
                 scores[name, n, seed] = train(config, work / f"{name}-{n}-{seed}", table)
                 print(f"  trained {name} {n} seed {seed}: R@10 "
                       f"{scores[name, n, seed]['R10']:.1f}", file=sys.stderr, flush=True)
         for name in CONTROLS:  # the same pairs with the heuristic's own labels
-            config = retrain_config(args.dataset, epochs=args.epochs, seed=seed)
             table = heuristic_table(queues[name], max(args.sizes), truth)
             scores[f"{name}, heuristic labels", seed] = train(
                 config, work / f"{name}-control-{seed}", table)
@@ -516,7 +515,8 @@ def main(argv=None) -> int:
         references = {}
         for seed in args.seeds:
             config = from_dict({"loss": {"name": "po"}, "epochs": args.epochs, "seed": seed,
-                                "data": {"dataset": args.dataset}})
+                                "data": {"dataset": args.dataset,
+                                         "caption_langs": list(TAGGED_LANGS)}})
             references[seed] = train(config, work / f"po-{seed}")
         queues = build_queues(collection, work / f"po-{args.seeds[0]}", work / "index")
         lines, ok = part_a(queues, truth, args.sizes, args.error_rate)
