@@ -8,6 +8,14 @@ shows, with a label replaced by a random other one at ``--error-rate``; a second
 (``--double-share``). The queues never see these answers: they read the captions' noun/verb
 classes (the heuristic), the model's ranking and nothing else.
 
+What the heuristic reads (``--heuristic``): by default, as on real data, tagger output: a
+copy of the sample whose training captions in mr, hi and en are labelled as ``python -m
+heuristics label`` labels them (the Stanza taggers of ``--tagger-dir``, trained offline by
+``python -m heuristics train-tagger``; the sample's lexicon as class map); validation and
+test keep the generator's classes, which the evaluation's relevance reads. Every run of (b)
+and every queue trains on and reads that copy. ``generator``: the generator's own classes,
+which are the simulated annotators' marks, so a manual label carries almost nothing new.
+
 (a) Judgments per 100 candidates shown, for the first 100, 300 and 1,000 pairs of each
     queue (``model-disagreement``, today's ``heuristic`` order, ``random``): every partial
     and positive judgment, and the *new* ones, whose label differs from the heuristic label
@@ -18,7 +26,8 @@ classes (the heuristic), the model's ranking and nothing else.
 (b) Test text-to-video R@10 and nDCG of PO(M) retrained (the ``python -m heuristics
     retrain --only-app-labels`` config: ``heuristics.retrain.retrain_config``) on the
     settled labels of the first 100, 300 and 1,000 pairs of each queue, ``--seeds`` seeds,
-    next to heuristic-only PO and PO(M) with every manual relation of the sample. The
+    next to heuristic-only PO and PO(M) with every manual relation of the sample (the same
+    retrain config with the sample's 6,000 relations as its relations file). The
     model-disagreement queue is built from the seed-0 PO run (the app's current model).
     Controls: the largest size's pairs of the model and random queues labelled with the
     heuristic's own labels (no new information), to tell the labels' effect from that of the
@@ -35,10 +44,12 @@ classes (the heuristic), the model's ranking and nothing else.
     labels in the database: milliseconds of a label followed by the queue's next pair
     (``AnnotateTab.label``), median of ``--rounds``; goal under ``--tab-target`` ms.
 
-Prints the machine (CPU, load, threads) first. Exit code: 1 when a goal is missed, 3 when
-the simulated annotator does not replay the stored relations, 4 when (b) is skipped
+Prints the machine (CPU, load, threads) first. Exit code: 1 when a goal is missed, 2 when
+a tagger model is missing (the message names the command that trains it), 3 when the
+simulated annotator does not replay the stored relations, 4 when (b) is skipped
 (``--skip-training``: its goals are unchecked), else 0.
-Usage: ``python benchmarks/bench_annotation.py [--seeds 0 1 2] [--epochs 10]``.
+Usage: ``python benchmarks/bench_annotation.py [--seeds 0 1 2] [--epochs 10]
+[--tagger-dir DIR | --heuristic generator]``.
 """
 
 from __future__ import annotations
@@ -56,9 +67,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-MISSED, DIFFERENT, NOT_CHECKED = 1, 3, 4  # exit codes
+MISSED, USAGE, DIFFERENT, NOT_CHECKED = 1, 2, 3, 4  # exit codes
 STRATEGIES = ("model-disagreement", "heuristic", "random")
 CONTROLS = ("model-disagreement", "random")  # retrained on their pairs' heuristic labels too
+TAGGED_LANGS = ("mr", "hi", "en")  # the training languages of the runs (the sample's default)
+LANGS = f"data.caption_langs=[{', '.join(TAGGED_LANGS)}]"  # also on the tagged copy of the sample
 
 
 def machine() -> str:
@@ -120,6 +133,68 @@ def noisy(labels: np.ndarray, error_rate: float, rng) -> np.ndarray:
     wrong = rng.random(len(labels)) < error_rate
     shift = rng.integers(1, 4, size=len(labels))
     return np.where(wrong, (labels + shift) % 4, labels).astype(np.int8)
+
+
+# -------------------------------------------------------------- the heuristic's input
+def tagged_sample(folder, tagger, langs, out: Path, cache=None) -> Path:
+    """A copy of the sample at ``out`` whose training captions in ``langs`` carry
+    ``tagger``'s output in ``nouns``/``verbs``/``noun_classes``/``verb_classes``, as
+    ``python -m heuristics label`` writes them (the sample's lexicon as class map, every
+    class-map rule, the default stop nouns); the validation and test captions keep the
+    generator's classes, which the evaluation's relevance reads."""
+    import shutil
+
+    from heuristics.classes import read_lexicon
+    from heuristics.label import annotate
+    from heuristics.nouns_verbs import ExtractionOptions
+    from heuristics.stop_nouns import default_stop_nouns
+    from heuristics.studies.indic_sample import LEXICON
+    from rudder.data.layout_writer import replace_tables
+
+    for lang in langs:
+        tagger.model_id(lang)  # a missing model stops here, with the command that trains it
+    shutil.copytree(folder.root, out)
+    table = annotate(folder.captions("train"), tagger, read_lexicon(LEXICON),
+                     ExtractionOptions(), cache, stop_nouns=default_stop_nouns(),
+                     only=tuple(langs))
+    replace_tables(out, "captions", {"train": table})
+    return out
+
+
+def class_agreement(manual, tagged, langs) -> str:
+    """Per language, the share of the training captions whose tagger noun-class and
+    verb-class sets both equal the generator's (classes outside the lexicon dropped, as
+    ``heuristics.studies.indic_sample`` compares them)."""
+    def known(classes):
+        return frozenset(c for c in classes if not c.startswith(("noun:", "verb:")))
+
+    train = manual["split"].to_numpy() == "train"
+    parts = []
+    for lang in langs:
+        keep = train & (manual["lang"].to_numpy() == lang)
+        same = [known(a) == known(b) and known(c) == known(d) for a, b, c, d in zip(
+            manual["noun_classes"][keep], tagged["noun_classes"][keep],
+            manual["verb_classes"][keep], tagged["verb_classes"][keep], strict=True)]
+        parts.append(f"{lang} {100 * np.mean(same):.1f}% of {keep.sum():,}")
+    return "training captions whose noun and verb class sets are the generator's: " + (
+        ", ".join(parts))
+
+
+def tagged_models(model_dir) -> str:
+    """Where the taggers are and what they were trained on (their ``rudder_tagger.json``)."""
+    import json
+
+    from heuristics.taggers import model_dir as resolve
+
+    root = resolve(model_dir)
+    trained = []
+    for lang in TAGGED_LANGS:
+        info = root / lang / "rudder_tagger.json"
+        data = json.loads(info.read_text()) if info.is_file() else {}
+        train = data.get("train") or {}
+        trained.append(f"{lang} on {Path(str(train.get('path', '?'))).name} "
+                       f"({train.get('sentences', '?')} sentences)")
+    return f"{root}: " + ", ".join(trained)
 
 
 # ----------------------------------------------------------------------- queues
@@ -233,28 +308,23 @@ def train(config, out: Path, relations=None) -> dict:
     return result["test"]["t2v"]
 
 
-def part_b(queues, truth, args, work: Path, reference_runs) -> tuple[list[str], bool]:
+def part_b(queues, truth, args, work: Path, reference_runs,
+           every_relation) -> tuple[list[str], bool]:
     from heuristics.retrain import retrain_config
-    from rudder.config import from_dict
 
     scores: dict = {}
     for seed in args.seeds:
-        base = {"loss": {"name": "po"}, "epochs": args.epochs, "seed": seed,
-                "data": {"dataset": "sample"}}
         scores["PO", seed] = reference_runs[seed]
-        manual = {**base, "data": {"dataset": "sample", "caption_sampling": "random"},
-                  "supervision": {"manual_relations": True, "relation_batches": True,
-                                  "description_labels": True}}
-        scores["PO(M) every label", seed] = train(from_dict(manual), work / f"pom-all-{seed}")
+        config = retrain_config(args.dataset, epochs=args.epochs, seed=seed, overrides=[LANGS])
+        scores["PO(M) every label", seed] = train(config, work / f"pom-all-{seed}",
+                                                  every_relation)
         for name, queue in queues.items():
             for n in args.sizes:
                 table = settled_table(queue, n, truth, args.error_rate, args.double_share, seed)
-                config = retrain_config("sample", epochs=args.epochs, seed=seed)
                 scores[name, n, seed] = train(config, work / f"{name}-{n}-{seed}", table)
                 print(f"  trained {name} {n} seed {seed}: R@10 "
                       f"{scores[name, n, seed]['R10']:.1f}", file=sys.stderr, flush=True)
         for name in CONTROLS:  # the same pairs with the heuristic's own labels
-            config = retrain_config("sample", epochs=args.epochs, seed=seed)
             table = heuristic_table(queues[name], max(args.sizes), truth)
             scores[f"{name}, heuristic labels", seed] = train(
                 config, work / f"{name}-control-{seed}", table)
@@ -397,16 +467,23 @@ def main(argv=None) -> int:
     parser.add_argument("--tab-target", type=float, default=250.0, help="ms (default 250)")
     parser.add_argument("--skip-training", action="store_true",
                         help="(a), (c) and (d) only; (b) is then unchecked")
+    parser.add_argument("--heuristic", choices=("tagger", "generator"), default="tagger",
+                        help="what the heuristic reads in the training captions: Stanza "
+                        "tagger output (default, as on real data) or the generator's classes")
+    parser.add_argument("--tagger-dir", type=Path, default=None,
+                        help="Stanza models of mr, hi and en from `python -m heuristics "
+                        "train-tagger` (default: heuristics.taggers.model_dir)")
     args = parser.parse_args(argv)
     from app.collection import Collection
+    from heuristics.taggers import StanzaTagger, TagCache, TaggerError
     from rudder.config import from_dict
+    from rudder.data.layout import DatasetFolder
     from rudder.data.lookup import resolve_dataset
 
     print(machine(), flush=True)
     print("dataset: the embedded sample, SIMULATED captions and features")
     folder = resolve_dataset("sample")
-    collection = Collection(folder)
-    truth = Truth(collection)
+    truth = Truth(Collection(folder))
     matching, total = truth.replays(folder.relations())
     print(f"the simulated annotator gives {matching:,} of the sample's {total:,} stored "
           "relations")
@@ -415,17 +492,38 @@ def main(argv=None) -> int:
     code_missed, unchecked = False, args.skip_training
     with tempfile.TemporaryDirectory(prefix="rudder-bench-annotation-") as tmp:
         work = Path(tmp)
+        args.dataset, collection = "sample", Collection(folder)
+        if args.heuristic == "tagger":
+            started = time.perf_counter()
+            try:
+                tagged = tagged_sample(folder, StanzaTagger(args.tagger_dir), TAGGED_LANGS,
+                                       work / "sample", TagCache())
+            except TaggerError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return USAGE
+            args.dataset, collection = str(tagged), Collection(DatasetFolder(tagged))
+            if not (collection.captions["caption_id"] == truth.row_of.index).all():
+                raise RuntimeError("the tagged copy of the sample lists its captions in "
+                                   "another order than the sample")
+            print(f"heuristic input: Stanza tagger output ({tagged_models(args.tagger_dir)}) "
+                  f"in {time.perf_counter() - started:.0f} s; "
+                  + class_agreement(Collection(folder).captions, collection.captions,
+                                    TAGGED_LANGS))
+        else:
+            print("heuristic input: the generator's noun/verb classes (the simulated "
+                  "annotators' own marks)")
         references = {}
         for seed in args.seeds:
             config = from_dict({"loss": {"name": "po"}, "epochs": args.epochs, "seed": seed,
-                                "data": {"dataset": "sample"}})
+                                "data": {"dataset": args.dataset,
+                                         "caption_langs": list(TAGGED_LANGS)}})
             references[seed] = train(config, work / f"po-{seed}")
         queues = build_queues(collection, work / f"po-{args.seeds[0]}", work / "index")
         lines, ok = part_a(queues, truth, args.sizes, args.error_rate)
         print("\n".join(lines), flush=True)
         code_missed |= not ok
         if not args.skip_training:
-            lines, ok = part_b(queues, truth, args, work, references)
+            lines, ok = part_b(queues, truth, args, work, references, folder.relations())
             print("\n".join(lines), flush=True)
             code_missed |= not ok
         print("\n".join(part_c(queues, truth, args)), flush=True)

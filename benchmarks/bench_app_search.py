@@ -15,8 +15,8 @@ gradio_client:
 The queries are the sample's example candidates (frequent short captions per language),
 searched once before timing (as in a running app, their videos' caption embeddings are
 then cached on both sides), after the app's start-up work in the background (the annotation
-queues) is done, which the output says. Targets: one-client p50 of the app <= the do-nothing p50 + 1.5x
-the in-process search's p50; p95 at 8 clients <= 1 s. Prints the machine, load and thread
+queues) is done, which the output says. Targets: one-client p50 of the app <= the do-nothing
+p50 + 1.5x the in-process search's p50; p95 at 8 clients <= 1 s. Prints the machine, load and thread
 settings; exits 1 on a miss.
 
 Usage: python benchmarks/bench_app_search.py [--runs runs] [--rounds 5] [--per-round 10]

@@ -8,10 +8,11 @@
    left out and counted.
 3. Relations: the settled labels replace the dataset's own relations rows of the same
    ordered pair, the dataset's other rows are kept (``--only-app-labels`` drops them).
-4. Train PO(M) (``loss po`` with ``supervision.manual_relations``, ``relation_batches`` and
-   ``description_labels``; ``data.caption_sampling: random``, which the relation batches
-   need) from the base run's config (``--base-run``, else the defaults), reading the
-   relations from ``relations.parquet`` in the run folder (``supervision.relations_file``).
+4. Train PO(M) (``loss po`` with ``supervision.manual_relations``, ``relation_batches`` with
+   ``relation_pinning: drawn`` and ``description_labels``; ``data.caption_sampling:
+   random``, which the relation batches need) from the base run's config (``--base-run``,
+   else the defaults), reading the relations from ``relations.parquet`` in the run folder
+   (``supervision.relations_file``).
    The run is written in a hidden staging folder beside ``--out`` and renamed into place
    once its test pass is done, so a killed retrain leaves no half run that the app or
    ``rudder.evaluate`` could pick up.
@@ -43,6 +44,7 @@ PO_MANUAL = (
     "loss.name=po",
     "supervision.manual_relations=true",
     "supervision.relation_batches=true",
+    "supervision.relation_pinning=drawn",
     "supervision.description_labels=true",
     "supervision.positive_sampling=own",
     "data.caption_sampling=random",

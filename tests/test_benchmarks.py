@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # "{tmp}" stands for the test's temporary folder.
 SMALL = {
     "bench_annotation.py": ["--seeds", "0", "--epochs", "1", "--sizes", "20", "--labels", "200",
-                            "--rounds", "3", "--alpha-pairs", "2000"],
+                            "--rounds", "3", "--alpha-pairs", "2000", "--heuristic",
+                            "generator"],  # the default reads Stanza taggers trained offline
     "bench_app_restart.py": ["--runs", "{tmp}/runs", "--restarts", "1"],  # trains a quick model
     "bench_app_search.py": ["--runs", "{tmp}/runs", "--rounds", "1", "--per-round", "2",
                             "--clients", "2", "--per-client", "1", "--queries", "3"],
@@ -185,3 +186,37 @@ def test_bench_feature_loading_removes_its_temporary_folder(own_tmp):
     bench_feature_loading = load("bench_feature_loading")
     assert bench_feature_loading.main(["--videos", "20", "--repeat", "1"]) in (0, 1)
     assert not list(own_tmp.glob("rudder-*"))
+
+
+@pytest.mark.slow
+def test_bench_annotation_tags_only_the_training_captions_of_the_run_languages(tmp_path):
+    # The lexicon tagger (no trained model needed) stands in for Stanza: the copy's training
+    # captions in mr/hi/en carry what `heuristics label` writes, the rest is the sample's.
+    from heuristics.classes import lexicon_entries, read_lexicon
+    from heuristics.label import annotate
+    from heuristics.lexicon_tagger import LexiconTagger
+    from heuristics.nouns_verbs import ExtractionOptions
+    from heuristics.stop_nouns import default_stop_nouns
+    from heuristics.studies.indic_sample import LEXICON
+    from rudder.data.layout import DatasetFolder
+    from rudder.data.lookup import resolve_dataset
+
+    bench = load("bench_annotation")
+    sample = resolve_dataset("sample")
+    before = {split: sample.captions(split) for split in ("train", "validation", "test")}
+    tagger = LexiconTagger(lexicon_entries(read_lexicon(LEXICON)))
+    copy = DatasetFolder(bench.tagged_sample(sample, tagger, ("mr", "hi", "en"),
+                                             tmp_path / "sample"))
+    for split in ("validation", "test"):
+        assert copy.captions(split).equals(before[split])
+    train, old = copy.captions("train").to_pandas(), before["train"].to_pandas()
+    assert train["caption_id"].tolist() == old["caption_id"].tolist()
+    other = ~old["lang"].isin(["mr", "hi", "en"])
+    assert other.any() and train[other].equals(old[other])
+    tagged = train[~other]
+    assert (tagged["noun_classes"].map(list) != old[~other]["noun_classes"].map(list)).any()
+    expected = annotate(before["train"], tagger, read_lexicon(LEXICON), ExtractionOptions(),
+                        stop_nouns=default_stop_nouns(), only=("mr", "hi", "en")).to_pandas()
+    for column in ("nouns", "verbs", "noun_classes", "verb_classes"):
+        assert train[column].map(list).tolist() == expected[column].map(list).tolist()
+    assert sample.captions("train").equals(before["train"])  # the sample itself is untouched

@@ -266,6 +266,15 @@ class SupervisionConfig:
     relation_batches: bool = setting(
         False, doc="annotated caption pairs of different videos share a batch (a new run "
         "needs `manual_relations`, `caption_sampling: random` and `positive_sampling: own`)")
+    relation_pinning: str = setting(
+        "both", rule=one_of("both", "drawn"),
+        doc="with `relation_batches`, the pairs an epoch may keep: `both` (every pair, both "
+        "captions pinned) or `drawn` (a pair one of whose captions its video drew uniformly; "
+        "only the other video is pinned, [fidelity](fidelity.md))")
+    relation_share: float = setting(
+        1.0, rule=fraction(low_open=True),
+        doc="with `relation_batches`, the largest share of an epoch's videos in kept "
+        "annotated pairs (1: no cap beyond one pair per video)")
     batch_relevance: str = setting(
         "caption", rule=one_of("caption", "video"),
         doc="training-batch relevance: `caption` (caption i vs the batch caption of video j, "

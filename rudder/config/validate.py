@@ -69,6 +69,12 @@ def check_new_run(config: TrainConfig) -> None:
     if sup.relations_file and not sup.manual_relations:
         raise ConfigError("supervision.relations_file needs supervision.manual_relations: true "
                           "(the file replaces the dataset's relations, which only PO(M) reads)")
+    changed = [f"supervision.{key}" for key, default in (("relation_pinning", "both"),
+                                                          ("relation_share", 1.0))
+               if getattr(sup, key) != default]
+    if changed and not sup.relation_batches:
+        raise ConfigError(f"{' and '.join(changed)} shape the relation batches: they need "
+                          "supervision.relation_batches: true")
     if sup.relation_batches:
         needs = {"supervision.manual_relations": (sup.manual_relations, True),
                  "data.caption_sampling": (config.data.caption_sampling, "random"),

@@ -12,6 +12,8 @@ def epoch_batches(
     generator: torch.Generator,
     mode: str = "random",
     pairs: torch.Tensor | None = None,
+    pinning: str = "both",
+    share: float = 1.0,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """The ``(video_index, caption_slot)`` batches of one epoch.
 
@@ -36,6 +38,15 @@ def epoch_batches(
     reaches the loss. The other videos draw their slot uniformly as in ``random``. Batches
     then hold ``batch_size`` rounded down to an even number of videos (pairs never
     straddle two batches).
+
+    ``pinning`` says which pairs an epoch may keep and whose captions it fixes. ``both``
+    (default): every pair, both captions pinned, so a video in many pairs trains mostly on
+    its annotated captions. ``drawn``: only a pair one of whose captions is the slot its
+    video drew uniformly this epoch, and only the other video is pinned; the drawn video's
+    captions keep their uniform frequency, and each pair is kept in about ``1 / n`` of the
+    epochs (``n`` the captions of the drawing video). ``share`` caps the kept pairs at
+    ``floor(share * V / 2)`` (``V`` the videos with a caption), i.e. at most that share of
+    the epoch's videos are in kept pairs; 1.0 sets no cap beyond disjointness.
     """
     num_videos, num_slots = caption_mask.shape
     has_caption = caption_mask.any(1)
@@ -46,7 +57,8 @@ def epoch_batches(
     if pairs is not None:
         if mode != "random":
             raise ValueError("relation-aware batches need caption sampling 'random'")
-        return _paired_batches(caption_mask, slot_order[:, 0], pairs, batch_size, generator)
+        return _paired_batches(caption_mask, slot_order[:, 0], pairs, batch_size, generator,
+                               pinning, share)
     if mode == "random":
         rounds = [(torch.nonzero(has_caption).squeeze(1), slot_order[:, 0])]
     elif mode == "all":
@@ -83,17 +95,28 @@ def _chunks(videos: torch.Tensor, slots: torch.Tensor, batch_size: int):
     return [(chunk, slots[chunk]) for chunk in chunks if len(chunk) >= 2]
 
 
-def _paired_batches(caption_mask, slots, pairs, batch_size, generator):
-    """``random`` batches in which a random maximal set of video-disjoint pairs sits together."""
+def _paired_batches(caption_mask, slots, pairs, batch_size, generator, pinning="both",
+                    share=1.0):
+    """``random`` batches in which a random maximal set of video-disjoint pairs (among those
+    ``pinning`` allows, at most ``share`` of the videos) sits together."""
+    if pinning not in ("both", "drawn"):
+        raise ValueError(f"relation-aware batches: pinning {pinning!r} is not 'both' or 'drawn'")
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"relation-aware batches: share {share!r} is not in (0, 1]")
     pairs = torch.as_tensor(pairs, dtype=torch.long).reshape(-1, 4)
     if bool((pairs[:, 0] == pairs[:, 2]).any()):
         raise ValueError("relation-aware batches: a pair joins two captions of one video")
     has_caption = caption_mask.any(1)
     pairs = pairs[caption_mask[pairs[:, 0], pairs[:, 1]] & caption_mask[pairs[:, 2], pairs[:, 3]]]
+    if pinning == "drawn":  # a pair of which one caption is its video's uniform draw
+        pairs = pairs[(slots[pairs[:, 0]] == pairs[:, 1]) | (slots[pairs[:, 2]] == pairs[:, 3])]
+    most = int(share * int(has_caption.sum())) // 2
     slots = slots.clone()
     taken = np.zeros(len(has_caption), dtype=bool)
-    kept = []
+    kept: list[tuple[int, int]] = []
     for va, sa, vb, sb in pairs[torch.randperm(len(pairs), generator=generator)].tolist():
+        if len(kept) == most:
+            break
         if not (taken[va] or taken[vb]):  # one pass over the pairs per epoch, not per batch
             taken[va] = taken[vb] = True
             slots[va], slots[vb] = sa, sb

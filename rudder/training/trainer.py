@@ -216,7 +216,9 @@ class Trainer:
         while self.epoch < cfg.epochs and not self._patience_exhausted():
             self._seed_other_ranks()
             batches = epoch_batches(train.caption_mask, cfg.data.batch_size, self.sampler_rng,
-                                    cfg.data.caption_sampling, self.supervision.relation_pairs)
+                                    cfg.data.caption_sampling, self.supervision.relation_pairs,
+                                    cfg.supervision.relation_pinning,
+                                    cfg.supervision.relation_share)
             self.model.train()
             quiet = not sys.stderr.isatty() or not self.ctx.is_main
             losses_seen = [

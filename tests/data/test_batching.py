@@ -96,3 +96,44 @@ def test_relation_aware_batches_reject_bad_input():
         epoch_batches(mask, 2, torch.Generator(), "random", pairs=torch.tensor([[1, 0, 1, 1]]))
     with pytest.raises(ValueError, match="need caption sampling 'random'"):
         epoch_batches(mask, 2, torch.Generator(), "all", pairs=torch.tensor([[0, 0, 1, 1]]))
+
+
+def test_drawn_pinning_keeps_pairs_only_through_a_uniform_draw():
+    # Hand-worked on the draws of plain `random` batches of the same generator (the paired
+    # sampler draws every video's slot first, consuming the generator the same way).
+    mask = torch.ones(8, 3, dtype=torch.bool)
+    mask[0, 1:] = mask[4, 1:] = False  # videos 0 and 4 always draw slot 0
+    plain = epoch_batches(mask, 8, torch.Generator().manual_seed(5), "random")
+    drawn = dict(zip(plain[0][0].tolist(), plain[0][1].tolist(), strict=True))
+    other = {v: (drawn[v] + 1) % 3 for v in drawn}  # a slot each video did not draw
+    pairs = torch.tensor([
+        [0, 0, 1, other[1]],         # video 0's only caption is its draw: kept, 1 pinned
+        [2, drawn[2], 3, other[3]],  # video 2 drew its caption: kept, 3 pinned
+        [6, other[6], 7, other[7]],  # neither video drew its caption: not kept
+    ])
+    batches = epoch_batches(mask, 8, torch.Generator().manual_seed(5), "random", pairs=pairs,
+                            pinning="drawn")
+    placed = {v: (i, s) for i, (vids, slots) in enumerate(batches)
+              for v, s in zip(vids.tolist(), slots.tolist(), strict=True)}
+    slots = {v: s for v, (_, s) in placed.items()}
+    assert slots == {**drawn, 1: other[1], 3: other[3]}
+    assert placed[0][0] == placed[1][0] and placed[2][0] == placed[3][0]
+    # The default pins both captions of every pair it keeps, draws or not.
+    both = epoch_batches(mask, 8, torch.Generator().manual_seed(5), "random", pairs=pairs)
+    pinned = {v: s for vids, ss in both for v, s in zip(vids.tolist(), ss.tolist(), strict=True)}
+    assert (pinned[6], pinned[7]) == (other[6], other[7])
+
+
+def test_relation_share_caps_the_videos_in_kept_pairs():
+    mask = torch.zeros(40, 3, dtype=torch.bool)
+    mask[::2, 0] = True  # even videos: one caption, always drawn, so every pair is eligible
+    mask[1::2] = True
+    plain = epoch_batches(mask, 40, torch.Generator().manual_seed(1), "random")
+    drawn = dict(zip(plain[0][0].tolist(), plain[0][1].tolist(), strict=True))
+    pairs = torch.tensor([[v, 0, v + 1, (drawn[v + 1] + 1) % 3] for v in range(0, 40, 2)])
+    for share, most in ((1.0, 20), (0.5, 10), (0.1, 2), (0.01, 0)):
+        batches = epoch_batches(mask, 40, torch.Generator().manual_seed(1), "random",
+                                pairs=pairs, pinning="drawn", share=share)
+        slots = {v: s for vids, ss in batches for v, s in zip(vids.tolist(), ss.tolist(),
+                                                               strict=True)}
+        assert sum(slots[v] != drawn[v] for v in slots) == most  # floor(share * 40 / 2)

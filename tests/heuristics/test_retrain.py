@@ -91,6 +91,7 @@ def test_the_po_manual_config_starts_from_the_base_run(concept, tmp_path):
     assert config.data.caption_sampling == "random" and config.data.caption_langs == ["mr", "en"]
     sup = config.supervision
     assert sup.manual_relations and sup.relation_batches and sup.description_labels
+    assert sup.relation_pinning == "drawn"  # the default pins every video of a kept pair
     assert sup.relations_file == "relations.parquet" and config.optim.lr == 0.01
 
 

@@ -17,9 +17,9 @@ def trainer(tmp_path, **supervision):
     return Trainer(config, tmp_path, DistContext())
 
 
-def batches_of(run, pairs):
+def batches_of(run, pairs, pinning="both"):
     mask = run.splits["train"].caption_mask
-    return epoch_batches(mask, 64, torch.Generator().manual_seed(0), "random", pairs)
+    return epoch_batches(mask, 64, torch.Generator().manual_seed(0), "random", pairs, pinning)
 
 
 def manual_lookup(run, videos, slots):
@@ -44,9 +44,14 @@ def test_manual_relations_and_descriptions_reach_the_batch_labels(tmp_path):
         described += int(((with_manual == 3) & (without != 3) & ~known).sum())
     by_chance = sum(int((manual_lookup(manual, v, s) >= 0).sum())
                     for v, s in batches_of(manual, None))
-    print(f"annotated pairs in batches: {found} relation-aware, {by_chance} by chance; "
-          f"{changed} labels changed by relations, {described} by the description heuristic")
+    drawn = sum(int((manual_lookup(manual, v, s) >= 0).sum())
+                for v, s in batches_of(manual, manual.supervision.relation_pairs, "drawn"))
+    print(f"annotated pairs in batches: {found} relation-aware, {drawn} with pinning drawn, "
+          f"{by_chance} by chance; {changed} labels changed by relations, {described} by the "
+          "description heuristic")
     # Hundreds of annotated pairs (both orders) reach the batches each epoch; without the
-    # relation-aware sampler only a handful land in a batch by chance.
+    # relation-aware sampler only a handful land in a batch by chance, and pinning only the
+    # video that did not draw its annotated caption lies in between.
     assert found > 200 > 10 * by_chance
+    assert found > drawn > 5 * by_chance
     assert changed > 10 and described > 10
