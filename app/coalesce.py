@@ -11,6 +11,7 @@ here with no batching window, so that a lone query never waits).
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -48,7 +49,8 @@ class Coalescer(Generic[Item, Result]):
         self._lock = threading.Lock()
         self._pending: list[_Slot[Item, Result]] = []
         self._busy = False
-        self.batch_sizes: list[int] = []  # the size of every batch run (for tests, benchmarks)
+        # the sizes of the last 1,000 batches run (tests, benchmarks; bounded in a long-lived app)
+        self.batch_sizes: deque[int] = deque(maxlen=1000)
 
     def __call__(self, item: Item) -> Result:
         slot: _Slot[Item, Result] = _Slot(item)

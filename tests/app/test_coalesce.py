@@ -55,57 +55,44 @@ def test_a_lone_call_runs_at_once_as_a_batch_of_one():
     assert squares.batches == [[3], [4]]
 
 
-def test_calls_arriving_during_a_batch_share_the_next_one():
-    squares = GatedSquares()
-    coalescer = Coalescer(squares, max_batch=8)
+def behind_a_held_batch(coalescer, squares, items):
+    """Call ``coalescer(1)`` and hold its batch until ``items`` have all queued behind it,
+    each in its own thread; -> item -> result or error of every call but the first."""
     first = threading.Thread(target=coalescer, args=(1,))
     first.start()
-    assert squares.entered.wait(10)  # 1 runs alone; 2..6 arrive while it runs
-    waiting = threading.Thread(target=lambda: out.update(run_threads(coalescer, [2, 3, 4, 5, 6])))
+    assert squares.entered.wait(10)  # 1 runs alone; the items arrive while it runs
     out: dict = {}
+    waiting = threading.Thread(target=lambda: out.update(run_threads(coalescer, items)))
     waiting.start()
-    while len(coalescer._pending) < 5:
+    while len(coalescer._pending) < len(items):
         threading.Event().wait(0.01)
     squares.release.set()
     waiting.join(10)
     first.join(10)
+    return out
+
+
+def test_calls_arriving_during_a_batch_share_the_next_one():
+    squares = GatedSquares()
+    coalescer = Coalescer(squares, max_batch=8)
+    out = behind_a_held_batch(coalescer, squares, [2, 3, 4, 5, 6])
     assert out == {2: 4, 3: 9, 4: 16, 5: 25, 6: 36}
     assert squares.batches[0] == [1] and sorted(squares.batches[1]) == [2, 3, 4, 5, 6]
-    assert coalescer.batch_sizes == [1, 5] and not coalescer._busy
+    assert list(coalescer.batch_sizes) == [1, 5] and not coalescer._busy
 
 
 def test_max_batch_splits_the_waiting_calls():
     squares = GatedSquares()
     coalescer = Coalescer(squares, max_batch=2)
-    first = threading.Thread(target=coalescer, args=(1,))
-    first.start()
-    assert squares.entered.wait(10)
-    out: dict = {}
-    waiting = threading.Thread(target=lambda: out.update(run_threads(coalescer, [2, 3, 4, 5, 6])))
-    waiting.start()
-    while len(coalescer._pending) < 5:
-        threading.Event().wait(0.01)
-    squares.release.set()
-    waiting.join(10)
-    first.join(10)
+    out = behind_a_held_batch(coalescer, squares, [2, 3, 4, 5, 6])
     assert out == {2: 4, 3: 9, 4: 16, 5: 25, 6: 36}
-    assert coalescer.batch_sizes == [1, 2, 2, 1]
+    assert list(coalescer.batch_sizes) == [1, 2, 2, 1]
 
 
 def test_a_bad_item_fails_only_its_own_call():
     squares = GatedSquares(bad={4})
     coalescer = Coalescer(squares, max_batch=8)
-    first = threading.Thread(target=coalescer, args=(1,))
-    first.start()
-    assert squares.entered.wait(10)
-    out: dict = {}
-    waiting = threading.Thread(target=lambda: out.update(run_threads(coalescer, [2, 3, 4, 5])))
-    waiting.start()
-    while len(coalescer._pending) < 4:
-        threading.Event().wait(0.01)
-    squares.release.set()
-    waiting.join(10)
-    first.join(10)
+    out = behind_a_held_batch(coalescer, squares, [2, 3, 4, 5])
     assert {k: v for k, v in out.items() if k != 4} == {2: 4, 3: 9, 5: 25}
     assert isinstance(out[4], ValueError) and "bad item in [4]" in str(out[4])
     assert sorted(squares.batches[2:]) == [[2], [3], [4], [5]]  # retried one by one
@@ -124,7 +111,7 @@ def test_concurrent_searches_give_the_bits_of_sequential_ones(app_dataset, media
     queries = [("कागद दुमडा", "mr"), ("fold the paper", "en"), ("कागज़ मोड़िए", "hi"),
                ("paper", "en"), ("कागद", "mr"), ("cut", "en")]
     alone = {q: engine.search(*q, k=30) for q in queries}
-    assert engine._queries.batch_sizes == [1] * len(queries)
+    assert list(engine._queries.batch_sizes) == [1] * len(queries)
     gate, release = threading.Event(), threading.Event()
     batched = engine._queries.run_batch
 
@@ -148,7 +135,7 @@ def test_concurrent_searches_give_the_bits_of_sequential_ones(app_dataset, media
     release.set()
     rest.join(20)
     first.join(20)
-    assert engine._queries.batch_sizes[len(queries):] == [1, len(queries) - 1]
+    assert list(engine._queries.batch_sizes)[len(queries):] == [1, len(queries) - 1]
     for query in queries:
         assert [(h.video_id, h.score, h.caption_id) for h in out[query]] == [
             (h.video_id, h.score, h.caption_id) for h in alone[query]], query
