@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -67,26 +66,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from machine import machine_line  # benchmarks/machine.py, beside this script
+
 MISSED, USAGE, DIFFERENT, NOT_CHECKED = 1, 2, 3, 4  # exit codes
 STRATEGIES = ("model-disagreement", "heuristic", "random")
 CONTROLS = ("model-disagreement", "random")  # retrained on their pairs' heuristic labels too
 TAGGED_LANGS = ("mr", "hi", "en")  # the training languages of the runs (the sample's default)
 LANGS = f"data.caption_langs=[{', '.join(TAGGED_LANGS)}]"  # also on the tagged copy of the sample
-
-
-def machine() -> str:
-    """CPU model, cores, load and thread settings, for the figures' context."""
-    import torch
-
-    model = platform.processor() or "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"machine: {model}, {os.cpu_count()} cores, load {load}; torch threads "
-            f"{torch.get_num_threads()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
 
 
 # ------------------------------------------------------------------ the annotators
@@ -480,7 +468,7 @@ def main(argv=None) -> int:
     from rudder.data.layout import DatasetFolder
     from rudder.data.lookup import resolve_dataset
 
-    print(machine(), flush=True)
+    print(machine_line(), flush=True)
     print("dataset: the embedded sample, SIMULATED captions and features")
     folder = resolve_dataset("sample")
     truth = Truth(Collection(folder))

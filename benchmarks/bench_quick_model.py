@@ -14,8 +14,6 @@ language misses the target.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -25,6 +23,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 TARGET = 5.0  # times chance
 K = 10
@@ -71,9 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, help="at most this many epochs (default: the "
                         "app's; fewer for a smoke test)")
     args = parser.parse_args(argv)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load {', '.join(f'{v:.1f}' for v in os.getloadavg())}, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}", flush=True)
+    print(machine_line(), flush=True)
     run_dir, scratch = args.run, None
     if run_dir is None:
         from app.__main__ import QUICK_EPOCHS, train_quick

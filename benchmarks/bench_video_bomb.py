@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,9 @@ from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from machine import machine_line  # benchmarks/machine.py, beside this script
+
 BUILD_PEAK_GB, APP_PEAK_GB, SEARCH_SECONDS = 1.0, 1.5, 10.0
 
 
@@ -199,8 +201,7 @@ def main() -> int:
     if args.write_bomb:
         write_bomb(args.write_bomb, args.side)
         return 0
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; {load()}")
+    print(machine_line(), flush=True)
     work = args.keep or Path(tempfile.mkdtemp(prefix="rudder-bomb-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RUDDER_CACHE": str(work / "cache"),

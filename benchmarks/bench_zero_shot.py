@@ -16,12 +16,12 @@ prints; the first trains 3 seeds of each row (minutes each on 2 CPU cores).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 TARGET = 0.5
 
@@ -37,9 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", help="these zero-shot rows only")
     parser.add_argument("--epochs", type=int, help="cap each training's epochs (a smoke test)")
     args = parser.parse_args(argv)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load {', '.join(f'{v:.1f}' for v in os.getloadavg())}, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}", flush=True)
+    print(machine_line(), flush=True)
     names = [name for name, spec in transfer.TRAININGS.items()
              if spec.fraction is None and (not args.only or name in args.only)]
     command = "python benchmarks/bench_zero_shot.py " + " ".join(

@@ -9,18 +9,8 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from pathlib import Path
 
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``, else :func:`platform.processor`)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from rudder.runs.folders import cpu_model
 
 
 def threads_text() -> str:

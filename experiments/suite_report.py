@@ -6,7 +6,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ from rudder.data.lookup import resolve_dataset
 from rudder.errors import RunError
 from rudder.evaluation.loading import load_run
 from rudder.evaluation.selection import reported_value
-from rudder.runs.folders import environment_record
+from rudder.runs.folders import cpu_model, environment_record
 from rudder.runs.layout import (
     env_file,
     predictions_file,
@@ -32,17 +31,6 @@ from .suites import BEST, Suite
 
 HARD_NEGATIVE_DRAWS = 10
 POOLED_SEED = -1  # the "seed" of a fusion of every seed pooled into one model
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (platform.processor() elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def collect_rows(

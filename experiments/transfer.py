@@ -572,10 +572,11 @@ def git_commit() -> str:
 
 def machine() -> str:
     import os
-    import platform
+
+    from rudder.runs.folders import cpu_model
 
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load}"
+    return f"{cpu_model()}, {os.cpu_count()} CPUs, load {load}"
 
 
 def finished_runs(name: str, out: Path, seeds) -> list[Path]:

@@ -149,6 +149,18 @@ def _git_sha() -> str | None:
         return None
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``, else :func:`platform.processor`, else the
+    architecture)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment_record(dataset_fingerprint: str) -> dict:
     """What ``env.json`` holds: code version, packages, machine and data fingerprint."""
     import torch
@@ -164,6 +176,7 @@ def environment_record(dataset_fingerprint: str) -> dict:
         "git_sha": _git_sha(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "cpu": cpu_model(),
         "packages": packages,
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
         "dataset_fingerprint": dataset_fingerprint,
