@@ -268,14 +268,12 @@ def evaluated(label: str, run_dir: Path, out: Path, split: str, pivots: int,
     return result
 
 
-def oracle(run_dir: Path, split: str = "test") -> dict:
+def oracle(run_dir: Path, fit_dir: Path, split: str = "test") -> dict:
     """A diagnostic, NOT zero-shot: :func:`evaluate` (no pivots) with every statistic of
     the target languages (:data:`TARGETS`: language removal, centering, whitening) fitted
     on those languages' own ``split`` captions, the queries themselves (transductive,
-    through ``data.sentence_fit_text``). It bounds what better-fitted statistics could give
-    the zero-shot path."""
-    import tempfile
-
+    through ``data.sentence_fit_text``, files written to ``fit_dir``). It bounds what
+    better-fitted statistics could give the zero-shot path."""
     from rudder.data.loader import build_class_index, load_split
     from rudder.evaluation.inference import similarity_matrix
     from rudder.evaluation.loading import load_run
@@ -286,18 +284,17 @@ def oracle(run_dir: Path, split: str = "test") -> dict:
         raise ValueError(f"{run_dir}: the oracle needs fitted statistics (a sentence "
                          "transform)")
     captions = run.dataset.captions(split, columns=["lang", "text"]).to_pydict()
-    with tempfile.TemporaryDirectory() as folder:
-        cfg.sentence_fit_text = {}
-        for lang in TARGETS:
-            path = Path(folder) / f"{lang}.txt"
-            path.write_text("\n".join(t for t, g in zip(captions["text"], captions["lang"],
-                                                        strict=True) if g == lang),
-                            encoding="utf-8")
-            cfg.sentence_fit_text[lang] = str(path)
-        cfg.sentence_pivots = 0
-        data = load_split(run.dataset, split, run.experts, run.vocab, LANGS,
-                          build_class_index(run.dataset), cfg.max_words, cfg.max_frames,
-                          run.text_encoder)
+    cfg.sentence_fit_text = {}
+    for lang in TARGETS:
+        path = atomic_write_text(
+            fit_dir / f"{lang}-{split}.txt",
+            "\n".join(t for t, g in zip(captions["text"], captions["lang"], strict=True)
+                      if g == lang))
+        cfg.sentence_fit_text[lang] = str(path)
+    cfg.sentence_pivots = 0
+    data = load_split(run.dataset, split, run.experts, run.vocab, LANGS,
+                      build_class_index(run.dataset), cfg.max_words, cfg.max_frames,
+                      run.text_encoder)
     sims = similarity_matrix(run.model, data, "cpu", cfg.max_words, cfg.max_frames)
     return hits_of(run, split, sims.numpy(), data)
 
@@ -307,7 +304,7 @@ def oracle_cached(run_dir: Path, out: Path) -> dict:
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     print(f"evaluating {run_dir.name}: transductive oracle statistics", flush=True)
-    result = oracle(run_dir)
+    result = oracle(run_dir, out / "oracle-fit-text")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(result, indent=1))
     return result
