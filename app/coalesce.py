@@ -106,4 +106,3 @@ class Coalescer(Generic[Item, Result]):
             return
         for slot, result in zip(batch, results, strict=True):
             slot.result, slot.answered = result, True
-
