@@ -137,8 +137,9 @@ class SearchEngine:
     def _score_queries(self, queries: list[tuple[str, str]]) -> list[tuple]:
         """Per ``(query, lang)``: its embedding ``(1, E, D)``, mixture logits ``(1, E)`` and
         similarity to every video ``(V,)``, all queries through one model pass. Each query is
-        encoded on its own (as :meth:`embed_texts` encodes it); the passes are padded blocks,
-        so every row has the bits it has searched alone."""
+        encoded on its own (as :meth:`embed_texts` encodes it), and a row's numbers in a
+        padded block do not depend on the other rows, so each query gets exactly the numbers
+        it gets when searched alone."""
         encoded = [self.encode([query], [lang]) for query, lang in queries]
         padded = [pad_steps(tokens, mask, self.max_words) for tokens, mask in encoded]
         if len({mask.shape[1] for _, mask in padded}) > 1:  # an input over max_words: alone
