@@ -2,19 +2,16 @@
 
 A queue (:mod:`app.pair_queue`) is built once per dataset, strategy and *key* (the universe
 of caption pairs, the heuristic's settings and, for ``model-disagreement``, the model's
-index key) by one worker thread, at a lower CPU priority than the server's threads (a
-build takes about a minute on the sample; searches meanwhile come first), and stored with
-:meth:`AnnotationStore.replace_queue`; a restarted app with the same data and model finds
-it there and serves it at once. A new model (a retrained run the app switched to) has a new
-key, so its queue is built afresh; the labels, kept per pair, carry over.
+index key) by one worker thread, and stored with :meth:`AnnotationStore.replace_queue`; a
+restarted app with the same data and model finds it there and serves it at once. A new
+model (a retrained run the app switched to) has a new key, so its queue is built afresh;
+the labels, kept per pair, carry over.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
-import sys
 import threading
 import time
 
@@ -121,7 +118,6 @@ class QueueService:
             self._worker.start()
 
     def _work(self) -> None:
-        lower_priority()
         while True:
             try:
                 dataset, strategy, key = self._jobs.get(timeout=5.0)
@@ -164,20 +160,3 @@ class QueueService:
         size = self.store.replace_queue(dataset, strategy, rows, key, self.share)
         self._ready[dataset, strategy] = key
         return size
-
-
-BUILD_NICENESS = 10  # added to the worker thread's nice value (Linux: per thread)
-
-
-def lower_priority(niceness: int = BUILD_NICENESS) -> bool:
-    """Lower the calling thread's CPU priority by ``niceness`` (on Linux a thread is a task
-    with its own nice value, ``setpriority(PRIO_PROCESS, tid)``; elsewhere the call would
-    renice the whole process, so nothing is done); whether it was lowered."""
-    if not sys.platform.startswith("linux"):
-        return False
-    tid = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + niceness)
-    except OSError:  # a sandbox may refuse it: the build runs at the server's priority
-        return False
-    return True

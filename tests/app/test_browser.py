@@ -132,9 +132,15 @@ def search(page, query, k=None):
         if not page.locator("#search-k input[type=number]").is_visible():
             page.locator("#search-more").get_by_text("More options").click()  # k lives there
         field = page.locator("#search-k input[type=number]")
-        field.fill(str(k))
-        field.press("Enter")
-        expect(field).to_have_value(str(k))  # the search reads the field as the page shows it
+        for attempt in range(3):  # a re-render of the opening accordion can undo a fill
+            field.fill(str(k))
+            field.press("Enter")
+            try:  # the search reads the field as the page shows it
+                expect(field).to_have_value(str(k), timeout=3000)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
     page.locator("#search-button").click()
 
 

@@ -1,10 +1,6 @@
 """Candidate queues: the strategies' pairs, their scores against direct loops, the service
 that stores them and the annotation tab that serves them."""
 
-import os
-import sys
-import threading
-import types
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +11,7 @@ from app.annotations_db import AnnotationStore
 from app.candidates import CandidateRanker
 from app.collection import Collection
 from app.pair_queue import QueueBuilder, QueueError, diverse_order
-from app.queue_service import BUILD_NICENESS, QueueService
+from app.queue_service import QueueService
 
 DATASET = "app-test"
 
@@ -266,23 +262,3 @@ def test_a_stored_queue_is_reused_and_a_new_model_rebuilds_it(collection, tmp_pa
     assert not ready and "is being built" in message
     restarted.wait(DATASET, "model-disagreement")
     assert store.queue_info(DATASET, "model-disagreement")["key"] != built["key"]
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice: Linux")
-def test_queues_are_built_at_a_lower_priority_than_the_server_threads(collection, tmp_path):
-    """The worker thread renices itself, and only itself: searches meanwhile come first."""
-    server_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    seen = {}
-    real_build = QueueService.build
-
-    def build(self, *args):
-        seen["thread"] = threading.current_thread().name
-        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        return real_build(self, *args)
-
-    store = AnnotationStore(tmp_path / "labels.sqlite")
-    service = QueueService(store, {DATASET: collection}, lambda name: None)
-    service.build = types.MethodType(build, service)
-    service.wait(DATASET, "heuristic")
-    assert seen == {"thread": "queues", "nice": min(19, server_nice + BUILD_NICENESS)}
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == server_nice
