@@ -350,16 +350,10 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS, nullspaces=(0,),
     own = np.asarray(pool_texts, object)[None, :] == np.asarray(captions["text"], object)[:, None]
     column = {v: i for i, v in enumerate(videos.video_ids)}
     target = np.asarray([column[v] for v in captions["video_id"]])
-    basis = encoder.translation_basis() if max(nullspaces) else np.zeros((len(queries.T), 0))
     result: dict[int, dict[int, float]] = {}
     for m in nullspaces:
-        def searched(x: np.ndarray, m: int = m) -> np.ndarray:
-            if not m:
-                return x
-            b = basis[:, :m]
-            return _unit(x - (x @ b) @ b.T)
-
-        scores = searched(queries) @ searched(raw_pool).T
+        scores = (encoder.pivot_search_vectors(queries, m)
+                  @ encoder.pivot_search_vectors(raw_pool, m).T)
         scores[own] = -np.inf
         order = np.argsort(-scores, axis=1, kind="stable")
         result[m] = {}

@@ -386,12 +386,18 @@ class SentenceFeatures:
         order = np.argsort(-scores, axis=1, kind="stable")
         return _unit(pool[order[:, : self.pivots]].mean(axis=1))
 
-    def pivot_search_vectors(self, raw: np.ndarray) -> np.ndarray:
+    def pivot_search_vectors(self, raw: np.ndarray, m: int | None = None) -> np.ndarray:
         """Encoder vectors as the pivot search compares them: as they are, or with
-        ``pivot_nullspace`` on, ``unit(x - B B^T x)`` (class docstring)."""
-        if not self.pivot_nullspace:
+        ``pivot_nullspace`` on, ``unit(x - B B^T x)`` (class docstring). ``m`` (at most
+        ``pivot_nullspace``): the first m columns of B only, as a search with
+        ``pivot_nullspace = m`` would use (the top-m singular vectors of the same SVD)."""
+        m = self.pivot_nullspace if m is None else m
+        if not m:
             return raw
-        basis = self.translation_basis()
+        if m > self.pivot_nullspace:
+            raise ValueError(f"m={m}: the translation basis has {self.pivot_nullspace} "
+                             "directions (data.sentence_pivot_nullspace)")
+        basis = self.translation_basis()[:, :m]
         return _unit(raw - (raw @ basis) @ basis.T)
 
     def _searched_pivots(self) -> np.ndarray:

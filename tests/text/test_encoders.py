@@ -568,6 +568,13 @@ def test_the_pivot_search_against_a_direct_loop(cache_root):
             if score > best_score + 1e-9:
                 best, best_score = c, score
         np.testing.assert_allclose(got, rows[best], atol=1e-6)
+    # a smaller m searches with the first m directions, as a search configured with m does
+    one = SentenceFeatures(Vectors(rows)).configure(folder, ["mr"], pivots=1,
+                                                    fit_langs=["mr", "hi"], pivot_nullspace=1)
+    np.testing.assert_array_equal(features.pivot_search_vectors(rows[20:], 1),
+                                  one.pivot_search_vectors(rows[20:]))
+    with pytest.raises(ValueError, match="m=3: the translation basis has 2 directions"):
+        features.pivot_search_vectors(rows[20:], 3)
 
 
 def test_the_pivot_nullspace_needs_translation_pairs_and_valid_settings(cache_root):
