@@ -471,7 +471,8 @@ def main(argv=None) -> int:
     print(machine_line(), flush=True)
     print("dataset: the embedded sample, SIMULATED captions and features")
     folder = resolve_dataset("sample")
-    truth = Truth(Collection(folder))
+    sample = Collection(folder)
+    truth = Truth(sample)
     matching, total = truth.replays(folder.relations())
     print(f"the simulated annotator gives {matching:,} of the sample's {total:,} stored "
           "relations")
@@ -480,7 +481,7 @@ def main(argv=None) -> int:
     code_missed, unchecked = False, args.skip_training
     with tempfile.TemporaryDirectory(prefix="rudder-bench-annotation-") as tmp:
         work = Path(tmp)
-        args.dataset, collection = "sample", Collection(folder)
+        args.dataset, collection = "sample", sample
         if args.heuristic == "tagger":
             started = time.perf_counter()
             try:
@@ -495,7 +496,7 @@ def main(argv=None) -> int:
                                    "another order than the sample")
             print(f"heuristic input: Stanza tagger output ({tagged_models(args.tagger_dir)}) "
                   f"in {time.perf_counter() - started:.0f} s; "
-                  + class_agreement(Collection(folder).captions, collection.captions,
+                  + class_agreement(sample.captions, collection.captions,
                                     TAGGED_LANGS))
         else:
             print("heuristic input: the generator's noun/verb classes (the simulated "
