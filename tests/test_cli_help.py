@@ -10,6 +10,7 @@ COMMANDS = [
     ["rudder.evaluate"],
     ["rudder.publish"],
     ["rudder.data.sample"],
+    ["rudder.text.embedding_cache", "prune"],
     ["heuristics"],
     ["heuristics", "label"],
     ["heuristics", "train-tagger"],

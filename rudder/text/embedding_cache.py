@@ -28,6 +28,10 @@ encoded again and must agree within :data:`TOLERANCE`, so rows that were permute
 planted are caught whoever wrote the manifest. Anything else is ignored (one warning line)
 and its texts encoded again; the new shard takes the same name when the same texts are
 asked for, so the rename replaces the bad file.
+
+``python -m rudder.text.embedding_cache prune [--dry-run] [--root DIR]`` deletes the files
+of the cache that no reader would serve (:func:`stale_shards`: shards of an older rudder,
+damaged or foreign files) and that the user owns; another user's are listed, not touched.
 """
 
 from __future__ import annotations
@@ -287,8 +291,9 @@ class EmbeddingCache:
                             + (f" and {len(names) - 3} more" if len(names) > 3 else "")
                             for reason, names in ignored.items())
         log.warning("%s: %d embedding-cache shard%s ignored (%s); their texts are encoded again "
-                    "and rewritten (delete an ignored file to silence this)", self.folder, count,
-                    "s" if count > 1 else "", reasons)
+                    "and rewritten (`python -m rudder.text.embedding_cache prune` deletes the "
+                    "ignored files you own)", self.folder, count, "s" if count > 1 else "",
+                    reasons)
 
     # -- the interface --------------------------------------------------------------------------
     def count_missing(self, texts) -> int:
@@ -355,6 +360,108 @@ class EmbeddingCache:
         self._seen.add(name)
 
 
+def stale_shards(root: Path | None = None) -> list[tuple[Path, str]]:
+    """``(path, reason)`` of every ``*.npz`` in the model folders under ``root`` (default
+    ``$RUDDER_CACHE/text-embeddings``) that no :class:`EmbeddingCache` would serve: the
+    checks of the module docstring but the spot check (which needs the model), with the
+    model, weights and dim its manifest names, in the folder those name."""
+    base = Path(root) if root is not None else cache_dir("text-embeddings")
+    stale = []
+    for path in sorted(base.glob("*/*.npz")):
+        try:
+            model_id, weights_hash, dim = _named_model(path)
+            reader = EmbeddingCache(model_id, weights_hash, dim, base)
+            if reader.folder != path.parent:
+                raise BadShard(f"a shard of {model_id} in another model's folder")
+            reader._read(path)
+        except BadShard as reason:
+            stale.append((path, str(reason)))
+    return stale
+
+
+def _named_model(path: Path) -> tuple[str, str, int]:
+    """The model id, weights hash and dim a shard's manifest names, read from its
+    ``meta.npy`` alone (no link followed, no other member decompressed)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise BadShard(f"unreadable ({error.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise BadShard("not a regular file")
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                names = archive.namelist()
+                if "meta.npy" not in names:
+                    raise BadShard("no manifest (not written by this rudder)")
+                if archive.getinfo("meta.npy").file_size > MAX_META + NPY_HEADER:
+                    raise BadShard("its manifest declares a larger size than a manifest has")
+                raw = _read_npy(archive, "meta.npy")
+            meta = json.loads(raw.tobytes().decode("utf-8"))
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError,
+                ValueError, UnicodeDecodeError) as error:
+            raise BadShard(f"damaged ({type(error).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise BadShard(f"a manifest of another format (not {FORMAT})")
+    model_id, weights_hash, dim = meta.get("model_id"), meta.get("weights_hash"), meta.get("dim")
+    if not (isinstance(model_id, str) and isinstance(weights_hash, str)
+            and isinstance(dim, int) and not isinstance(dim, bool) and dim > 0):
+        raise BadShard("a manifest without a model id, weights hash and dim")
+    return model_id, weights_hash, dim
+
+
+def prune(root: Path | None = None, dry_run: bool = False) -> list[tuple[Path, str, str]]:
+    """Delete the :func:`stale_shards` the current user owns (``dry_run``: none);
+    ``(path, reason, what was done)`` for each stale one."""
+    done = []
+    for path, reason in stale_shards(root):
+        try:
+            owner = os.lstat(path).st_uid
+        except FileNotFoundError:
+            continue  # gone meanwhile (a writer's rename replaced it, or another prune)
+        if owner != current_uid():
+            done.append((path, reason, f"left: owned by {_owner(owner)}"))
+            continue
+        if not dry_run:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+        done.append((path, reason, "would delete" if dry_run else "deleted"))
+    return done
+
+
+def build_parser():
+    from rudder.cli import ArgumentParser, folder
+
+    parser = ArgumentParser(prog="python -m rudder.text.embedding_cache",
+                            description="The text-embedding cache.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser("prune", help="delete the files of the cache no reader "
+                                  "would serve (older formats, damaged or foreign files) that "
+                                  "you own")
+    command.add_argument("--dry-run", action="store_true", help="list them; delete nothing")
+    command.add_argument("--root", type=folder, help="the text-embeddings folder (default "
+                         "$RUDDER_CACHE/text-embeddings)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``prune``: print what :func:`prune` did, file by file, then a summary line."""
+    args = build_parser().parse_args(argv)
+    base = args.root if args.root is not None else cache_dir("text-embeddings")
+    done = prune(args.root, args.dry_run)
+    for path, reason, action in done:
+        print(f"{action}: {path} ({reason})")
+    deleted = sum(action in ("deleted", "would delete") for _, _, action in done)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{base}: {verb} {deleted} file{'s' * (deleted != 1)}; "
+          f"{len(done) - deleted} left (another user's)")
+    return 0
+
+
 def _read_npy(archive: zipfile.ZipFile, name: str) -> np.ndarray:
     with archive.open(name) as member:
         return np.lib.format.read_array(member, allow_pickle=False)
@@ -386,3 +493,7 @@ def _owner(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):
         return f"uid {uid}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

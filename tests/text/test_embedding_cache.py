@@ -287,3 +287,44 @@ def test_two_processes_writing_the_same_entry_leave_one_whole_shard(tmp_path, wa
         hashlib.sha256(np.array([text_key(t) for t in TEXTS], "S64").tobytes()).hexdigest()[:24]
         + ".npz"]  # no temporary file left behind
     assert warnings == []
+
+
+def test_prune_deletes_the_files_no_reader_serves_and_keeps_the_rest(tmp_path, warnings, capsys):
+    good, keys, vectors = written(tmp_path)
+    folder = good.parent
+    np.savez_compressed(folder / "old.npz", keys=keys, vectors=vectors)  # an older rudder's
+    (folder / "junk.npz").write_bytes(b"junk")
+    forge(folder / "other-model.npz", keys, vectors, mode=0o644, model_id="other/model")
+    target = tmp_path / "elsewhere.npz"
+    target.write_bytes(b"not the cache's")
+    (folder / "link.npz").symlink_to(target)
+    stale = {path.name: reason for path, reason in embedding_cache.stale_shards(tmp_path)}
+    assert stale == {"old.npz": "no manifest (not written by this rudder)",
+                     "junk.npz": "damaged (BadZipFile)",
+                     "other-model.npz": "a shard of other/model in another model's folder",
+                     "link.npz": stale["link.npz"]}
+    assert stale["link.npz"].startswith("unreadable")  # O_NOFOLLOW: the link is not followed
+
+    assert embedding_cache.main(["prune", "--dry-run", "--root", str(tmp_path)]) == 0
+    assert "would delete 4 files; 0 left" in capsys.readouterr().out
+    assert len(list(folder.glob("*.npz"))) == 5  # nothing deleted
+
+    embedding_cache.main(["prune", "--root", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert f"deleted: {folder / 'old.npz'} (no manifest" in out and "deleted 4 files" in out
+    assert [p.name for p in folder.glob("*.npz")] == [good.name]
+    assert target.read_bytes() == b"not the cache's"  # the link went, not what it named
+    warnings.clear()
+    served = cache(tmp_path).get(TEXTS, lambda t: pytest.fail(f"re-encoded {t}"))
+    np.testing.assert_array_equal(served, encode(TEXTS))
+    assert warnings == []  # nothing left to ignore
+
+
+def test_prune_leaves_another_users_files(tmp_path, monkeypatch):
+    good, _, _ = written(tmp_path)
+    (good.parent / "junk.npz").write_bytes(b"junk")
+    monkeypatch.setattr(embedding_cache, "current_uid", lambda: os.getuid() + 1)
+    done = embedding_cache.prune(tmp_path)
+    assert [(path.name, action.split(":")[0]) for path, _, action in done] == [
+        ("junk.npz", "left")]
+    assert (good.parent / "junk.npz").exists() and good.exists()
