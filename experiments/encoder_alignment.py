@@ -33,15 +33,14 @@ with S up to the fitting languages' own (experiments/results/encoder-alignment-s
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 
 from rudder.atomic import atomic_write_text
+from rudder.cli import ArgumentParser, output_file
 from rudder.data.lookup import resolve_dataset
 from rudder.text.encoders import _unit, same_segment_pairs, translation_directions
 
@@ -216,16 +215,25 @@ def report(table: dict, header: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m experiments.encoder_alignment",
-                                     description=__doc__.split("\n\n")[0])
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="python -m experiments.encoder_alignment",
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="sample")
     parser.add_argument("--encoder", default="multilingual-e5",
                         help="data.text_encoder of a sentence encoder")
     parser.add_argument("--source", default="mr", help="the training language")
     parser.add_argument("--fit-langs", nargs="+", default=["mr", "hi", "en"])
-    parser.add_argument("--report", type=Path, help="also write the Markdown report here")
+    parser.add_argument("--report", type=output_file,
+                        help="also write the Markdown report here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Print (and with ``--report`` write) the report; returns the table."""
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.source not in args.fit_langs:
+        parser.error(f"--fit-langs {' '.join(args.fit_langs)}: include --source {args.source}")
     from rudder.text.encoders import SentenceFeatures, load_text_encoder
 
     encoder = load_text_encoder(args.encoder)
@@ -236,8 +244,6 @@ def main(argv: list[str] | None = None) -> dict:
     columns = ["text", "lang", "video_id", "start", "end"]
     train = dataset.captions("train", columns=columns).to_pydict()
     test = dataset.captions("test", columns=columns).to_pydict()
-    if args.source not in args.fit_langs:
-        parser.error(f"--fit-langs {args.fit_langs}: include --source {args.source}")
     table = alignment_table(encoder.vectors, train, test, args.source, args.fit_langs)
     header = {"command": "python -m experiments.encoder_alignment " + " ".join(
                   argv if argv is not None else sys.argv[1:]),

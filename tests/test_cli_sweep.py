@@ -117,6 +117,7 @@ JUNK_IS_VALID = {
     "heuristics label --report": "an output file, replaced atomically",
     "heuristics.studies.epic_eval --report": "an output file, replaced atomically",
     "heuristics.studies.ud_eval --report": "an output file, replaced atomically",
+    "experiments.encoder_alignment --report": "an output file, replaced atomically",
 }
 
 
