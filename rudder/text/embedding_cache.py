@@ -157,23 +157,9 @@ class EmbeddingCache:
         docstring but the spot check; ``owner`` is None when this user wrote it and nobody
         else can write it, else the name of whoever may have. A :class:`BadShard` says why
         not."""
-        try:
-            before = os.lstat(path)
-        except OSError as error:
-            raise BadShard(f"unreadable ({error.strerror})") from None
-        if not stat.S_ISREG(before.st_mode):
-            raise BadShard("not a regular file")
         limit = MAX_ROWS * (64 + 4 * self.dim) * 1.01 + MAX_META + 3 * NPY_HEADER + (1 << 20)
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
-            getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, flags)
-        except OSError as error:
-            raise BadShard(f"unreadable ({error.strerror})") from None
-        with os.fdopen(fd, "rb") as handle:
+        with _open_regular(path) as handle:
             info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise BadShard("not a regular file")
             if info.st_size > limit:
                 raise BadShard("larger than any shard")
             try:
@@ -382,15 +368,7 @@ def stale_shards(root: Path | None = None) -> list[tuple[Path, str]]:
 def _named_model(path: Path) -> tuple[str, str, int]:
     """The model id, weights hash and dim a shard's manifest names, read from its
     ``meta.npy`` alone (no link followed, no other member decompressed)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
-        getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as error:
-        raise BadShard(f"unreadable ({error.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise BadShard("not a regular file")
+    with _open_regular(path) as handle:
         try:
             with zipfile.ZipFile(handle) as archive:
                 names = archive.namelist()
@@ -424,7 +402,7 @@ def prune(root: Path | None = None, dry_run: bool = False) -> list[tuple[Path, s
         if owner != current_uid():
             done.append((path, reason, f"left: owned by {_owner(owner)}"))
             continue
-        if not dry_run:
+        if not dry_run:  # a writer's rename may have put a good shard here since: a re-encode
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -460,6 +438,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{base}: {verb} {deleted} file{'s' * (deleted != 1)}; "
           f"{len(done) - deleted} left (another user's)")
     return 0
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading in binary if it is a regular file: a link is not
+    followed, and a FIFO cannot block (opened non-blocking); else :class:`BadShard`."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise BadShard("not a regular file")
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+            getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise BadShard(f"unreadable ({error.strerror})") from None
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced since the lstat
+        handle.close()
+        raise BadShard("not a regular file")
+    return handle
 
 
 def _read_npy(archive: zipfile.ZipFile, name: str) -> np.ndarray:
