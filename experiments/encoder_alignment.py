@@ -234,17 +234,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.source not in args.fit_langs:
         parser.error(f"--fit-langs {' '.join(args.fit_langs)}: include --source {args.source}")
-    from rudder.text.encoders import SentenceFeatures, load_text_encoder
+    from rudder.errors import exit_on_error
+    from rudder.text.encoders import encoder_kind, load_text_encoder
 
-    encoder = load_text_encoder(args.encoder)
-    if not isinstance(encoder, SentenceFeatures):
+    if encoder_kind(args.encoder) != "sentence":
         parser.error(f"--encoder {args.encoder}: a sentence encoder is needed "
-                     "(multilingual-e5 or sentence-transformers:PATH)")
-    dataset = resolve_dataset(args.dataset)
-    columns = ["text", "lang", "video_id", "start", "end"]
-    train = dataset.captions("train", columns=columns).to_pydict()
-    test = dataset.captions("test", columns=columns).to_pydict()
-    table = alignment_table(encoder.vectors, train, test, args.source, args.fit_langs)
+                     "(multilingual-e5 or sentence:FOLDER)")
+    with exit_on_error():
+        encoder = load_text_encoder(args.encoder)
+        dataset = resolve_dataset(args.dataset)
+        columns = ["text", "lang", "video_id", "start", "end"]
+        train = dataset.captions("train", columns=columns).to_pydict()
+        test = dataset.captions("test", columns=columns).to_pydict()
+        table = alignment_table(encoder.vectors, train, test, args.source, args.fit_langs)
     header = {"command": "python -m experiments.encoder_alignment " + " ".join(
                   argv if argv is not None else sys.argv[1:]),
               "encoder": args.encoder, "source": args.source, "fit_langs": args.fit_langs,

@@ -133,3 +133,17 @@ def test_the_report_marks_the_fitted_and_the_zero_shot_languages():
     assert "| none | 100.0 / 100.0 / 1 | 50.0 / 100.0 / 1.25 |" in text
     assert "hi 100%, ta 100%" in text
     assert "Best R@1 of each zero-shot language over the projections: ta " in text
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--encoder", "words"], "--encoder words: a sentence encoder is needed"),
+    (["--source", "ta"], "--fit-langs mr hi en: include --source ta"),
+    (["--dataset", "/no/such/folder"], "dataset '/no/such/folder' is neither"),
+])
+def test_bad_input_is_one_error_line(argv, said, capsys):
+    from experiments.encoder_alignment import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and said in err and len(err.strip().splitlines()) == 1
