@@ -97,6 +97,12 @@ TRAININGS = {
                                       "+ language-identity removal, LIR r=1 (Yang et al. "
                                       "2021), then whitening, fitted on mr, hi, en",
                                       ("hi", "en"), NULLSPACES),
+    "e5-mr-input8-lir-whiten-fit3": Training(
+        ("mr",), (*WHITEN, FIT_3, "data.sentence_language_removal=1",
+                  "data.sentence_input_nullspace=8"), None,
+        "the model's input without the 8 top translation-difference directions "
+        "(language-agnostic input; 8: the pivot search's m chosen on Marathi validation), "
+        "then LIR r=1 and whitening, fitted on mr, hi, en", ("hi", "en")),
     "e5-mr+hi+en-whiten": Training(("mr", "hi", "en"), WHITEN, None,
                                    "trained on three source languages (mr, hi, en), "
                                    "whitened"),
@@ -339,14 +345,14 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS, nullspaces=(0,),
     captions = captions.filter(pc.equal(captions.column("lang"), SOURCE)).to_pydict()
     videos = load_videos(run.dataset, "validation", run.experts, data.max_frames)
     video_emb = embed_videos(run.model, videos, "cpu", run.config.data.max_frames)
-    queries = encoder.vectors(captions["text"])
+    queries = encoder.input_vectors(captions["text"])
     train = run.dataset.captions("train", columns=["text", "lang"]).to_pydict()
     pool_texts = [t for t, _ in dict.fromkeys(
         (t, g) for t, g in zip(train["text"], train["lang"], strict=True)
         if g in encoder.trained_langs)]
     raw_pool, pool = encoder._pivot_pool()  # as SentenceFeatures._pivoted
     if passages:
-        raw_pool = encoder.vectors(encoder._pivot_texts(), passage=True)
+        raw_pool = encoder.input_vectors(encoder._pivot_texts(), passage=True)
     own = np.asarray(pool_texts, object)[None, :] == np.asarray(captions["text"], object)[:, None]
     column = {v: i for i, v in enumerate(videos.video_ids)}
     target = np.asarray([column[v] for v in captions["video_id"]])

@@ -119,6 +119,11 @@ class DataConfig:
         "directions of translation differences (same-segment training captions of "
         "`data.sentence_fit_langs` minus those of `data.caption_langs`, other languages; "
         "the model's input is unchanged; needs `data.sentence_pivots`; 0: off)")
+    sentence_input_nullspace: int = setting(
+        0, rule=at_least(0), doc=SENTENCE + "remove the m top directions of translation "
+        "differences (those of `data.sentence_pivot_nullspace`) from every vector before "
+        "the other transforms: the model is trained on, and reads every query as, vectors "
+        "without them (0: off)")
     sentence_pivot_passages: bool = setting(
         False, doc=SENTENCE + "search the pivots as passages: the training captions searched "
         "are encoded with the encoder's passage prompt (multilingual-e5: `passage: `), the "

@@ -108,13 +108,14 @@ def _check_text_side(data: DataConfig) -> None:
                               "use ISO 639-1 codes (e.g. bn, kn)")
     if (data.sentence_centering or data.sentence_whitening or data.sentence_pivots
             or data.sentence_alignment or data.sentence_language_removal
-            or data.sentence_pivot_nullspace or data.sentence_pivot_passages):
+            or data.sentence_pivot_nullspace or data.sentence_pivot_passages
+            or data.sentence_input_nullspace):
         from rudder.text.encoders import encoder_kind
 
         if encoder_kind(data.text_encoder) != "sentence":
             raise ConfigError("data.sentence_centering, _whitening, _pivots, _alignment, "
-                              "_language_removal, _pivot_nullspace and "
-                              "_pivot_passages need a "
+                              "_language_removal, _pivot_nullspace, _input_nullspace "
+                              "and _pivot_passages need a "
                               "sentence encoder (data.text_encoder: multilingual-e5 or "
                               f"sentence:FOLDER), got data.text_encoder={data.text_encoder!r}")
     for key, off in (("sentence_pivot_nullspace", "0"), ("sentence_pivot_passages", "false")):

@@ -116,7 +116,8 @@ def text_langs(path) -> list[str]:
 
 SENTENCE_TRANSFORMS = ("sentence_centering", "sentence_whitening", "sentence_alignment",
                        "sentence_language_removal",
-                       "sentence_pivot_nullspace")  # data fields that fit statistics on text
+                       "sentence_pivot_nullspace",
+                       "sentence_input_nullspace")  # data fields that fit statistics on text
 
 
 def langs_read(data: dict) -> list[str]:

@@ -306,7 +306,8 @@ def sentence_transforms(data) -> dict | None:
     """The run's sentence-vector transforms (``data.sentence_centering``,
     ``sentence_whitening``, ``sentence_alignment``, ``sentence_pivots``; and
     ``sentence_language_removal``, ``sentence_pivot_nullspace``,
-    ``sentence_pivot_passages`` and ``sentence_fit_langs`` when not their defaults) for a
+    ``sentence_pivot_passages``, ``sentence_input_nullspace`` and ``sentence_fit_langs``
+    when not their defaults) for a
     sentence encoder; None for any other text side."""
     from rudder.text.encoders import encoder_kind
 
@@ -320,6 +321,8 @@ def sentence_transforms(data) -> dict | None:
             **({"pivot_nullspace": int(data.sentence_pivot_nullspace)}
                if data.sentence_pivot_nullspace else {}),
             **({"pivot_passages": True} if data.sentence_pivot_passages else {}),
+            **({"input_nullspace": int(data.sentence_input_nullspace)}
+               if data.sentence_input_nullspace else {}),
             **({"fit_langs": list(data.sentence_fit_langs)}
                if data.sentence_fit_langs not in (None, data.caption_langs) else {})}
 

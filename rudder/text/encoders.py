@@ -255,6 +255,13 @@ class SentenceFeatures:
       al., EMNLP 2022, "Discovering Low-rank Subspaces for Language-agnostic Multilingual
       Representations"; Yang et al. 2021, LIR above). A language searched after a kept
       rotation is searched as before.
+    - ``input_nullspace`` = m > 0: every vector, before any transform above and the
+      pivot search, loses the same top-m translation-difference directions,
+      ``unit(x - B B^T x)`` (B from the encoder's own vectors of the pairs described under
+      ``pivot_nullspace``): the model is trained on, and reads every query as, vectors
+      without the directions along which translations differ (projecting the input onto a
+      language-agnostic subspace before training, as Xie et al. 2022 and Yang et al. 2021
+      do for their subspaces). Every statistic is then fitted on the projected vectors.
     - ``pivot_passages`` (with pivots): the pivots searched are encoded with the
       backend's passage prompt (mE5: ``"passage: "``), the query keeps ``"query: "``: the
       asymmetric query-passage use of the multilingual-e5 model card (Wang et al. 2024,
@@ -272,7 +279,7 @@ class SentenceFeatures:
         self.centering, self.pivots, self.trained_langs = False, 0, ()
         self.folder: DatasetFolder | None = None
         self.whitening, self.alignment, self.language_removal = False, 0, 0
-        self.pivot_nullspace, self.pivot_passages = 0, False
+        self.pivot_nullspace, self.pivot_passages, self.input_nullspace = 0, False, 0
         self.fit_langs: tuple[str, ...] = ()
         self.pivot_langs: tuple[str, ...] = ()
         self.fit_text: dict[str, str] = {}
@@ -291,12 +298,12 @@ class SentenceFeatures:
     def uses_langs(self) -> bool:
         """Whether calls need each text's language (a transform is on)."""
         return (self.centering or self.whitening or self.pivots > 0 or self.alignment > 0
-                or self.language_removal > 0)
+                or self.language_removal > 0)  # input_nullspace reads no language
 
     def configure(self, folder, trained_langs, centering: bool = False, pivots: int = 0,
                   whitening: bool = False, alignment: int = 0, fit_langs=None, fit_text=None,
                   language_removal: int = 0, pivot_langs=None, pivot_nullspace: int = 0,
-                  pivot_passages: bool = False):
+                  pivot_passages: bool = False, input_nullspace: int = 0):
         """Turn the transforms on for a run on dataset ``folder`` trained on ``trained_langs``;
         ``fit_langs`` (default ``trained_langs``) and ``fit_text`` choose the fitting text."""
         self.folder, self.trained_langs = folder, tuple(trained_langs)
@@ -305,14 +312,16 @@ class SentenceFeatures:
         self.language_removal = int(language_removal)
         self.pivot_langs = tuple(pivot_langs or ())
         self.pivot_nullspace, self.pivot_passages = int(pivot_nullspace), bool(pivot_passages)
-        if self.pivot_nullspace < 0:
-            raise ValueError(f"pivot_nullspace={pivot_nullspace}: expected >= 0")
+        self.input_nullspace = int(input_nullspace)
+        if self.pivot_nullspace < 0 or self.input_nullspace < 0:
+            raise ValueError(f"pivot_nullspace={pivot_nullspace}, input_nullspace="
+                             f"{input_nullspace}: expected >= 0")
         self.fit_langs = tuple(self.trained_langs if fit_langs is None else fit_langs)
         self.fit_text = {str(lang): str(path) for lang, path in (fit_text or {}).items()}
         self._maps, self.alignment_fits, self._fitting = {}, {}, None
         self._means = self._whiteners = self._subspaces = self._pool = None
         self._translation_basis = self._searched_pool = None
-        if self.uses_langs and folder is None:
+        if (self.uses_langs or self.input_nullspace) and folder is None:
             raise ValueError("the sentence transforms need the dataset folder")
         return self
 
@@ -348,9 +357,19 @@ class SentenceFeatures:
 
             return self.cache.get(fed, encode)
 
+    def input_vectors(self, texts, passage: bool = False) -> np.ndarray:
+        """:meth:`vectors`, with ``input_nullspace`` on ``unit(x - B B^T x)`` over the first
+        ``input_nullspace`` columns of :meth:`translation_basis` (class docstring): the
+        vectors every other transform and the pivot search start from."""
+        raw = self.vectors(texts, passage)
+        if not self.input_nullspace:
+            return raw
+        basis = self.translation_basis()[:, : self.input_nullspace]
+        return _unit(raw - (raw @ basis) @ basis.T)
+
     def transformed(self, texts, langs=None) -> np.ndarray:
         """:meth:`vectors` after the configured transforms (class docstring)."""
-        raw = self.vectors(texts)
+        raw = self.input_vectors(texts)
         if not self.uses_langs:
             return raw
         if langs is None or len(langs) != len(raw):
@@ -405,26 +424,29 @@ class SentenceFeatures:
         (with ``pivot_passages``: encoded with the passage prompt), as
         :meth:`pivot_search_vectors`."""
         if self._searched_pool is None:
-            raw = (self.vectors(self._pivot_texts(), passage=True) if self.pivot_passages
+            raw = (self.input_vectors(self._pivot_texts(), passage=True) if self.pivot_passages
                    else self._pivot_pool()[0])
             self._searched_pool = self.pivot_search_vectors(raw)
         return self._searched_pool
 
     def translation_basis(self) -> np.ndarray:
-        """``(D, m)``: the top-``pivot_nullspace`` translation-difference directions of the
-        same-segment training captions (class docstring; :func:`translation_directions`)."""
+        """``(D, m)``: the top-m translation-difference directions of the same-segment
+        training captions, m the larger of ``pivot_nullspace`` and ``input_nullspace``, from
+        the encoder's own vectors (class docstring; :func:`translation_directions`)."""
         if self._translation_basis is None:
+            m, key = max((self.pivot_nullspace, "pivot_nullspace"),
+                         (self.input_nullspace, "input_nullspace"))
             first, second = self._translation_pairs()
-            if len(first) < self.pivot_nullspace or self.pivot_nullspace > self.dim:
+            if len(first) < m or m > self.dim:
                 raise RudderError(
-                    f"data.sentence_pivot_nullspace={self.pivot_nullspace}: only "
+                    f"data.sentence_{key}={m}: only "
                     f"{len(first)} same-segment training caption pairs between "
                     f"data.sentence_fit_langs {list(self.fit_langs)} and data.caption_langs "
                     f"{list(self.trained_langs)} in other languages (and {self.dim} "
                     "dimensions); fit on more languages with captions of the training "
                     "segments (e.g. data.sentence_fit_langs=[mr,hi,en]) or lower it")
             self._translation_basis = translation_directions(
-                self.vectors(first), self.vectors(second), self.pivot_nullspace)
+                self.vectors(first), self.vectors(second), m)
         return self._translation_basis
 
     def _translation_pairs(self) -> tuple[list[str], list[str]]:
@@ -490,7 +512,7 @@ class SentenceFeatures:
                               "data.sentence_fit_langs names no language with training "
                               "captions and data.sentence_fit_text is empty")
         langs = np.asarray([lang for lang in sorted(fitting) for _ in fitting[lang]], object)
-        vectors = self.vectors([text for lang in sorted(fitting) for text in fitting[lang]])
+        vectors = self.input_vectors([text for lang in sorted(fitting) for text in fitting[lang]])
         if self.language_removal:
             subspaces = self._language_subspaces()
             for lang in sorted(fitting):
@@ -505,7 +527,7 @@ class SentenceFeatures:
             r = self.language_removal
             subspaces: dict[str | None, np.ndarray] = {}
             for lang in sorted(fitting):
-                matrix = self.vectors(fitting[lang]).astype(np.float64)
+                matrix = self.input_vectors(fitting[lang]).astype(np.float64)
                 _, _, vt = np.linalg.svd(matrix, full_matrices=False)
                 subspaces[lang] = vt[:r].T.astype(np.float32)  # (D, r)
             pooled = np.concatenate([subspaces[lang] for lang in sorted(fitting)], axis=1)
@@ -530,7 +552,8 @@ class SentenceFeatures:
             own = list(dict.fromkeys(self._fitting_text().get(lang, [])))
             self._maps[lang] = None
             if own:
-                source = self._normalise(self.vectors(own), np.full(len(own), lang, object))
+                source = self._normalise(self.input_vectors(own),
+                                         np.full(len(own), lang, object))
                 fit = alignment_fit(source, self._pivot_pool()[1], self.alignment)
                 self.alignment_fits[lang] = fit
                 self._maps[lang] = fit.mapping if fit.parallel else None
@@ -543,7 +566,7 @@ class SentenceFeatures:
                 self._fitted_vectors()  # raises the error naming the settings
             means = {}
             for lang in sorted(fitting):
-                vectors = self.vectors(fitting[lang])
+                vectors = self.input_vectors(fitting[lang])
                 if self.language_removal:
                     basis = self._language_subspaces()[lang]
                     vectors = _unit(vectors - (vectors @ basis) @ basis.T)
@@ -562,13 +585,13 @@ class SentenceFeatures:
             trained = list(dict.fromkeys((t, g) for t, g in zip(texts, langs, strict=True)
                                          if g in self.trained_langs))
             index = {pair: i for i, pair in enumerate(trained)}
-            vectors = self._normalise(self.vectors([t for t, _ in trained]),
+            vectors = self._normalise(self.input_vectors([t for t, _ in trained]),
                                       np.asarray([g for _, g in trained], object))
             searched = tuple(self.pivot_langs or self.trained_langs)
             if set(searched) <= set(self.trained_langs):
                 keep = [pair for pair in trained if pair[1] in searched]
                 self._pool_texts = [t for t, _ in keep]
-                raw = self.vectors(self._pool_texts)
+                raw = self.input_vectors(self._pool_texts)
                 self._pool = (raw, vectors[[index[pair] for pair in keep]])
                 return self._pool
             assert self.folder is not None  # _train_captions checked it
@@ -586,7 +609,7 @@ class SentenceFeatures:
                     stands.setdefault((t, g), set()).update(segment[(video, start, end)])
             keys = list(stands)
             self._pool_texts = [t for t, _ in keys]
-            raw = self.vectors(self._pool_texts)
+            raw = self.input_vectors(self._pool_texts)
             replacement = np.stack([_unit(vectors[sorted(stands[key])].mean(axis=0))
                                     for key in keys]) if keys else vectors[:0]
             self._pool = (raw, replacement)
@@ -763,7 +786,7 @@ def load_text_encoder(spec: str, device: str = "cpu", folder=None, max_words: in
                                data.sentence_alignment, data.sentence_fit_langs,
                                data.sentence_fit_text, data.sentence_language_removal,
                                data.sentence_pivot_langs, data.sentence_pivot_nullspace,
-                               data.sentence_pivot_passages)
+                               data.sentence_pivot_passages, data.sentence_input_nullspace)
         return features
     if spec == "dataset":
         from rudder.text.caption_features import DatasetTextFeatures

@@ -499,6 +499,44 @@ def test_the_pivot_search_after_removing_translation_directions_by_hand(cache_ro
     assert "9 9 9" not in backend.seen  # the Tamil training caption is never encoded
 
 
+def test_the_input_nullspace_by_hand(cache_root):
+    """hi - mr is e3 in both segments: with m = 1 every vector loses e3 before anything
+    else, so a Hindi caption and its Marathi translation become one vector, a Tamil query
+    (0.6, 0.5, 0.9) becomes unit(0.6, 0.5, 0), and centering is fitted on the projected
+    Marathi captions (1, 0, 0) and (0, 1, 0): their mean is (0.5, 0.5, 0)."""
+    from rudder.hub.published_models import sentence_transforms
+
+    backend = SpyLiteral()
+    plain = SentenceFeatures(backend).configure(BilingualFolder(), ["mr"],
+                                                fit_langs=["mr", "hi"], input_nullspace=1)
+    np.testing.assert_allclose(np.abs(plain.translation_basis()), [[0], [0], [1]], atol=1e-6)
+    out = plain.transformed(["0.6 0.5 0.9", "1 0 1", "1 0 0"], ["ta", "hi", "mr"])
+    np.testing.assert_allclose(out, [[0.6 / np.hypot(0.6, 0.5), 0.5 / np.hypot(0.6, 0.5), 0],
+                                     [1, 0, 0], [1, 0, 0]], atol=1e-6)
+    centred = SentenceFeatures(backend).configure(BilingualFolder(), ["mr"], centering=True,
+                                                  fit_langs=["mr", "hi"], input_nullspace=1)
+    s = np.sqrt(0.5)
+    np.testing.assert_allclose(centred.transformed(["1 0 0"], ["mr"]), [[s, -s, 0]], atol=1e-6)
+    assert "9 9 9" not in backend.seen  # the Tamil training caption is never encoded
+    with pytest.raises(RudderError, match="data.sentence_input_nullspace=3: only 2 "):
+        SentenceFeatures(SpyLiteral()).configure(
+            BilingualFolder(), ["mr"], fit_langs=["mr", "hi"],
+            input_nullspace=3).transformed(["1 0 0"], ["mr"])
+    with pytest.raises(ValueError, match="input_nullspace=-1"):
+        SentenceFeatures(Literal()).configure(BilingualFolder(), ["mr"], input_nullspace=-1)
+
+    from rudder.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match="_input_nullspace and _pivot_passages need a"):
+        from_dict({"data": {"sentence_input_nullspace": 8, "text_encoder": "bundled"}})
+    config = from_dict({"data": {"text_encoder": "multilingual-e5", "caption_langs": ["mr"],
+                                 "sentence_input_nullspace": 8,
+                                 "sentence_fit_langs": ["mr", "hi", "en"]}})
+    assert sentence_transforms(config.data) == {
+        "centering": False, "whitening": False, "alignment": 0, "pivots": 0,
+        "input_nullspace": 8, "fit_langs": ["mr", "hi", "en"]}
+
+
 def test_translation_directions_against_a_direct_loop():
     """The top-m subspace of the uncentred difference matrix is that of the scatter
     matrix sum_i d_i d_i^T built pair by pair (Bolukbasi et al. 2016, Sec. 5)."""
@@ -599,8 +637,8 @@ def test_the_pivot_nullspace_needs_translation_pairs_and_valid_settings(cache_ro
         from_dict({"data": {**e5, "sentence_pivot_nullspace": 8}})
     with pytest.raises(ConfigError, match="data.sentence_pivot_passages=True changes only"):
         from_dict({"data": {**e5, "sentence_pivot_passages": True}})
-    with pytest.raises(ConfigError, match="_pivot_nullspace and _pivot_passages need a "
-                       "sentence encoder"):
+    with pytest.raises(ConfigError, match="_pivot_nullspace, _input_nullspace and "
+                       "_pivot_passages need a sentence encoder"):
         from_dict({"data": {"sentence_pivots": 5, "sentence_pivot_nullspace": 8,
                             "text_encoder": "bundled"}})
     config = from_dict({"data": {**e5, "sentence_pivots": 5, "sentence_pivot_nullspace": 8,
