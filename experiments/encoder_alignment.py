@@ -232,6 +232,14 @@ def main(argv: list[str] | None = None) -> dict:
     """Print (and with ``--report`` write) the report; returns the table."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from rudder.errors import RudderError
+    from rudder.languages import check_language, check_languages
+
+    try:
+        check_language(args.source, "--source")
+        check_languages(args.fit_langs, "--fit-langs")
+    except RudderError as error:
+        parser.error(str(error))
     if args.source not in args.fit_langs:
         parser.error(f"--fit-langs {' '.join(args.fit_langs)}: include --source {args.source}")
     from rudder.errors import exit_on_error

@@ -48,6 +48,15 @@ FREE_TEXT = {
     "rudder.evaluation.evaluate --dataset": "rudder.data.lookup.resolve_dataset, then the "
                                             "run's experts (tests/test_cli_hardening.py)",
     "app --dataset": "rudder.data.lookup.resolve_dataset",
+    "experiments.encoder_alignment --dataset": "rudder.data.lookup.resolve_dataset",
+    "experiments.encoder_alignment --encoder": "rudder.text.encoders.encoder_kind: a sentence "
+                                               "encoder (tests/experiments/"
+                                               "test_encoder_alignment.py)",
+    "experiments.encoder_alignment --source": "rudder.languages.check_language "
+                                              "(tests/experiments/test_encoder_alignment.py)",
+    "experiments.encoder_alignment --fit-langs": "rudder.languages.check_languages, and it "
+                                                 "must hold --source (tests/experiments/"
+                                                 "test_encoder_alignment.py)",
     "app --host": "handed to the server; a bad address fails when it binds",
     "app --auth": "app.__main__.parse_auth: user:pass, both non-empty (tests/app/test_main.py)",
     "app --annotate": "rudder.data.lookup.resolve_dataset",

@@ -138,6 +138,8 @@ def test_the_report_marks_the_fitted_and_the_zero_shot_languages():
 @pytest.mark.parametrize("argv, said", [
     (["--encoder", "words"], "--encoder words: a sentence encoder is needed"),
     (["--source", "ta"], "--fit-langs mr hi en: include --source ta"),
+    (["--fit-langs", "mr", "xx"], "unsupported language 'xx' in --fit-langs"),
+    (["--source", "klingon"], "unsupported language 'klingon' in --source"),
     (["--dataset", "/no/such/folder"], "dataset '/no/such/folder' is neither"),
 ])
 def test_bad_input_is_one_error_line(argv, said, capsys):
