@@ -42,6 +42,7 @@ import scipy.linalg
 from rudder.atomic import atomic_write_text
 from rudder.cli import ArgumentParser, output_file
 from rudder.data.lookup import resolve_dataset
+from rudder.evaluation.metrics import target_ranks
 from rudder.text.encoders import _unit, same_segment_pairs, translation_directions
 
 NULLSPACES = (8, 16, 32)
@@ -88,9 +89,7 @@ def fisher_projection(vectors: np.ndarray, classes: Sequence, d: int,
 def segment_ranks(queries: np.ndarray, candidates: np.ndarray, hits: np.ndarray) -> np.ndarray:
     """1-based tie-averaged rank of candidate ``hits[i]`` among all candidates by the dot
     product with query i (``1 + #higher + #tied others / 2``)."""
-    scores = queries @ candidates.T
-    own = scores[np.arange(len(hits)), hits][:, None]
-    return 1 + (scores > own).sum(axis=1) + ((scores == own).sum(axis=1) - 1) / 2
+    return 1 + target_ranks(queries @ candidates.T, hits)
 
 
 def segments_of(table: dict) -> list[tuple]:

@@ -330,6 +330,7 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS, nullspaces=(0,),
     from rudder.data.loader import load_videos
     from rudder.evaluation.inference import embed_videos
     from rudder.evaluation.loading import load_run
+    from rudder.evaluation.metrics import target_ranks
     from rudder.models import interface
     from rudder.text.encoders import _unit
 
@@ -369,16 +370,9 @@ def pivot_proxy(run_dir: Path, ks=PIVOT_KS, nullspaces=(0,),
                 emb, logits = model.encode_text(vectors.unsqueeze(1),
                                                 torch.ones(len(vectors), 1, dtype=torch.bool))
                 sims = model.similarity(emb, logits, video_emb, videos.available).numpy()
-            ranks = _own_video_ranks(sims, target)
+            ranks = target_ranks(sims, target)
             result[m][k] = 100 * float(np.mean(ranks < K))
     return result
-
-
-def _own_video_ranks(sims: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """0-based tie-averaged rank of column ``target[i]`` in row ``i`` (as
-    :func:`rudder.evaluation.metrics.query_ranks`)."""
-    own = sims[np.arange(len(sims)), target][:, None]
-    return (sims > own).sum(axis=1) + ((sims == own).sum(axis=1) - 1) / 2
 
 
 # ------------------------------------------------------------------------------ reporting

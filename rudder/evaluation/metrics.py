@@ -175,6 +175,17 @@ def query_ranks(sims, query_masks=None, direction: str = "t2v") -> np.ndarray:
     return out
 
 
+def target_ranks(sims, targets) -> np.ndarray:
+    """0-based, tie-averaged rank of column ``targets[i]`` in row ``i`` of ``sims``, as
+    :func:`query_ranks` ranks a caption's own video (``#(greater) + (#(equal) - 1) / 2``),
+    for queries whose ground truth is any column (a caption's translation among captions,
+    a query's video in a subset). NaN similarities are rejected."""
+    s = _as_array(sims, "sims")
+    _reject_nan(s, np.arange(len(s)), "sims")
+    own = s[np.arange(len(s)), np.asarray(targets)][:, None]
+    return _count(s > own, 1) + (_count(s == own, 1) - 1) / 2
+
+
 # ----------------------------------------------------------------------------- statistics
 def recall_at(ranks: np.ndarray, k: int) -> np.ndarray:
     """Percent of queries retrieved within the first ``k`` over the last axis of 0-based,

@@ -418,3 +418,19 @@ def test_no_relevant_item_anywhere_is_nan_not_zero():
     out = metrics.relevance_metrics(sims, rel)
     assert np.isnan(out["mAP"]) and out["nDCG"] == pytest.approx(1.0)
     assert metrics.defined_queries(metrics.mean_average_precision(sims, rel, reduction="none")) == 0
+
+
+def test_target_ranks_against_query_ranks_and_a_direct_loop():
+    from rudder.evaluation.metrics import query_ranks, target_ranks
+
+    rng = np.random.default_rng(3)
+    sims = rng.integers(0, 4, size=(12, 5)).astype(np.float32)  # many ties
+    # one caption per video: the ground truth of row i is column i // 1 for a 5 x 5 block
+    square = sims[:5]
+    np.testing.assert_array_equal(target_ranks(square, np.arange(5)), query_ranks(square))
+    targets = rng.integers(0, 5, size=12)
+    want = [sum(x > row[t] for x in row) + (sum(x == row[t] for x in row) - 1) / 2
+            for row, t in zip(sims, targets, strict=True)]
+    np.testing.assert_array_equal(target_ranks(sims, targets), want)
+    with pytest.raises(ValueError, match="sims has NaN at row 1"):
+        target_ranks(np.array([[0.0, 1.0], [np.nan, 0.0]]), [0, 1])
